@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+pragma solidity ^0.8.24;
+
+/// @title IArtCertificate
+/// @notice The on-chain certificate of an artwork registered on the platform: one ERC-721 token per
+/// artwork, keyed by `keccak256(bytes(artworkId))`, carrying the immutable hash of the artwork's
+/// canonical certificate document (RFC 8785 JSON, see the API's CONTRACT §8).
+interface IArtCertificate {
+    /// @notice The immutable facts recorded when an artwork is certified.
+    struct Certificate {
+        bytes32 artworkKey;
+        bytes32 certificateHash;
+        uint64 certifiedAt;
+    }
+
+    /// @notice The artwork behind `artworkKey` already holds certificate `tokenId`.
+    error ArtCertificateAlreadyCertified(bytes32 artworkKey, uint256 tokenId);
+    /// @notice No certificate exists for `tokenId`.
+    error ArtCertificateNonexistentToken(uint256 tokenId);
+    /// @notice The artwork id is empty.
+    error ArtCertificateEmptyArtworkId();
+    /// @notice The certificate hash is zero.
+    error ArtCertificateEmptyHash();
+    /// @notice The royalty of `royaltyBps` basis points exceeds the cap of `maxRoyaltyBps`.
+    error ArtCertificateRoyaltyTooHigh(uint96 royaltyBps, uint96 maxRoyaltyBps);
+
+    /// @notice Emitted once per artwork, right after its certificate token `tokenId` was minted to `owner`.
+    event ArtworkCertified(
+        uint256 indexed tokenId,
+        bytes32 indexed artworkKey,
+        address indexed owner,
+        string artworkId,
+        bytes32 certificateHash,
+        string tokenURI,
+        address royaltyReceiver,
+        uint96 royaltyBps
+    );
+
+    /// @notice Mints the certificate of `artworkId` to `to`. Reverts with
+    /// `ArtCertificateAlreadyCertified` when the artwork already has one, so a retried relay can
+    /// never mint twice. Only callable by holders of `CERTIFIER_ROLE`.
+    /// @return tokenId The new token id; ids are sequential from 1.
+    function certify(
+        address to,
+        string calldata artworkId,
+        bytes32 certificateHash,
+        string calldata tokenURI,
+        address royaltyReceiver,
+        uint96 royaltyBps
+    ) external returns (uint256 tokenId);
+
+    /// @notice Points `tokenId` at a new metadata URI (the certificate hash never changes); emits
+    /// EIP-4906 `MetadataUpdate`. Only callable by holders of `DEFAULT_ADMIN_ROLE`.
+    function setTokenURI(uint256 tokenId, string calldata newTokenURI) external;
+
+    /// @notice The certificate of `tokenId`; reverts with `ArtCertificateNonexistentToken` when absent.
+    function certificateOf(uint256 tokenId) external view returns (Certificate memory);
+
+    /// @notice The token id certifying `artworkKey`, or 0 when the artwork is not certified.
+    function tokenIdOfArtwork(bytes32 artworkKey) external view returns (uint256);
+
+    /// @notice The key under which `artworkId` is certified: `keccak256(bytes(artworkId))`.
+    function artworkKeyOf(string calldata artworkId) external pure returns (bytes32);
+
+    /// @notice How many certificates were ever issued (also the highest token id).
+    function totalCertified() external view returns (uint256);
+
+    /// @notice The role allowed to call `certify`.
+    function CERTIFIER_ROLE() external view returns (bytes32);
+}

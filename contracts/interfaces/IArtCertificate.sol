@@ -24,7 +24,9 @@ interface IArtCertificate {
     /// @notice The royalty of `royaltyBps` basis points exceeds the cap of `maxRoyaltyBps`.
     error ArtCertificateRoyaltyTooHigh(uint96 royaltyBps, uint96 maxRoyaltyBps);
 
-    /// @notice Emitted once per artwork, right after its certificate token `tokenId` was minted to `owner`.
+    /// @notice Emitted once per artwork, right after its certificate token `tokenId` was minted to `owner`
+    /// (after the ERC-721 `Transfer` and the EIP-4906 `MetadataUpdate` of the same transaction).
+    /// `royaltyReceiver` and `royaltyBps` are as requested; with `royaltyBps` 0 no royalty is recorded.
     event ArtworkCertified(
         uint256 indexed tokenId,
         bytes32 indexed artworkKey,
@@ -38,7 +40,10 @@ interface IArtCertificate {
 
     /// @notice Mints the certificate of `artworkId` to `to`. Reverts with
     /// `ArtCertificateAlreadyCertified` when the artwork already has one, so a retried relay can
-    /// never mint twice. Only callable by holders of `CERTIFIER_ROLE`.
+    /// never mint twice. The token is minted without the ERC-721 receiver callback, so any address
+    /// (custodial account or contract wallet) receives it. `royaltyBps` is at most 1000 (10%); when
+    /// it is not 0, `royaltyReceiver` must not be the zero address. Only callable by holders of
+    /// `CERTIFIER_ROLE`.
     /// @return tokenId The new token id; ids are sequential from 1.
     function certify(
         address to,

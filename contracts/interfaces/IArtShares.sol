@@ -29,7 +29,8 @@ interface IArtShares {
     function createShareClass(uint256 tokenId, uint256 cap) external;
 
     /// @notice Mints `amount` shares of `tokenId` to `to` for purchase `purchaseKey`. Reverts past the
-    /// cap and when `purchaseKey` already minted. Only callable by holders of `SHARE_ISSUER_ROLE`.
+    /// cap and when `purchaseKey` already minted. A contract recipient must accept ERC-1155 tokens
+    /// (`onERC1155Received`). Only callable by holders of `SHARE_ISSUER_ROLE`.
     function mintShares(address to, uint256 tokenId, uint256 amount, bytes32 purchaseKey) external;
 
     /// @notice The fixed cap of `tokenId`'s share class, 0 when it has none.

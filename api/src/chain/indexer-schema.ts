@@ -1,0 +1,226 @@
+/**
+ * What the API reads from the Ponder indexer (indexer/ponder.schema.ts), and how it learns how far
+ * the indexer got. Self-contained on purpose: no imports from other API modules.
+ *
+ * Where the rows are: Ponder writes each build into its own schema (`indexer_<hash>`) and, once a
+ * build has finished its backfill, points the views of the stable views schema at it
+ * (INDEXER_VIEWS_SCHEMA, default "chain"): `chain.certificate`, `chain.share_balance`, ... Read
+ * through those views only, and never write them (the row types below refuse inserts/updates).
+ * The views appear only after the first build's backfill: before that, a SELECT fails with
+ * 42P01 (undefined_table); readIndexerStatus reports `ready: false` then.
+ *
+ * Querying with Kysely, the views schema being a setting:
+ *
+ *   const views = db.withTables<IndexerViews>().withSchema(config.indexer.viewsSchema);
+ *   await views.selectFrom("certificate").selectAll().where("token_id", "=", 1n).executeTakeFirst();
+ *
+ * or, to join with the API's own tables, key them by qualified name:
+ * `Kysely<Database & QualifiedIndexerViews<"chain">>` and `selectFrom("chain.certificate")`.
+ *
+ * Value types: Ponder's bigint columns are `numeric(78,0)`, which node-postgres returns as strings
+ * unless a type parser is set for oid 1700 (NUMERIC). The types below say `bigint`: they hold
+ * with the parser of api/src/db/connection.ts (integral numerics -> BigInt). Addresses and
+ * hashes are lower-case 0x-hex `text`. Timestamps are block timestamps in unix seconds.
+ */
+import type { ColumnType, Kysely } from "kysely";
+
+/** A view column: readable, never insertable or updatable. */
+type View<T> = ColumnType<T, never, never>;
+type Hex = `0x${string}`;
+
+/** One row per certificate token: the facts of ArtworkCertified and the current owner. */
+export interface CertificateView {
+  token_id: View<bigint>;
+  /** keccak256(bytes(artwork_id)). */
+  artwork_key: View<Hex>;
+  artwork_id: View<string>;
+  certificate_hash: View<Hex>;
+  /** Current owner: follows every ERC-721 Transfer. */
+  owner: View<Hex>;
+  /** Current metadata URI: follows EIP-4906 MetadataUpdate. */
+  token_uri: View<string>;
+  royalty_receiver: View<Hex>;
+  royalty_bps: View<number>;
+  /** Timestamp of the block that certified it. */
+  certified_at: View<bigint>;
+  block_number: View<bigint>;
+  tx_hash: View<Hex>;
+  log_index: View<number>;
+  /** Block of the last change (certification, transfer or URI update). */
+  updated_at_block: View<bigint>;
+}
+
+/** Provenance: one row per ERC-721 Transfer, the mint (from the zero address) included. */
+export interface CertificateTransferView {
+  /** `${tx_hash}:${log_index}`. */
+  id: View<string>;
+  token_id: View<bigint>;
+  from: View<Hex>;
+  to: View<Hex>;
+  block_number: View<bigint>;
+  block_timestamp: View<bigint>;
+  tx_hash: View<Hex>;
+  log_index: View<number>;
+}
+
+/** One row per fractionalized certificate (share token id = certificate token id). */
+export interface ShareClassView {
+  token_id: View<bigint>;
+  /** The fixed cap. */
+  cap: View<bigint>;
+  /** Shares minted so far (from ERC-1155 mints; shares_available = cap - minted). */
+  minted: View<bigint>;
+  /** Addresses with a balance above zero. */
+  holders_count: View<number>;
+  /** Timestamp of the block that created the class. */
+  created_at: View<bigint>;
+  tx_hash: View<Hex>;
+  block_number: View<bigint>;
+}
+
+/** Current holdings; a row exists only while its balance is above zero. */
+export interface ShareBalanceView {
+  token_id: View<bigint>;
+  holder: View<Hex>;
+  balance: View<bigint>;
+  /** Timestamp of the block from which the holder has held shares without interruption. */
+  first_acquired_at: View<bigint>;
+  updated_at: View<bigint>;
+}
+
+/** One row per SharesMinted: which purchase a mint settled. */
+export interface ShareMintView {
+  purchase_key: View<Hex>;
+  token_id: View<bigint>;
+  to: View<Hex>;
+  amount: View<bigint>;
+  tx_hash: View<Hex>;
+  log_index: View<number>;
+  block_number: View<bigint>;
+  block_timestamp: View<bigint>;
+}
+
+/** One row per ERC-1155 transfer item (TransferSingle, or one per id of a TransferBatch), mints included. */
+export interface ShareTransferView {
+  /** `${tx_hash}:${log_index}:${batch_index}`. */
+  id: View<string>;
+  token_id: View<bigint>;
+  operator: View<Hex>;
+  from: View<Hex>;
+  to: View<Hex>;
+  amount: View<bigint>;
+  block_number: View<bigint>;
+  block_timestamp: View<bigint>;
+  tx_hash: View<Hex>;
+  log_index: View<number>;
+  batch_index: View<number>;
+}
+
+/** Ponder's progress per chain; `latest_checkpoint` encodes the last indexed block (see decodeCheckpointBlock). */
+export interface PonderCheckpointView {
+  chain_name: View<string>;
+  chain_id: View<bigint | string>;
+  safe_checkpoint: View<string>;
+  latest_checkpoint: View<string>;
+  finalized_checkpoint: View<string>;
+}
+
+/** Ponder's app metadata; `value.is_ready` is 1 once the backfill is done. */
+export interface PonderMetaView {
+  key: View<string>;
+  value: View<{ is_ready?: number; build_id?: string } & Record<string, unknown>>;
+}
+
+/** The views of INDEXER_VIEWS_SCHEMA, keyed by unqualified name (use with `withSchema`). */
+export interface IndexerViews {
+  certificate: CertificateView;
+  certificate_transfer: CertificateTransferView;
+  share_class: ShareClassView;
+  share_balance: ShareBalanceView;
+  share_mint: ShareMintView;
+  share_transfer: ShareTransferView;
+  _ponder_checkpoint: PonderCheckpointView;
+  _ponder_meta: PonderMetaView;
+}
+
+/** The same views keyed "<schema>.<view>", to mix with other tables in one Kysely database type. */
+export type QualifiedIndexerViews<S extends string = "chain"> = {
+  [K in keyof IndexerViews as `${S}.${K & string}`]: IndexerViews[K];
+};
+
+export interface IndexerStatus {
+  /** The last block the indexer has fully processed; null before its first checkpoint. */
+  indexedBlock: bigint | null;
+  /** Whether the backfill has finished (Ponder's /ready is 200, and the views exist). */
+  ready: boolean;
+}
+
+export interface IndexerStatusSource {
+  /** Reads `<viewsSchema>._ponder_checkpoint` / `_ponder_meta`: what the API's readers actually see. */
+  db?: Kysely<any>;
+  viewsSchema?: string;
+  /** Ponder's HTTP server (INDEXER_URL): GET /ready and GET /status. */
+  indexerUrl?: string;
+  /** Which chain's checkpoint to report; by default the only (first) one. */
+  chainId?: number;
+  /** For the HTTP requests (default 2000 ms). */
+  timeoutMs?: number;
+}
+
+/**
+ * How far the indexer got. With `db`, reads the views schema (the source of truth for readers:
+ * it is what their SELECTs see); with only `indexerUrl`, asks Ponder over HTTP. With both, the
+ * database answers, and HTTP covers the time before the first build publishes its views.
+ * Lag in blocks = chain head - indexedBlock. Throws when the chosen source is unreachable.
+ */
+export async function readIndexerStatus(source: IndexerStatusSource): Promise<IndexerStatus> {
+  if (source.db) {
+    const fromViews = await readFromViews(source.db, source.viewsSchema ?? "chain", source.chainId);
+    if (fromViews || !source.indexerUrl) return fromViews ?? { indexedBlock: null, ready: false };
+  }
+  if (source.indexerUrl) return readFromHttp(source.indexerUrl, source.chainId, source.timeoutMs ?? 2_000);
+  throw new Error("readIndexerStatus needs a db or an indexerUrl");
+}
+
+/** The block number inside a Ponder checkpoint (10 digits timestamp, 16 chain id, 16 block number, ...). */
+export function decodeCheckpointBlock(checkpoint: string): bigint {
+  return BigInt(checkpoint.slice(26, 42));
+}
+
+async function readFromViews(db: Kysely<any>, viewsSchema: string, chainId?: number): Promise<IndexerStatus | null> {
+  const views = db.withSchema(viewsSchema) as unknown as Kysely<IndexerViews>;
+  try {
+    const [checkpoints, meta] = await Promise.all([
+      views.selectFrom("_ponder_checkpoint").select(["chain_id", "latest_checkpoint"]).execute(),
+      views.selectFrom("_ponder_meta").select("value").where("key", "=", "app").executeTakeFirst(),
+    ]);
+    const checkpoint =
+      chainId === undefined ? checkpoints[0] : checkpoints.find((c) => String(c.chain_id) === String(chainId));
+    return {
+      indexedBlock: checkpoint ? decodeCheckpointBlock(checkpoint.latest_checkpoint) : null,
+      ready: meta?.value.is_ready === 1,
+    };
+  } catch (error) {
+    if ((error as { code?: string }).code === "42P01") return null; // no views yet
+    throw error;
+  }
+}
+
+async function readFromHttp(indexerUrl: string, chainId: number | undefined, timeoutMs: number): Promise<IndexerStatus> {
+  const base = indexerUrl.replace(/\/$/, "");
+  const [ready, status] = await Promise.all([
+    fetch(`${base}/ready`, { signal: AbortSignal.timeout(timeoutMs) }),
+    fetch(`${base}/status`, { signal: AbortSignal.timeout(timeoutMs) }),
+  ]);
+  await ready.body?.cancel();
+  if (!status.ok) throw new Error(`Indexer /status answered ${status.status}`);
+  // { [chainName]: { id, block: { number, timestamp } } }
+  const chains = Object.values((await status.json()) as Record<string, { id: number; block: { number: number } }>);
+  const chain = chainId === undefined ? chains[0] : chains.find((c) => c.id === chainId);
+  return { indexedBlock: chain ? BigInt(chain.block.number) : null, ready: ready.status === 200 };
+}
+
+/** The Postgres channel Ponder NOTIFYs after each indexed block: `LISTEN "<viewsSchema>_live_query"`. */
+export function indexerNotifyChannel(viewsSchema: string): string {
+  return `${viewsSchema}_live_query`;
+}

@@ -1,0 +1,170 @@
+import { z } from "zod";
+
+/** Hardhat's well-known dev account #0: the local relayer, refused in production mode. */
+export const HARDHAT_DEV_RELAYER_KEY =
+  "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
+
+const bool = z
+  .enum(["true", "false", "1", "0", "yes", "no"])
+  .transform((v) => v === "true" || v === "1" || v === "yes");
+const hex32 = z.string().regex(/^0x[0-9a-fA-F]{64}$/, "must be a 0x-prefixed 32-byte hex string");
+const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte address");
+
+const envSchema = z.object({
+  NODE_ENV: z.enum(["development", "test", "production"]).default("development"),
+  HOST: z.string().default("127.0.0.1"),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  PUBLIC_BASE_URL: z.url().optional(),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  TRUST_PROXY: bool.default(false),
+
+  DATABASE_URL: z.string().min(1),
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(2).max(200).default(20),
+
+  CHAIN_RPC_URL: z.url(),
+  CHAIN_ID: z.coerce.number().int().positive().default(31337),
+  CHAIN_NAME: z.string().optional(),
+  RELAYER_PRIVATE_KEY: hex32.optional(),
+  CUSTODY_MNEMONIC: z.string().trim().refine((m) => m.split(/\s+/).length >= 12, "must be a BIP-39 mnemonic of 12 or more words"),
+  ART_CERTIFICATE_ADDRESS: address.optional(),
+  ART_SHARES_ADDRESS: address.optional(),
+  CONTRACTS_START_BLOCK: z.coerce.number().int().min(0).default(0),
+
+  INDEXER_URL: z.url().optional(),
+  INDEXER_VIEWS_SCHEMA: z.string().regex(/^[a-z_][a-z0-9_]*$/).default("chain"),
+  INDEXER_MAX_LAG_BLOCKS: z.coerce.number().int().min(0).default(5),
+
+  BOOTSTRAP_ADMIN_API_KEY: z.string().min(20).max(200).optional(),
+  REDIS_URL: z.string().optional(),
+  RATE_LIMIT_TOKEN_PER_MINUTE: z.coerce.number().int().positive().default(600),
+  RATE_LIMIT_ANONYMOUS_PER_MINUTE: z.coerce.number().int().positive().default(120),
+  ALLOW_PRIVATE_WEBHOOK_URLS: bool.optional(),
+  SIWE_DOMAINS: z.string().optional(),
+  JOBS_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(10),
+});
+
+export type Env = z.input<typeof envSchema>;
+
+export interface Config {
+  env: "development" | "test" | "production";
+  production: boolean;
+  host: string;
+  port: number;
+  /** The URL clients reach the API at; links (token metadata, docs) are built from it. */
+  publicBaseUrl: string;
+  logLevel: z.infer<typeof envSchema>["LOG_LEVEL"];
+  trustProxy: boolean;
+  database: { url: string; poolSize: number };
+  chain: {
+    rpcUrl: string;
+    id: number;
+    name: string;
+    relayerPrivateKey: `0x${string}`;
+    /** BIP-39 mnemonic of the HD wallet that holds users' custodial addresses. */
+    custodyMnemonic: string;
+    artCertificateAddress: `0x${string}` | null;
+    artSharesAddress: `0x${string}` | null;
+    startBlock: number;
+  };
+  indexer: { url: string | null; viewsSchema: string; maxLagBlocks: number };
+  bootstrapAdminApiKey: string | null;
+  redisUrl: string | null;
+  rateLimit: { tokenPerMinute: number; anonymousPerMinute: number };
+  allowPrivateWebhookUrls: boolean;
+  /** Domains a SIWE message may be bound to (EIP-4361 `domain`: host[:port]). */
+  siweDomains: string[];
+  jobs: { concurrency: number };
+}
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+const CHAIN_NAMES: Record<number, string> = {
+  1: "ethereum",
+  10: "optimism",
+  137: "polygon",
+  8453: "base",
+  42161: "arbitrum",
+  11155111: "sepolia",
+  84532: "base-sepolia",
+  31337: "hardhat-local",
+};
+
+/** Parses the environment once; nothing else in the API reads process.env. */
+export function loadConfig(source: NodeJS.ProcessEnv | Record<string, string | undefined>): Config {
+  // Empty strings mean "unset", as in most .env tooling.
+  const cleaned = Object.fromEntries(
+    Object.entries(source).filter(([, v]) => v !== undefined && v !== ""),
+  );
+  const parsed = envSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join("\n")}`);
+  }
+  const e = parsed.data;
+  const production = e.NODE_ENV === "production";
+  const publicBaseUrl = (e.PUBLIC_BASE_URL ?? `http://${hostForUrl(e.HOST)}:${e.PORT}`).replace(/\/$/, "");
+
+  if (production) {
+    const missing = (
+      [
+        ["RELAYER_PRIVATE_KEY", e.RELAYER_PRIVATE_KEY],
+        ["ART_CERTIFICATE_ADDRESS", e.ART_CERTIFICATE_ADDRESS],
+        ["ART_SHARES_ADDRESS", e.ART_SHARES_ADDRESS],
+        ["PUBLIC_BASE_URL", e.PUBLIC_BASE_URL],
+      ] as const
+    )
+      .filter(([, v]) => !v)
+      .map(([k]) => k);
+    if (missing.length > 0) {
+      throw new ConfigError(`Production mode requires: ${missing.join(", ")}`);
+    }
+    if (e.RELAYER_PRIVATE_KEY?.toLowerCase() === HARDHAT_DEV_RELAYER_KEY) {
+      throw new ConfigError("Production mode refuses the public Hardhat dev account as relayer");
+    }
+    if (e.ALLOW_PRIVATE_WEBHOOK_URLS === true) {
+      throw new ConfigError("ALLOW_PRIVATE_WEBHOOK_URLS cannot be enabled in production mode");
+    }
+  }
+
+  const baseHost = new URL(publicBaseUrl).host;
+  const siweDomains = e.SIWE_DOMAINS
+    ? e.SIWE_DOMAINS.split(",").map((d) => d.trim()).filter(Boolean)
+    : production
+      ? [baseHost]
+      : [...new Set([baseHost, `localhost:${e.PORT}`, `127.0.0.1:${e.PORT}`])];
+
+  return {
+    env: e.NODE_ENV,
+    production,
+    host: e.HOST,
+    port: e.PORT,
+    publicBaseUrl,
+    logLevel: e.LOG_LEVEL,
+    trustProxy: e.TRUST_PROXY,
+    database: { url: e.DATABASE_URL, poolSize: e.DATABASE_POOL_SIZE },
+    chain: {
+      rpcUrl: e.CHAIN_RPC_URL,
+      id: e.CHAIN_ID,
+      name: e.CHAIN_NAME ?? CHAIN_NAMES[e.CHAIN_ID] ?? `evm-${e.CHAIN_ID}`,
+      relayerPrivateKey: (e.RELAYER_PRIVATE_KEY ?? HARDHAT_DEV_RELAYER_KEY) as `0x${string}`,
+      custodyMnemonic: e.CUSTODY_MNEMONIC,
+      artCertificateAddress: (e.ART_CERTIFICATE_ADDRESS as `0x${string}` | undefined) ?? null,
+      artSharesAddress: (e.ART_SHARES_ADDRESS as `0x${string}` | undefined) ?? null,
+      startBlock: e.CONTRACTS_START_BLOCK,
+    },
+    indexer: { url: e.INDEXER_URL ?? null, viewsSchema: e.INDEXER_VIEWS_SCHEMA, maxLagBlocks: e.INDEXER_MAX_LAG_BLOCKS },
+    bootstrapAdminApiKey: e.BOOTSTRAP_ADMIN_API_KEY ?? null,
+    redisUrl: e.REDIS_URL ?? null,
+    rateLimit: { tokenPerMinute: e.RATE_LIMIT_TOKEN_PER_MINUTE, anonymousPerMinute: e.RATE_LIMIT_ANONYMOUS_PER_MINUTE },
+    allowPrivateWebhookUrls: production ? false : (e.ALLOW_PRIVATE_WEBHOOK_URLS ?? true),
+    siweDomains,
+    jobs: { concurrency: e.JOBS_CONCURRENCY },
+  };
+}
+
+function hostForUrl(host: string): string {
+  if (host === "0.0.0.0" || host === "::") return "127.0.0.1";
+  return host.includes(":") ? `[${host}]` : host;
+}

@@ -1,0 +1,129 @@
+import { randomUUID } from "node:crypto";
+import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from "express";
+import type { Logger } from "pino";
+import { z } from "../openapi/zod.ts";
+import { ApiError } from "../lib/errors.ts";
+import { newId } from "../lib/ids.ts";
+
+export const problemSchema = z
+  .object({
+    type: z.string().openapi({ example: "/problems/validation_failed" }),
+    title: z.string(),
+    status: z.number().int(),
+    code: z.string().openapi({ example: "validation_failed" }),
+    detail: z.string(),
+    request_id: z.string().openapi({ example: "req_01JD3Y5V0Q3G7W7J6T4N4C2X1M" }),
+    errors: z
+      .array(z.object({ field: z.string(), code: z.string(), message: z.string() }))
+      .optional()
+      .openapi({ description: "Per-field problems of a validation failure" }),
+  })
+  .openapi("Problem", { description: "RFC 9457 problem details" });
+
+const STATUS_TEXT: Record<number, string> = {
+  400: "Malformed request, invalid parameter or failed validation",
+  401: "Missing, invalid, expired or revoked bearer token",
+  403: "Insufficient scope, not the owner, or account suspended",
+  404: "Not found",
+  409: "Refused by the resource's state, or a concurrent request with the same Idempotency-Key",
+  413: "Body or upload too large",
+  415: "Unsupported content type",
+  422: "Idempotency-Key reused with a different request",
+  429: "Rate limited (see Retry-After)",
+  500: "Internal error",
+  503: "A dependency is unavailable",
+};
+
+export function problemResponses(statuses: number[]) {
+  return Object.fromEntries(
+    statuses
+      .sort((a, b) => a - b)
+      .map((s) => [s, { description: STATUS_TEXT[s] ?? "Error", content: { "application/problem+json": { schema: problemSchema } } }]),
+  );
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Echo a sane inbound X-Request-Id, else mint `req_…` (CONTRACT §1). */
+export const requestId: RequestHandler = (req, res, next) => {
+  const inbound = req.get("X-Request-Id");
+  const id = inbound && REQUEST_ID.test(inbound) ? inbound : newId("request");
+  res.locals.requestId = id;
+  res.setHeader("X-Request-Id", id);
+  next();
+};
+
+export function sendProblem(res: Response, err: ApiError): void {
+  for (const [k, v] of Object.entries(err.extra.headers ?? {})) res.setHeader(k, v);
+  const { headers: _headers, errors, ...rest } = err.extra;
+  res
+    .status(err.status)
+    .type("application/problem+json")
+    .send(
+      JSON.stringify({
+        type: `/problems/${err.code}`,
+        title: err.title,
+        status: err.status,
+        code: err.code,
+        detail: err.message,
+        request_id: res.locals.requestId ?? res.getHeader("X-Request-Id") ?? randomUUID(),
+        ...rest,
+        ...(errors ? { errors } : {}),
+      }),
+    );
+}
+
+export const notFound: RequestHandler = (req, _res, next) => {
+  next(new ApiError(404, "not_found", `No route for ${req.method} ${req.path}`));
+};
+
+/** Every error becomes problem+json; unknown errors are logged and never leak their text. */
+export function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (err: unknown, req: Request, res: Response, _next: NextFunction) => {
+    if (res.headersSent) {
+      req.socket.destroy();
+      return;
+    }
+    const api = toApiError(err);
+    if (api.status >= 500) {
+      logger.error({ err, request_id: res.locals.requestId, method: req.method, path: req.path }, "request failed");
+    }
+    sendProblem(res, api);
+  };
+}
+
+function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  const e = err as { type?: string; status?: number; code?: string; message?: string };
+  // body-parser's errors
+  if (e?.type === "entity.too.large") return new ApiError(413, "payload_too_large", "The request body exceeds the 1 MiB limit");
+  if (e?.type === "entity.parse.failed") return new ApiError(400, "invalid_json", "The request body is not valid JSON");
+  if (e?.type === "encoding.unsupported" || e?.type === "charset.unsupported") {
+    return new ApiError(415, "unsupported_media_type", e.message ?? "Unsupported encoding");
+  }
+  if (isUnavailable(err)) {
+    return new ApiError(503, "service_unavailable", "A dependency is temporarily unavailable; retry shortly", { headers: { "Retry-After": "5" } });
+  }
+  return new ApiError(500, "internal_error", "An unexpected error occurred; quote the request_id when reporting it");
+}
+
+function isUnavailable(err: unknown): boolean {
+  const code = (err as { code?: string })?.code;
+  return (
+    code === "ECONNREFUSED" ||
+    code === "57P01" || // admin_shutdown
+    code === "57P03" || // cannot_connect_now
+    code === "53300" || // too_many_connections
+    (err instanceof Error && /Connection terminated|timeout exceeded when trying to connect|Stream isn't writeable/i.test(err.message))
+  );
+}
+
+/** POST/PUT/PATCH bodies must be JSON. */
+export const requireJsonBody: RequestHandler = (req, _res, next) => {
+  if (!["POST", "PUT", "PATCH"].includes(req.method)) return next();
+  const length = Number(req.get("content-length") ?? 0);
+  const chunked = req.get("transfer-encoding") !== undefined;
+  if (length === 0 && !chunked) return next();
+  if (req.is("application/json") || req.is("application/*+json")) return next();
+  next(new ApiError(415, "unsupported_media_type", "Send the body as application/json"));
+};

@@ -1,0 +1,59 @@
+import { Redis } from "ioredis";
+import {
+  type RateLimiterAbstract,
+  RateLimiterMemory,
+  RateLimiterRedis,
+  RateLimiterRes,
+} from "rate-limiter-flexible";
+
+export interface RateLimitDecision {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  /** Seconds until the window frees a request. */
+  resetSeconds: number;
+}
+
+export interface RateLimiter {
+  consume(kind: "token" | "anonymous", key: string): Promise<RateLimitDecision>;
+  close(): Promise<void>;
+}
+
+/**
+ * Fixed one-minute windows per bearer token (or per client IP when anonymous). In memory by
+ * default; in Redis when REDIS_URL is set, so several API instances share one budget.
+ */
+export function createRateLimiter(opts: {
+  tokenPerMinute: number;
+  anonymousPerMinute: number;
+  redisUrl: string | null;
+}): RateLimiter {
+  const redis = opts.redisUrl ? new Redis(opts.redisUrl, { enableOfflineQueue: false, lazyConnect: false }) : null;
+  redis?.on("error", () => {}); // surfaced through consume(); ioredis reconnects by itself
+  const make = (points: number, keyPrefix: string): RateLimiterAbstract =>
+    redis
+      ? new RateLimiterRedis({ storeClient: redis, points, duration: 60, keyPrefix, useRedisPackage: false })
+      : new RateLimiterMemory({ points, duration: 60, keyPrefix });
+  const limiters = {
+    token: { limiter: make(opts.tokenPerMinute, "rl:token"), limit: opts.tokenPerMinute },
+    anonymous: { limiter: make(opts.anonymousPerMinute, "rl:anon"), limit: opts.anonymousPerMinute },
+  };
+
+  return {
+    async consume(kind, key) {
+      const { limiter, limit } = limiters[kind];
+      try {
+        const res = await limiter.consume(key, 1);
+        return { allowed: true, limit, remaining: res.remainingPoints, resetSeconds: Math.ceil(res.msBeforeNext / 1000) };
+      } catch (err) {
+        if (err instanceof RateLimiterRes) {
+          return { allowed: false, limit, remaining: 0, resetSeconds: Math.max(1, Math.ceil(err.msBeforeNext / 1000)) };
+        }
+        throw err; // the store is down: the error middleware answers 503
+      }
+    },
+    async close() {
+      if (redis) await redis.quit().catch(() => redis.disconnect());
+    },
+  };
+}

@@ -1,0 +1,219 @@
+import type { OpenAPIRegistry, RouteConfig } from "@asteasolutions/zod-to-openapi";
+import type { NextFunction, Request, Response, Router } from "express";
+import type { ZodType } from "zod";
+import type { Role } from "../db/database.ts";
+import { ApiError, type FieldError } from "../lib/errors.ts";
+import type { AuthContext } from "../modules/auth/auth.context.ts";
+import { type FineScope, scopeSatisfies } from "../modules/auth/scopes.ts";
+import { type IdempotencyStore, requestFingerprint } from "./idempotency.ts";
+import type { RateLimiter } from "./rate-limit.ts";
+import { problemResponses } from "./problem.ts";
+
+export type Authenticator = (req: Request, opts: { allowApiKey: boolean }) => Promise<AuthContext | null>;
+
+export type RouteAuth =
+  /** Anyone; a bearer, if sent, must still be valid (CONTRACT §2). */
+  | { public: true }
+  | { scope: FineScope; roles?: readonly Role[]; allowApiKey?: boolean };
+
+export interface RouteContext<B, Q, P> {
+  req: Request;
+  res: Response;
+  body: B;
+  query: Q;
+  params: P;
+  auth: AuthContext | null;
+}
+
+export interface AuthedRouteContext<B, Q, P> extends RouteContext<B, Q, P> {
+  auth: AuthContext;
+}
+
+interface RouteDefBase<B, Q, P> {
+  method: "get" | "post" | "patch" | "put" | "delete";
+  /** Express-style path, `/v1/users/:id`. */
+  path: string;
+  summary: string;
+  description?: string;
+  tags: string[];
+  body?: ZodType<B>;
+  query?: ZodType<Q>;
+  params?: ZodType<P>;
+  /** The success status and its body schema. */
+  status?: number;
+  response: ZodType | null;
+  responseDescription?: string;
+  /** Extra documented error statuses beyond the ones every route has. */
+  errors?: number[];
+}
+
+type HandlerContext<A extends RouteAuth, B, Q, P> = A extends { public: true } ? RouteContext<B, Q, P> : AuthedRouteContext<B, Q, P>;
+
+export interface RouteDef<A extends RouteAuth, B, Q, P> extends RouteDefBase<B, Q, P> {
+  auth: A;
+  handler: (ctx: HandlerContext<A, B, Q, P>) => Promise<unknown>;
+}
+
+export interface ApiRouterDeps {
+  router: Router;
+  registry: OpenAPIRegistry;
+  authenticate: Authenticator;
+  rateLimiter: RateLimiter;
+  idempotency: IdempotencyStore;
+  /** Validate every response against its schema (tests): the documentation can never drift. */
+  checkResponses: boolean;
+}
+
+/**
+ * Declares an endpoint once: the zod schemas validate the request, document it in OpenAPI and (in
+ * tests) check the response. Order per request: authenticate, rate limit, authorize, validate,
+ * idempotency, handler.
+ */
+export class ApiRouter {
+  constructor(private readonly deps: ApiRouterDeps) {}
+
+  route<const A extends RouteAuth, B = undefined, Q = undefined, P = undefined>(def: RouteDef<A, B, Q, P>): void {
+    this.document(def);
+    const { router } = this.deps;
+    router[def.method](def.path, async (req: Request, res: Response, _next: NextFunction) => {
+      await this.handle(def, req, res);
+    });
+  }
+
+  private async handle<A extends RouteAuth, B, Q, P>(def: RouteDef<A, B, Q, P>, req: Request, res: Response): Promise<void> {
+    const { authenticate, rateLimiter, idempotency } = this.deps;
+    const needsAuth = !("public" in def.auth);
+    const auth = await authenticate(req, { allowApiKey: needsAuth && "allowApiKey" in def.auth && def.auth.allowApiKey === true });
+
+    const decision = auth
+      ? await rateLimiter.consume("token", auth.principal)
+      : await rateLimiter.consume("anonymous", `ip:${req.ip}`);
+    res.setHeader("RateLimit-Limit", String(decision.limit));
+    res.setHeader("RateLimit-Remaining", String(decision.remaining));
+    res.setHeader("RateLimit-Reset", String(decision.resetSeconds));
+    if (!decision.allowed) {
+      throw new ApiError(429, "rate_limited", `Rate limit of ${decision.limit} requests per minute exceeded; retry in ${decision.resetSeconds} s`, {
+        headers: { "Retry-After": String(decision.resetSeconds) },
+      });
+    }
+
+    if (!("public" in def.auth)) {
+      if (!auth) throw ApiError.unauthenticated();
+      if (!scopeSatisfies(auth.scopes, def.auth.scope)) {
+        throw new ApiError(403, "insufficient_scope", `This endpoint requires the ${def.auth.scope} scope`, {
+          required_scope: def.auth.scope,
+        });
+      }
+      if (def.auth.roles && !def.auth.roles.includes(auth.role)) {
+        throw ApiError.forbidden(`This endpoint is limited to the role${def.auth.roles.length > 1 ? "s" : ""} ${def.auth.roles.join(", ")}`);
+      }
+    }
+
+    const params = parse(def.params, req.params, "path") as P;
+    const query = parse(def.query, req.query, "query") as Q;
+    const body = def.body ? (parse(def.body, req.body ?? {}, "body") as B) : (undefined as B);
+
+    const key = req.get("Idempotency-Key");
+    const principal = auth?.principal ?? `ip:${req.ip}`;
+    let claimed = false;
+    if (def.method === "post" && key !== undefined) {
+      if (key.length < 1 || key.length > 255 || !/^[\x21-\x7e]+$/.test(key)) {
+        throw ApiError.invalidParameter([{ field: "Idempotency-Key", code: "invalid_string", message: "must be 1-255 printable ASCII characters" }]);
+      }
+      const claim = await idempotency.claim(principal, key, req.method, req.path, requestFingerprint(req.method, req.path, req.body));
+      if (claim.kind === "replay") {
+        res.setHeader("Idempotent-Replayed", "true");
+        sendResult(res, claim.status, claim.body);
+        return;
+      }
+      claimed = true;
+    }
+
+    const status = def.status ?? 200;
+    let result: unknown;
+    try {
+      result = await def.handler({ req, res, body, query, params, auth } as HandlerContext<A, B, Q, P>);
+      if (this.deps.checkResponses && def.response) {
+        const checked = def.response.safeParse(result);
+        if (!checked.success) {
+          throw new Error(`Response of ${def.method.toUpperCase()} ${def.path} does not match its schema: ${checked.error.message}`);
+        }
+      }
+    } catch (err) {
+      if (claimed && key) {
+        if (err instanceof ApiError && err.status < 500) await idempotency.complete(principal, key, err.status, problemBody(err, res));
+        else await idempotency.release(principal, key);
+      }
+      throw err;
+    }
+    if (claimed && key) await idempotency.complete(principal, key, status, result ?? null);
+    sendResult(res, status, result);
+  }
+
+  private document<A extends RouteAuth, B, Q, P>(def: RouteDef<A, B, Q, P>): void {
+    const openapiPath = def.path.replace(/:([A-Za-z_]+)/g, "{$1}");
+    const request: RouteConfig["request"] = {};
+    if (def.params) request.params = def.params as never;
+    if (def.query) request.query = def.query as never;
+    if (def.body) request.body = { required: true, content: { "application/json": { schema: def.body } } };
+    const status = def.status ?? 200;
+    const needsAuth = !("public" in def.auth);
+    const extraErrors = new Set<number>([400, 429, 500, ...(needsAuth ? [401, 403] : [401]), ...(def.errors ?? [])]);
+    if (def.method === "post") extraErrors.add(409).add(422);
+    this.deps.registry.registerPath({
+      method: def.method,
+      path: openapiPath,
+      summary: def.summary,
+      description: [
+        def.description,
+        "public" in def.auth
+          ? "Public: works without a token (a token, if sent, must be valid)."
+          : `Requires a bearer token with the \`${def.auth.scope}\` scope${def.auth.roles ? ` and the role ${def.auth.roles.join(" or ")}` : ""}${def.auth.allowApiKey ? "; the API key itself is also accepted as the bearer" : ""}.`,
+      ]
+        .filter(Boolean)
+        .join("\n\n"),
+      tags: def.tags,
+      security: needsAuth ? [{ bearerAuth: [] }] : [{}, { bearerAuth: [] }],
+      request,
+      responses: {
+        [status]: def.response
+          ? { description: def.responseDescription ?? "Success", content: { "application/json": { schema: def.response } } }
+          : { description: def.responseDescription ?? "Success" },
+        ...problemResponses([...extraErrors]),
+      },
+    });
+  }
+}
+
+function sendResult(res: Response, status: number, body: unknown): void {
+  if (status === 204 || body === undefined) {
+    res.status(status).end();
+    return;
+  }
+  if (status >= 400) {
+    res.status(status).type("application/problem+json").send(JSON.stringify(body));
+    return;
+  }
+  res.status(status).json(body);
+}
+
+function problemBody(err: ApiError, res: Response): unknown {
+  return { type: `/problems/${err.code}`, title: err.title, status: err.status, code: err.code, detail: err.message, request_id: res.getHeader("X-Request-Id"), ...(err.extra.errors ? { errors: err.extra.errors } : {}) };
+}
+
+function parse(schema: ZodType | undefined, value: unknown, where: "path" | "query" | "body"): unknown {
+  if (!schema) return undefined;
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const errors: FieldError[] = result.error.issues.map((issue) => {
+    const path = issue.path.map(String).join(".");
+    const unknownKeys = issue.code === "unrecognized_keys" ? (issue as { keys: string[] }).keys : null;
+    return {
+      field: unknownKeys ? [path, unknownKeys[0]].filter(Boolean).join(".") : path || where,
+      code: unknownKeys ? "unknown_field" : issue.code,
+      message: unknownKeys ? `unknown field${unknownKeys.length > 1 ? "s" : ""} ${unknownKeys.join(", ")}` : issue.message,
+    };
+  });
+  if (where === "body") throw ApiError.validation(errors);
+  throw ApiError.invalidParameter(errors);
+}

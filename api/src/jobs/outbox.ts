@@ -1,0 +1,61 @@
+import { type Kysely, sql, type Transaction } from "kysely";
+import type { Logger } from "pino";
+import type { Database } from "../db/database.ts";
+import { newId } from "../lib/ids.ts";
+import { enqueue, type Task } from "./queue.ts";
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+export const OUTBOX_DISPATCH_TASK = "outbox_dispatch";
+
+export interface OutboxEvent {
+  id: string;
+  type: string;
+  payload: Record<string, unknown>;
+  createdAt: Date;
+}
+
+/**
+ * Records a domain event in the caller's transaction, with the job that dispatches it: both exist
+ * exactly when the change commits, so no event is lost to a crash and none reports a rolled-back change.
+ */
+export async function recordEvent(db: Db, type: string, payload: Record<string, unknown>): Promise<string> {
+  const id = newId("webhookEvent");
+  await db.insertInto("outbox_events").values({ id, event_type: type, payload: JSON.stringify(payload) }).execute();
+  await enqueue(db, OUTBOX_DISPATCH_TASK, { event_id: id }, { maxAttempts: 25 });
+  return id;
+}
+
+export type OutboxHandler = (event: OutboxEvent, db: Kysely<Database>) => Promise<void>;
+
+/**
+ * Hands each committed event to the subscribers registered by features (webhook fan-out, rewards);
+ * a failing subscriber fails the job, which the queue retries with backoff: delivery is at least once.
+ */
+export class OutboxDispatcher {
+  private readonly handlers: { type: string; handler: OutboxHandler }[] = [];
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly logger: Logger,
+  ) {}
+
+  /** `type` is an event name or `*`. Handlers must be idempotent per event id. */
+  subscribe(type: string, handler: OutboxHandler): void {
+    this.handlers.push({ type, handler });
+  }
+
+  readonly task: Task = async (payload) => {
+    const { event_id: eventId } = payload as { event_id: string };
+    const row = await this.db.selectFrom("outbox_events").selectAll().where("id", "=", eventId).executeTakeFirst();
+    if (!row) {
+      this.logger.warn({ event_id: eventId }, "outbox event vanished before dispatch");
+      return;
+    }
+    const event: OutboxEvent = { id: row.id, type: row.event_type, payload: row.payload as Record<string, unknown>, createdAt: row.created_at };
+    for (const { type, handler } of this.handlers) {
+      if (type === "*" || type === event.type) await handler(event, this.db);
+    }
+    await this.db.updateTable("outbox_events").set({ dispatched_at: sql<Date>`now()` }).where("id", "=", eventId).execute();
+  };
+}

@@ -1,0 +1,47 @@
+import { monotonicFactory } from "ulid";
+
+/** Every public id: a type prefix and a sortable, URL-safe ULID (CONTRACT §1). */
+export const ID_PREFIXES = {
+  user: "usr",
+  apiKey: "key",
+  accessToken: "tok",
+  artwork: "art",
+  listing: "lst",
+  offer: "off",
+  transaction: "txn",
+  fractionalPurchase: "frac",
+  post: "pst",
+  discussion: "disc",
+  challenge: "chl",
+  event: "evt",
+  submission: "sub",
+  rewardEvent: "rev",
+  redemption: "rdm",
+  reward: "rwd",
+  paymentMethod: "pm",
+  order: "ord",
+  adminAction: "adm",
+  webhookSubscription: "whs",
+  webhookDelivery: "whd",
+  webhookEvent: "whe",
+  request: "req",
+  comment: "cmt",
+  reply: "rpl",
+  ticket: "tkt",
+} as const;
+
+export type IdKind = keyof typeof ID_PREFIXES;
+
+const ulid = monotonicFactory();
+
+export function newId(kind: IdKind): string {
+  return `${ID_PREFIXES[kind]}_${ulid()}`;
+}
+
+const ULID_PART = /^[0-9A-HJKMNP-TV-Z]{26}$/;
+
+/** Whether `value` looks like an id of `kind`; lookups of malformed ids answer 404 without a query. */
+export function isId(kind: IdKind, value: string): boolean {
+  const prefix = `${ID_PREFIXES[kind]}_`;
+  return value.startsWith(prefix) && ULID_PART.test(value.slice(prefix.length));
+}

@@ -1,0 +1,41 @@
+import type { Kysely } from "kysely";
+import { sql } from "kysely";
+import type { Database, Role } from "../../db/database.ts";
+import type { AuthService } from "../auth/auth.service.ts";
+import { toAdminView, type UsersService } from "../users/users.service.ts";
+
+export class AdminService {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly users: UsersService,
+    private readonly auth: AuthService,
+  ) {}
+
+  /** A user with a custodial wallet and a first API key, shown once. */
+  async createUser(input: { username: string; email: string; role: Role; display_name?: string }) {
+    return this.db.transaction().execute(async (trx) => {
+      const user = await this.users.createCustodialUser(trx, input);
+      const key = await this.auth.createApiKey(user.id, "default", trx);
+      return { ...toAdminView(user), api_key: { id: key.id, secret: key.secret } };
+    });
+  }
+
+  /**
+   * On an empty database, creates the first admin and its API key (BOOTSTRAP_ADMIN_API_KEY, or a
+   * generated one returned to be printed once). Several instances starting at once create one admin.
+   */
+  async bootstrapAdmin(presetKey: string | null): Promise<{ userId: string; apiKey: string | null } | null> {
+    return this.db.transaction().execute(async (trx) => {
+      await sql`select pg_advisory_xact_lock(hashtext('bootstrap_admin'))`.execute(trx);
+      const existing = await trx.selectFrom("users").select("id").limit(1).executeTakeFirst();
+      if (existing) return null;
+      const admin = await this.users.createCustodialUser(trx, { username: "admin", email: null, role: "admin", display_name: "Platform admin" });
+      if (presetKey) {
+        await this.auth.registerApiKey(admin.id, "bootstrap", presetKey, trx);
+        return { userId: admin.id, apiKey: null };
+      }
+      const key = await this.auth.createApiKey(admin.id, "bootstrap", trx);
+      return { userId: admin.id, apiKey: key.secret };
+    });
+  }
+}

@@ -1,0 +1,115 @@
+import { type Kysely, sql, type Transaction } from "kysely";
+import type { Database } from "../../db/database.ts";
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+export function findTokenByHash(db: Db, tokenHash: string) {
+  return db
+    .selectFrom("access_tokens as t")
+    .innerJoin("users as u", "u.id", "t.user_id")
+    .leftJoin("api_keys as k", "k.id", "t.api_key_id")
+    .select([
+      "t.id",
+      "t.user_id",
+      "t.api_key_id",
+      "t.scopes",
+      "t.expires_at",
+      "t.revoked_at",
+      "u.role",
+      "u.status",
+      "k.revoked_at as api_key_revoked_at",
+    ])
+    .where("t.token_hash", "=", tokenHash)
+    .executeTakeFirst();
+}
+
+export function findApiKeyByHash(db: Db, secretHash: string) {
+  return db
+    .selectFrom("api_keys as k")
+    .innerJoin("users as u", "u.id", "k.user_id")
+    .select(["k.id", "k.user_id", "k.revoked_at", "u.role", "u.status"])
+    .where("k.secret_hash", "=", secretHash)
+    .executeTakeFirst();
+}
+
+export async function insertToken(
+  db: Db,
+  row: { id: string; user_id: string; api_key_id: string | null; token_hash: string; scopes: string[]; expires_at: Date },
+) {
+  return db.insertInto("access_tokens").values(row).returning(["id", "created_at", "expires_at"]).executeTakeFirstOrThrow();
+}
+
+export async function revokeToken(db: Db, tokenId: string): Promise<Date> {
+  const row = await db
+    .updateTable("access_tokens")
+    .set({ revoked_at: sql<Date>`coalesce(revoked_at, now())` })
+    .where("id", "=", tokenId)
+    .returning("revoked_at")
+    .executeTakeFirstOrThrow();
+  return row.revoked_at as Date;
+}
+
+export async function touchApiKey(db: Db, apiKeyId: string): Promise<void> {
+  await db.updateTable("api_keys").set({ last_used_at: sql<Date>`now()` }).where("id", "=", apiKeyId).execute();
+}
+
+export async function touchLogin(db: Db, userId: string): Promise<void> {
+  await db.updateTable("users").set({ last_login_at: sql<Date>`now()` }).where("id", "=", userId).execute();
+}
+
+export async function insertApiKey(db: Db, row: { id: string; user_id: string; name: string | null; secret_hash: string; secret_hint: string }) {
+  return db.insertInto("api_keys").values(row).returning(["id", "name", "secret_hint", "created_at"]).executeTakeFirstOrThrow();
+}
+
+export function listApiKeys(db: Db, userId: string) {
+  return db
+    .selectFrom("api_keys")
+    .select(["id", "name", "secret_hint", "created_at", "last_used_at"])
+    .where("user_id", "=", userId)
+    .where("revoked_at", "is", null)
+    .orderBy("created_at", "desc")
+    .orderBy("id", "desc")
+    .execute();
+}
+
+/** Revokes the key and every token exchanged from it, at once. */
+export async function revokeApiKey(db: Db, userId: string, apiKeyId: string): Promise<Date | null> {
+  const row = await db
+    .updateTable("api_keys")
+    .set({ revoked_at: sql<Date>`now()` })
+    .where("id", "=", apiKeyId)
+    .where("user_id", "=", userId)
+    .where("revoked_at", "is", null)
+    .returning("revoked_at")
+    .executeTakeFirst();
+  if (!row) return null;
+  await db
+    .updateTable("access_tokens")
+    .set({ revoked_at: sql<Date>`now()` })
+    .where("api_key_id", "=", apiKeyId)
+    .where("revoked_at", "is", null)
+    .execute();
+  return row.revoked_at as Date;
+}
+
+export async function insertNonce(db: Db, nonce: string, expiresAt: Date): Promise<void> {
+  await db.insertInto("siwe_nonces").values({ nonce, expires_at: expiresAt }).execute();
+}
+
+/** Marks the nonce used; false when it is unknown, expired or already used (single use under races). */
+export async function consumeNonce(db: Db, nonce: string): Promise<boolean> {
+  const row = await db
+    .updateTable("siwe_nonces")
+    .set({ used_at: sql<Date>`now()` })
+    .where("nonce", "=", nonce)
+    .where("used_at", "is", null)
+    .where("expires_at", ">", sql<Date>`now()`)
+    .returning("nonce")
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+export async function purgeExpiredCredentials(db: Db): Promise<void> {
+  await db.deleteFrom("siwe_nonces").where("expires_at", "<", sql<Date>`now() - interval '1 day'`).execute();
+  await db.deleteFrom("access_tokens").where("expires_at", "<", sql<Date>`now() - interval '30 days'`).execute();
+}

@@ -1,0 +1,112 @@
+import type { ApiRouter } from "../../http/route.ts";
+import { z } from "../../openapi/zod.ts";
+import { iso, isoOrNull } from "../../lib/time.ts";
+import * as s from "./auth.schemas.ts";
+import type { AuthService, IssuedToken } from "./auth.service.ts";
+
+const tokenView = (t: IssuedToken) => ({ token: t.token, token_type: t.token_type, expires_at: iso(t.expires_at), scope: t.scope });
+
+export function registerAuthRoutes(api: ApiRouter, auth: AuthService): void {
+  api.route({
+    method: "post",
+    path: "/v1/auth/token",
+    summary: "Exchange an API key for a bearer token",
+    description: "The token lives 24 hours and carries the requested scopes. Asking for a scope your role may not hold is 403.",
+    tags: ["Auth"],
+    auth: { public: true },
+    body: s.tokenRequestSchema,
+    status: 201,
+    response: s.tokenResponseSchema,
+    handler: async ({ body }) => tokenView(await auth.exchangeApiKey(body.api_key, body.scope)),
+  });
+
+  api.route({
+    method: "delete",
+    path: "/v1/auth/token",
+    summary: "Revoke the presented token at once",
+    tags: ["Auth"],
+    auth: { scope: "users:read" },
+    response: s.revokeResponseSchema,
+    handler: async ({ auth: caller }) => {
+      const r = await auth.revoke(caller);
+      return { revoked: r.revoked, revoked_at: iso(r.revoked_at) };
+    },
+  });
+
+  api.route({
+    method: "post",
+    path: "/v1/auth/siwe/nonce",
+    summary: "Get a Sign-In with Ethereum nonce",
+    tags: ["Auth"],
+    auth: { public: true },
+    status: 201,
+    response: s.nonceResponseSchema,
+    handler: async () => {
+      const n = await auth.createNonce();
+      return { nonce: n.nonce, expires_at: iso(n.expires_at) };
+    },
+  });
+
+  api.route({
+    method: "post",
+    path: "/v1/auth/siwe/verify",
+    summary: "Sign in with Ethereum (EIP-4361)",
+    description:
+      "Verifies the signed message (EOA, ERC-1271 and ERC-6492 smart wallets), its domain, chain id, expiry and single-use nonce, and answers like POST /v1/auth/token. The first sign-in of an address creates a collector account with that wallet.",
+    tags: ["Auth"],
+    auth: { public: true },
+    body: s.siweVerifySchema,
+    status: 201,
+    response: s.tokenResponseSchema,
+    handler: async ({ body }) => tokenView(await auth.verifySiwe(body.message, body.signature, body.scope ?? ["write"])),
+  });
+
+  api.route({
+    method: "post",
+    path: "/v1/api-keys",
+    summary: "Create an API key",
+    tags: ["API keys"],
+    auth: { scope: "users:write" },
+    body: s.apiKeyCreateSchema,
+    status: 201,
+    response: s.apiKeyCreatedSchema,
+    handler: async ({ body, auth: caller }) => {
+      const key = await auth.createApiKey(caller.userId, body.name ?? null);
+      return { id: key.id, name: key.name, secret: key.secret, created_at: iso(key.created_at) };
+    },
+  });
+
+  api.route({
+    method: "get",
+    path: "/v1/api-keys",
+    summary: "List your active API keys",
+    tags: ["API keys"],
+    auth: { scope: "users:read" },
+    response: z.object({ data: z.array(s.apiKeySchema) }),
+    handler: async ({ auth: caller }) => ({
+      data: (await auth.listApiKeys(caller.userId)).map((k) => ({
+        id: k.id,
+        name: k.name,
+        secret_hint: k.secret_hint,
+        created_at: iso(k.created_at),
+        last_used_at: isoOrNull(k.last_used_at),
+      })),
+    }),
+  });
+
+  api.route({
+    method: "delete",
+    path: "/v1/api-keys/:id",
+    summary: "Revoke an API key and every token exchanged from it",
+    tags: ["API keys"],
+    auth: { scope: "users:write" },
+    params: s.apiKeyIdParams,
+    errors: [404],
+    response: z.object({ id: z.string(), revoked: z.literal(true), revoked_at: z.string() }),
+    handler: async ({ params, auth: caller }) => ({
+      id: params.id,
+      revoked: true as const,
+      revoked_at: iso(await auth.revokeApiKey(caller.userId, params.id)),
+    }),
+  });
+}

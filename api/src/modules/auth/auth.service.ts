@@ -1,0 +1,194 @@
+import { randomBytes } from "node:crypto";
+import type { Request } from "express";
+import type { Kysely } from "kysely";
+import siwe from "siwe";
+import { getAddress, type Hex, type PublicClient } from "viem";
+import type { Config } from "../../config.ts";
+import type { Database } from "../../db/database.ts";
+import { ApiError } from "../../lib/errors.ts";
+import { isId, newId } from "../../lib/ids.ts";
+import { hashSecret, newSecret } from "../../lib/secrets.ts";
+import type { UsersService } from "../users/users.service.ts";
+import type { AuthContext } from "./auth.context.ts";
+import * as repo from "./auth.repository.ts";
+import { type Scope, scopesDeniedForRole } from "./scopes.ts";
+
+export const TOKEN_TTL_MS = 24 * 60 * 60 * 1000;
+export const NONCE_TTL_MS = 10 * 60 * 1000;
+/** How far a SIWE `issuedAt` may lie in the future (clock skew) or the past. */
+const SIWE_MAX_SKEW_MS = 5 * 60 * 1000;
+const SIWE_MAX_AGE_MS = NONCE_TTL_MS;
+
+export interface IssuedToken {
+  token: string;
+  token_type: "Bearer";
+  expires_at: Date;
+  scope: string[];
+}
+
+export class AuthService {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly config: Config,
+    private readonly users: UsersService,
+    private readonly publicClient: PublicClient,
+  ) {}
+
+  /** Resolves the bearer credential of a request; null when none was sent. */
+  async authenticate(req: Request, opts: { allowApiKey: boolean }): Promise<AuthContext | null> {
+    const header = req.get("Authorization");
+    if (header === undefined) return null;
+    const match = /^Bearer[ ]+([^\s]+)\s*$/i.exec(header);
+    if (!match?.[1]) throw new ApiError(401, "token_invalid", "The Authorization header must be `Bearer <token>`", bearerChallenge("invalid_token"));
+    const secret = match[1];
+    const hash = hashSecret(secret);
+
+    const token = await repo.findTokenByHash(this.db, hash);
+    if (token) {
+      if (token.revoked_at || token.api_key_revoked_at) throw new ApiError(401, "token_revoked", "This token has been revoked", bearerChallenge("invalid_token"));
+      if (token.expires_at.getTime() <= Date.now()) throw new ApiError(401, "token_expired", "This token has expired; exchange your API key for a new one", bearerChallenge("invalid_token"));
+      assertActive(token.status);
+      return { userId: token.user_id, role: token.role, status: token.status, tokenId: token.id, apiKeyId: token.api_key_id, scopes: token.scopes, principal: token.id };
+    }
+    if (opts.allowApiKey) {
+      const key = await repo.findApiKeyByHash(this.db, hash);
+      if (key && !key.revoked_at) {
+        assertActive(key.status);
+        return {
+          userId: key.user_id,
+          role: key.role,
+          status: key.status,
+          tokenId: null,
+          apiKeyId: key.id,
+          scopes: key.role === "admin" ? ["admin"] : ["write"],
+          principal: key.id,
+        };
+      }
+    }
+    throw new ApiError(401, "token_invalid", "The bearer token is not valid", bearerChallenge("invalid_token"));
+  }
+
+  /** POST /v1/auth/token: an API key and the scopes wanted, for a 24 h bearer token. */
+  async exchangeApiKey(apiKey: string, scopes: Scope[]): Promise<IssuedToken> {
+    const key = await repo.findApiKeyByHash(this.db, hashSecret(apiKey));
+    if (!key || key.revoked_at) throw new ApiError(401, "unauthenticated", "The API key is not valid or has been revoked");
+    assertActive(key.status);
+    assertScopesAllowed(key.role, scopes);
+    const issued = await this.issueToken(this.db, key.user_id, key.id, scopes);
+    await repo.touchApiKey(this.db, key.id);
+    await repo.touchLogin(this.db, key.user_id);
+    return issued;
+  }
+
+  async revoke(auth: AuthContext): Promise<{ revoked: true; revoked_at: Date }> {
+    if (!auth.tokenId) throw new ApiError(400, "invalid_parameter", "Only access tokens can be revoked here; delete an API key with DELETE /v1/api-keys/:id");
+    return { revoked: true, revoked_at: await repo.revokeToken(this.db, auth.tokenId) };
+  }
+
+  async createNonce(): Promise<{ nonce: string; expires_at: Date }> {
+    // EIP-4361 nonces are alphanumeric, at least 8 characters.
+    const nonce = randomBytes(16).toString("hex");
+    const expiresAt = new Date(Date.now() + NONCE_TTL_MS);
+    await repo.insertNonce(this.db, nonce, expiresAt);
+    return { nonce, expires_at: expiresAt };
+  }
+
+  /** POST /v1/auth/siwe/verify: an EIP-4361 message and its signature, for a bearer token. */
+  async verifySiwe(message: string, signature: Hex, scopes: Scope[]): Promise<IssuedToken> {
+    let parsed: InstanceType<typeof siwe.SiweMessage>;
+    try {
+      parsed = new siwe.SiweMessage(message);
+    } catch (err) {
+      throw ApiError.validation([{ field: "message", code: "invalid_siwe_message", message: `not an EIP-4361 message: ${(err as Error).message ?? err}` }]);
+    }
+    const fail = (detail: string) => new ApiError(401, "unauthenticated", `Sign-in refused: ${detail}`);
+    if (!this.config.siweDomains.includes(parsed.domain)) throw fail(`domain ${parsed.domain} is not this service (${this.config.siweDomains.join(", ")})`);
+    if (parsed.chainId !== this.config.chain.id) throw fail(`chain id ${parsed.chainId} is not ${this.config.chain.id}`);
+    if (parsed.version !== "1") throw fail("version must be 1");
+    const now = Date.now();
+    if (parsed.expirationTime && Date.parse(parsed.expirationTime) <= now) throw fail("the message has expired");
+    if (parsed.notBefore && Date.parse(parsed.notBefore) > now + SIWE_MAX_SKEW_MS) throw fail("the message is not valid yet");
+    if (parsed.issuedAt) {
+      const issued = Date.parse(parsed.issuedAt);
+      if (Number.isNaN(issued) || issued > now + SIWE_MAX_SKEW_MS || issued < now - SIWE_MAX_AGE_MS - SIWE_MAX_SKEW_MS) throw fail("issuedAt is out of range");
+    }
+    const address = getAddress(parsed.address);
+
+    // viem checks EOA signatures, ERC-1271 contract wallets and ERC-6492 counterfactual wallets.
+    let valid = false;
+    try {
+      valid = await this.publicClient.verifyMessage({ address, message, signature });
+    } catch {
+      valid = false;
+    }
+    if (!valid) throw fail("the signature does not match the address");
+
+    return this.db.transaction().execute(async (trx) => {
+      if (!(await repo.consumeNonce(trx, parsed.nonce))) throw fail("the nonce is unknown, expired or already used");
+      const user = await this.users.findOrCreateWalletUser(trx, address);
+      assertActive(user.status);
+      assertScopesAllowed(user.role, scopes);
+      const issued = await this.issueToken(trx, user.id, null, scopes);
+      await repo.touchLogin(trx, user.id);
+      return issued;
+    });
+  }
+
+  // API keys ------------------------------------------------------------------------------------
+
+  async createApiKey(userId: string, name: string | null, db: Kysely<Database> = this.db) {
+    const secret = newSecret("sk");
+    const row = await repo.insertApiKey(db, { id: newId("apiKey"), user_id: userId, name, secret_hash: hashSecret(secret), secret_hint: secret.slice(0, 7) });
+    return { ...row, secret };
+  }
+
+  /** Registers an operator-chosen secret (BOOTSTRAP_ADMIN_API_KEY). */
+  async registerApiKey(userId: string, name: string, secret: string, db: Kysely<Database> = this.db) {
+    return repo.insertApiKey(db, { id: newId("apiKey"), user_id: userId, name, secret_hash: hashSecret(secret), secret_hint: secret.slice(0, 7) });
+  }
+
+  listApiKeys(userId: string) {
+    return repo.listApiKeys(this.db, userId);
+  }
+
+  async revokeApiKey(userId: string, apiKeyId: string): Promise<Date> {
+    const revokedAt = isId("apiKey", apiKeyId)
+      ? await this.db.transaction().execute((trx) => repo.revokeApiKey(trx, userId, apiKeyId))
+      : null;
+    if (!revokedAt) throw ApiError.notFound("API key");
+    return revokedAt;
+  }
+
+  purgeExpired(): Promise<void> {
+    return repo.purgeExpiredCredentials(this.db);
+  }
+
+  private async issueToken(db: Kysely<Database>, userId: string, apiKeyId: string | null, scopes: Scope[]): Promise<IssuedToken> {
+    const token = newSecret("at");
+    const unique = [...new Set(scopes)];
+    const row = await repo.insertToken(db, {
+      id: newId("accessToken"),
+      user_id: userId,
+      api_key_id: apiKeyId,
+      token_hash: hashSecret(token),
+      scopes: unique,
+      expires_at: new Date(Date.now() + TOKEN_TTL_MS),
+    });
+    return { token, token_type: "Bearer", expires_at: row.expires_at as Date, scope: unique };
+  }
+}
+
+function bearerChallenge(error: string) {
+  return { headers: { "WWW-Authenticate": `Bearer realm="api", error="${error}"` } };
+}
+
+function assertActive(status: string): void {
+  if (status !== "active") throw new ApiError(403, "account_suspended", "This account is suspended");
+}
+
+function assertScopesAllowed(role: Parameters<typeof scopesDeniedForRole>[0], scopes: Scope[]): void {
+  const denied = scopesDeniedForRole(role, scopes);
+  if (denied.length > 0) {
+    throw new ApiError(403, "insufficient_scope", `Your role (${role}) may not hold the scope${denied.length > 1 ? "s" : ""} ${denied.join(", ")}`);
+  }
+}

@@ -1,0 +1,85 @@
+import type { Express } from "express";
+import { type Kysely, sql } from "kysely";
+import type { PublicClient } from "viem";
+import type { Database } from "../../db/database.ts";
+
+export interface IndexerProbe {
+  /** The last block the indexer has projected, or null when it has none yet. */
+  indexedBlock(): Promise<bigint | null>;
+}
+
+interface Check {
+  status: "ok" | "error";
+  latency_ms: number;
+  error?: string;
+  [key: string]: unknown;
+}
+
+async function timed(fn: () => Promise<Record<string, unknown> | void>, timeoutMs = 2000): Promise<Check> {
+  const started = performance.now();
+  try {
+    const extra = await Promise.race([
+      fn(),
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs).unref()),
+    ]);
+    return { status: "ok", latency_ms: Math.round(performance.now() - started), ...(extra ?? {}) };
+  } catch (err) {
+    return { status: "error", latency_ms: Math.round(performance.now() - started), error: (err as Error).message };
+  }
+}
+
+/** Liveness and readiness, outside /v1 and outside rate limits so orchestrators can poll freely. */
+export function registerHealthRoutes(
+  app: Express,
+  deps: { db: Kysely<Database>; publicClient: PublicClient; indexer: IndexerProbe | null; maxLagBlocks: number },
+): void {
+  app.get("/healthz", (_req, res) => {
+    res.json({ status: "ok" });
+  });
+
+  app.get("/readyz", async (_req, res) => {
+    let head: bigint | null = null;
+    const [database, chain] = await Promise.all([
+      timed(async () => {
+        await sql`select 1`.execute(deps.db);
+      }),
+      timed(async () => {
+        head = await deps.publicClient.getBlockNumber({ cacheTime: 0 });
+        return { block: Number(head) };
+      }),
+    ]);
+    const indexer: Check = deps.indexer
+      ? await timed(async () => {
+          const indexed = await deps.indexer!.indexedBlock();
+          if (indexed === null) throw new Error("the indexer has not indexed any block yet");
+          const lag = head === null ? null : Number(head - indexed);
+          if (lag !== null && lag > deps.maxLagBlocks) throw new Error(`indexer is ${lag} blocks behind (max ${deps.maxLagBlocks})`);
+          return { block: Number(indexed), lag_blocks: lag };
+        })
+      : { status: "error", latency_ms: 0, error: "no indexer configured (INDEXER_URL)" };
+    const checks = { database, chain, indexer };
+    const ready = Object.values(checks).every((c) => c.status === "ok");
+    if (ready) {
+      res.json({ status: "ready", checks });
+      return;
+    }
+    res
+      .status(503)
+      .type("application/problem+json")
+      .send(
+        JSON.stringify({
+          type: "/problems/service_unavailable",
+          title: "Service unavailable",
+          status: 503,
+          code: "service_unavailable",
+          detail: `Not ready: ${Object.entries(checks)
+            .filter(([, c]) => c.status !== "ok")
+            .map(([name, c]) => `${name} (${c.error})`)
+            .join(", ")}`,
+          request_id: res.getHeader("X-Request-Id"),
+          status_detail: "not_ready",
+          checks,
+        }),
+      );
+  });
+}

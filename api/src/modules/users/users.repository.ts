@@ -1,0 +1,69 @@
+import { type Kysely, sql, type Transaction } from "kysely";
+import type { Database, NewUser, Role, Tier, User, UserStatus, UserUpdate } from "../../db/database.ts";
+import { offsetOf, type Page } from "../../lib/pagination.ts";
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+export function findById(db: Db, id: string): Promise<User | undefined> {
+  return db.selectFrom("users").selectAll().where("id", "=", id).executeTakeFirst();
+}
+
+export function findByWallet(db: Db, address: string): Promise<User | undefined> {
+  return db.selectFrom("users").selectAll().where(sql`lower(wallet_address)`, "=", address.toLowerCase()).executeTakeFirst();
+}
+
+/** Inserts unless a unique key (username, email, wallet) is taken; undefined then. */
+export function insertIfAbsent(db: Db, user: NewUser): Promise<User | undefined> {
+  return db.insertInto("users").values(user).onConflict((oc) => oc.doNothing()).returningAll().executeTakeFirst();
+}
+
+export function insert(db: Db, user: NewUser): Promise<User> {
+  return db.insertInto("users").values(user).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function nextCustodyIndex(db: Db): Promise<number> {
+  const { rows } = await sql<{ n: number }>`select nextval('custody_address_index_seq')::int as n`.execute(db);
+  return rows[0]!.n;
+}
+
+export function update(db: Db, id: string, changes: UserUpdate): Promise<User | undefined> {
+  return db
+    .updateTable("users")
+    .set({ ...changes, updated_at: sql<Date>`now()` })
+    .where("id", "=", id)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+export function countUsers(db: Db): Promise<number> {
+  return db
+    .selectFrom("users")
+    .select((eb) => eb.fn.countAll<string>().as("n"))
+    .executeTakeFirstOrThrow()
+    .then((r) => Number(r.n));
+}
+
+export interface AdminUserFilter {
+  q?: string;
+  role?: Role;
+  tier?: Tier;
+  status?: UserStatus;
+}
+
+export async function search(db: Db, filter: AdminUserFilter, page: Page): Promise<{ rows: User[]; total: number }> {
+  let query = db.selectFrom("users");
+  if (filter.role) query = query.where("role", "=", filter.role);
+  if (filter.tier) query = query.where("tier", "=", filter.tier);
+  if (filter.status) query = query.where("status", "=", filter.status);
+  if (filter.q) {
+    const pattern = `%${filter.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    query = query.where((eb) =>
+      eb.or([eb("username", "ilike", pattern), eb("email", "ilike", pattern), eb("display_name", "ilike", pattern)]),
+    );
+  }
+  const [rows, total] = await Promise.all([
+    query.selectAll().orderBy("created_at", "desc").orderBy("id", "desc").limit(page.limit).offset(offsetOf(page)).execute(),
+    query.select((eb) => eb.fn.countAll<string>().as("n")).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(total.n) };
+}

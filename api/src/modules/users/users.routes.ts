@@ -1,0 +1,41 @@
+import type { ApiRouter } from "../../http/route.ts";
+import * as s from "./users.schemas.ts";
+import { toOwnView, toPublicView, type UsersService } from "./users.service.ts";
+
+export function registerUsersRoutes(api: ApiRouter, users: UsersService): void {
+  api.route({
+    method: "get",
+    path: "/v1/users/me",
+    summary: "Your own profile",
+    tags: ["Users"],
+    auth: { scope: "users:read" },
+    response: s.ownUserSchema,
+    handler: async ({ auth }) => toOwnView(await users.get(auth.userId)),
+  });
+
+  api.route({
+    method: "get",
+    path: "/v1/users/:id",
+    summary: "A user's public profile",
+    tags: ["Users"],
+    auth: { public: true },
+    params: s.userIdParams,
+    errors: [404],
+    response: s.publicUserSchema,
+    handler: async ({ params }) => toPublicView(await users.get(params.id)),
+  });
+
+  api.route({
+    method: "patch",
+    path: "/v1/users/:id/profile",
+    summary: "Update your profile",
+    description: "Only the user may update their own profile (admins included). Empty strings clear bio, location and website.",
+    tags: ["Users"],
+    auth: { scope: "users:write" },
+    params: s.userIdParams,
+    body: s.profilePatchSchema,
+    errors: [404],
+    response: s.profilePatchResponseSchema,
+    handler: ({ auth, params, body }) => users.updateProfile(auth.userId, params.id, body),
+  });
+}

@@ -1,0 +1,160 @@
+import type { Kysely, Transaction } from "kysely";
+import type { CustodyWallet } from "../../chain/custody.ts";
+import type { Database, Role, User, UserStatus } from "../../db/database.ts";
+import { ApiError } from "../../lib/errors.ts";
+import { isId, newId } from "../../lib/ids.ts";
+import { type Page, paginated } from "../../lib/pagination.ts";
+import { iso, isoOrNull } from "../../lib/time.ts";
+import * as repo from "./users.repository.ts";
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+export class UsersService {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly custody: CustodyWallet,
+  ) {}
+
+  async get(id: string): Promise<User> {
+    const user = isId("user", id) ? await repo.findById(this.db, id) : undefined;
+    if (!user) throw ApiError.notFound("User");
+    return user;
+  }
+
+  /** A user whose wallet the platform holds: address `custody_index` of the platform HD wallet. */
+  async createCustodialUser(
+    db: Db,
+    input: { username: string; email: string | null; role: Role; display_name?: string },
+  ): Promise<User> {
+    const index = await repo.nextCustodyIndex(db);
+    const user = await repo.insertIfAbsent(db, {
+      id: newId("user"),
+      username: input.username,
+      display_name: input.display_name ?? input.username,
+      email: input.email,
+      role: input.role,
+      status: "active",
+      wallet_address: this.custody.addressAt(index),
+      wallet_kind: "custodial",
+      custody_index: index,
+      bio: null,
+      location: null,
+      website: null,
+      avatar_url: null,
+      last_login_at: null,
+    });
+    if (!user) throw ApiError.conflict("conflict", "A user with this username or email already exists");
+    return user;
+  }
+
+  /** The user proven by a SIWE signature: found by address, else created as a collector. */
+  async findOrCreateWalletUser(db: Db, address: `0x${string}`): Promise<User> {
+    const existing = await repo.findByWallet(db, address);
+    if (existing) return existing;
+    for (const username of [`eth_${address.slice(2, 12).toLowerCase()}`, `eth_${address.slice(2).toLowerCase()}`]) {
+      const created = await repo.insertIfAbsent(db, {
+        id: newId("user"),
+        username,
+        display_name: `${address.slice(0, 6)}…${address.slice(-4)}`,
+        email: null,
+        role: "collector",
+        status: "active",
+        wallet_address: address,
+        wallet_kind: "siwe",
+        custody_index: null,
+        bio: null,
+        location: null,
+        website: null,
+        avatar_url: null,
+        last_login_at: null,
+      });
+      if (created) return created;
+      const raced = await repo.findByWallet(db, address); // a concurrent first sign-in won
+      if (raced) return raced;
+    }
+    throw new Error(`Could not create a user for ${address}`);
+  }
+
+  async updateProfile(
+    callerId: string,
+    targetId: string,
+    changes: { display_name?: string; bio?: string | null; location?: string | null; website?: string | null },
+  ) {
+    if (callerId !== targetId) {
+      await this.get(targetId); // unknown ids stay 404
+      throw ApiError.forbidden("Only the user may update their own profile");
+    }
+    const normalized = Object.fromEntries(
+      Object.entries(changes).map(([k, v]) => [k, typeof v === "string" && v.length === 0 && k !== "display_name" ? null : v]),
+    );
+    const user = await repo.update(this.db, targetId, normalized);
+    if (!user) throw ApiError.notFound("User");
+    const out: Record<string, unknown> = { id: user.id };
+    for (const key of Object.keys(changes) as (keyof typeof changes)[]) out[key] = user[key];
+    out.updated_at = iso(user.updated_at);
+    return out;
+  }
+
+  async adminList(filter: repo.AdminUserFilter, page: Page) {
+    const { rows, total } = await repo.search(this.db, filter, page);
+    return paginated(rows.map(toAdminView), page, total);
+  }
+
+  async adminUpdate(adminId: string, targetId: string, changes: { role?: Role; status?: UserStatus }) {
+    const target = await this.get(targetId);
+    if (target.id === adminId && (changes.status === "suspended" || (changes.role && changes.role !== "admin"))) {
+      throw ApiError.conflict("invalid_state", "Admins cannot suspend or demote themselves; ask another admin");
+    }
+    const user = await repo.update(this.db, target.id, changes);
+    if (!user) throw ApiError.notFound("User");
+    return toAdminView(user);
+  }
+
+  countUsers(): Promise<number> {
+    return repo.countUsers(this.db);
+  }
+}
+
+export function toPublicView(u: User) {
+  return {
+    id: u.id,
+    username: u.username,
+    display_name: u.display_name,
+    role: u.role,
+    tier: u.tier,
+    bio: u.bio,
+    avatar_url: u.avatar_url,
+    location: u.location,
+    website: u.website,
+    artworks_count: u.artworks_count,
+    followers_count: u.followers_count,
+  };
+}
+
+export function toOwnView(u: User) {
+  return {
+    ...toPublicView(u),
+    email: u.email,
+    status: u.status,
+    wallet_address: u.wallet_address,
+    badges: u.badges,
+    service_points: u.service_points,
+    created_at: iso(u.created_at),
+    updated_at: iso(u.updated_at),
+  };
+}
+
+export function toAdminView(u: User) {
+  return {
+    id: u.id,
+    username: u.username,
+    display_name: u.display_name,
+    email: u.email,
+    role: u.role,
+    tier: u.tier,
+    status: u.status,
+    wallet_address: u.wallet_address,
+    joined_at: iso(u.created_at),
+    last_login: isoOrNull(u.last_login_at),
+  };
+}

@@ -1,0 +1,115 @@
+import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { type Address, getAddress, type Hex } from "viem";
+import { chainClient } from "./chain.ts";
+import { binPath, childEnv, repoRoot, spawnManaged } from "./processes.ts";
+
+export interface PlatformDeployment {
+  artCertificate: Address;
+  artShares: Address;
+  /** The block of the first contract creation: where the indexer starts. */
+  startBlock: number;
+  deploymentId: string;
+}
+
+export interface DeployOptions {
+  rpcUrl: string;
+  /** The account granted the certifier and share-issuer roles. */
+  relayer: Address;
+  /** The ERC-1155 metadata URI, with `{id}`. */
+  sharesUri: string;
+  /** Ignition's journal name: one per chain instance, see localDeploymentId. */
+  deploymentId: string;
+  logFile: string;
+  /**
+   * Remove ignition/deployments/<id> after a successful deploy (default true). The journal only
+   * matters while a deployment is incomplete; the stack records the result in `chain_deployment`,
+   * and a journal of a local node that no longer runs would only clutter the repository.
+   */
+  removeJournal?: boolean;
+  timeoutMs?: number;
+}
+
+/** The Ignition deployment id of a local chain instance: a reset node never reuses a journal. */
+export function localDeploymentId(chainId: number, genesisHash: Hex): string {
+  return `local-${chainId}-${genesisHash.slice(2, 14)}`;
+}
+
+/**
+ * Deploys ArtPlatformModule with Hardhat Ignition to the node at `rpcUrl`, from its first unlocked
+ * account (also the contracts' admin, which the module's role grants require).
+ */
+export async function deployPlatform(options: DeployOptions): Promise<PlatformDeployment> {
+  const { rpcUrl, relayer, sharesUri, deploymentId, logFile } = options;
+  const [deployer] = await chainClient(rpcUrl).request({ method: "eth_accounts" });
+  if (!deployer) throw new Error(`The node at ${rpcUrl} has no unlocked account to deploy from`);
+  const admin = getAddress(deployer);
+
+  const parametersFile = path.join(os.tmpdir(), `art-platform-ignition-${randomBytes(6).toString("hex")}.json`);
+  writeFileSync(
+    parametersFile,
+    JSON.stringify({
+      ArtPlatformModule: { relayer: getAddress(relayer) },
+      ArtCertificateModule: { admin },
+      ArtSharesModule: { admin, sharesUri },
+    }),
+  );
+  try {
+    const deploy = spawnManaged({
+      name: "ignition deploy",
+      command: binPath("hardhat"),
+      args: [
+        "ignition", "deploy", "ignition/modules/ArtPlatformModule.ts",
+        "--network", "localhost",
+        "--parameters", parametersFile,
+        "--deployment-id", deploymentId,
+      ],
+      logFile,
+      env: childEnv({ CHAIN_RPC_URL: rpcUrl }),
+      detached: false,
+    });
+    const timeoutMs = options.timeoutMs ?? 180_000;
+    const timer = setTimeout(() => void deploy.stop("SIGTERM", 5_000), timeoutMs);
+    const { code, signal } = await deploy.exited.finally(() => clearTimeout(timer));
+    if (code !== 0) {
+      throw new Error(
+        `Ignition deploy of ArtPlatformModule failed (${signal ?? `exit code ${code}`}); see ${logFile}`,
+      );
+    }
+  } finally {
+    rmSync(parametersFile, { force: true });
+  }
+
+  const deploymentDir = path.join(repoRoot, "ignition", "deployments", deploymentId);
+  const result = readDeployment(deploymentDir, deploymentId);
+  if (options.removeJournal ?? true) rmSync(deploymentDir, { recursive: true, force: true });
+  return result;
+}
+
+function readDeployment(deploymentDir: string, deploymentId: string): PlatformDeployment {
+  const addressesFile = path.join(deploymentDir, "deployed_addresses.json");
+  if (!existsSync(addressesFile)) throw new Error(`Ignition wrote no ${addressesFile}`);
+  const addresses = JSON.parse(readFileSync(addressesFile, "utf8")) as Record<string, string>;
+  const artCertificate = addresses["ArtCertificateModule#ArtCertificate"];
+  const artShares = addresses["ArtSharesModule#ArtShares"];
+  if (!artCertificate || !artShares) throw new Error(`${addressesFile} lacks the ArtCertificate/ArtShares addresses`);
+
+  // The journal records each confirmed transaction with its receipt: the contract creations' blocks.
+  const futures = new Set(["ArtCertificateModule#ArtCertificate", "ArtSharesModule#ArtShares"]);
+  let startBlock = Number.POSITIVE_INFINITY;
+  for (const line of readFileSync(path.join(deploymentDir, "journal.jsonl"), "utf8").split("\n")) {
+    if (!line.includes("TRANSACTION_CONFIRM")) continue;
+    const entry = JSON.parse(line) as { type: string; futureId: string; receipt?: { blockNumber: number } };
+    if (entry.type === "TRANSACTION_CONFIRM" && futures.has(entry.futureId) && entry.receipt) {
+      startBlock = Math.min(startBlock, entry.receipt.blockNumber);
+    }
+  }
+  return {
+    artCertificate: getAddress(artCertificate),
+    artShares: getAddress(artShares),
+    startBlock: Number.isFinite(startBlock) ? startBlock : 0,
+    deploymentId,
+  };
+}

@@ -1,0 +1,56 @@
+import { createConfig } from "ponder";
+import { getAddress, isAddress } from "viem";
+import { artCertificateAbi, artSharesAbi } from "./abis.ts";
+
+// This file is the indexer's own configuration: it reads its settings from the environment, which
+// the stack (api/src/stack/indexer.ts) or an operator sets.
+function required(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`The indexer needs ${name} (see api/src/stack/indexer.ts).`);
+  return value;
+}
+
+function address(name: string): `0x${string}` {
+  const value = required(name);
+  if (!isAddress(value, { strict: false })) throw new Error(`${name} is not an address: ${value}`);
+  return getAddress(value);
+}
+
+const chainId = Number(process.env.CHAIN_ID ?? 31337);
+const startBlock = Number(process.env.CONTRACTS_START_BLOCK ?? 0);
+// A local chain mines on demand, so polling it often costs nothing; a public RPC gets 1 s.
+const localChain = chainId === 31337 || chainId === 1337;
+const pollingInterval = Number(process.env.INDEXER_POLLING_INTERVAL_MS ?? (localChain ? 100 : 1000));
+
+export default createConfig({
+  database: {
+    kind: "postgres",
+    connectionString: required("DATABASE_URL"),
+    poolConfig: { max: Number(process.env.INDEXER_DB_POOL_MAX ?? 12) },
+  },
+  ordering: "omnichain",
+  chains: {
+    chain: {
+      id: chainId,
+      rpc: required("CHAIN_RPC_URL"),
+      // New heads over a websocket subscription (Hardhat's node serves ws on its http port): about
+      // 25 ms block -> row instead of a polling interval; Ponder falls back to polling on ws errors.
+      ws: process.env.CHAIN_WS_URL || undefined,
+      pollingInterval,
+    },
+  },
+  contracts: {
+    ArtCertificate: {
+      chain: "chain",
+      abi: artCertificateAbi,
+      address: address("ART_CERTIFICATE_ADDRESS"),
+      startBlock,
+    },
+    ArtShares: {
+      chain: "chain",
+      abi: artSharesAbi,
+      address: address("ART_SHARES_ADDRESS"),
+      startBlock,
+    },
+  },
+});

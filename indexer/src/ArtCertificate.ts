@@ -1,0 +1,63 @@
+import { ponder } from "ponder:registry";
+import { certificate, certificateTransfer } from "ponder:schema";
+import { artCertificateAbi } from "../abis.ts";
+
+// `certify` emits Transfer (the mint), MetadataUpdate (the URI) and then ArtworkCertified: the
+// certificate row is created by ArtworkCertified, so the events before it only touch it when it
+// already exists. Everything goes through Ponder's db API, so a reorg rolls it all back.
+
+ponder.on("ArtCertificate:ArtworkCertified", async ({ event, context }) => {
+  const { tokenId, artworkKey, owner, artworkId, certificateHash, tokenURI, royaltyReceiver, royaltyBps } =
+    event.args;
+  await context.db.insert(certificate).values({
+    tokenId,
+    artworkKey,
+    artworkId,
+    certificateHash,
+    owner: lower(owner),
+    tokenUri: tokenURI,
+    royaltyReceiver: lower(royaltyReceiver),
+    royaltyBps: Number(royaltyBps),
+    certifiedAt: event.block.timestamp,
+    blockNumber: event.block.number,
+    txHash: event.transaction.hash,
+    logIndex: event.log.logIndex,
+    updatedAtBlock: event.block.number,
+  });
+});
+
+ponder.on("ArtCertificate:Transfer", async ({ event, context }) => {
+  const { from, to, tokenId } = event.args;
+  await context.db.insert(certificateTransfer).values({
+    id: `${event.transaction.hash}:${event.log.logIndex}`,
+    tokenId,
+    from: lower(from),
+    to: lower(to),
+    blockNumber: event.block.number,
+    blockTimestamp: event.block.timestamp,
+    txHash: event.transaction.hash,
+    logIndex: event.log.logIndex,
+  });
+  if (await context.db.find(certificate, { tokenId })) {
+    await context.db
+      .update(certificate, { tokenId })
+      .set({ owner: lower(to), updatedAtBlock: event.block.number });
+  }
+});
+
+ponder.on("ArtCertificate:MetadataUpdate", async ({ event, context }) => {
+  const tokenId = event.args._tokenId;
+  if (!(await context.db.find(certificate, { tokenId }))) return;
+  // EIP-4906 names the token only: read the new URI at this event's block.
+  const tokenUri = await context.client.readContract({
+    abi: artCertificateAbi,
+    address: event.log.address,
+    functionName: "tokenURI",
+    args: [tokenId],
+  });
+  await context.db.update(certificate, { tokenId }).set({ tokenUri, updatedAtBlock: event.block.number });
+});
+
+function lower(address: `0x${string}`): `0x${string}` {
+  return address.toLowerCase() as `0x${string}`;
+}

@@ -53,12 +53,18 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const bootstrap = await admin.bootstrapAdmin(config.bootstrapAdminApiKey);
   if (bootstrap) logger.info({ user_id: bootstrap.userId }, "created the bootstrap admin");
 
-  const indexer: IndexerProbe | null = config.indexer.url
-    ? {
-        indexedBlock: async () =>
-          (await readIndexerStatus({ url: config.indexer.url!, chainId: config.chain.id })).indexedBlock,
-      }
-    : null;
+  // The views schema is what the API's reads see; Ponder's HTTP status covers the time before it exists.
+  const indexer: IndexerProbe = {
+    indexedBlock: async () =>
+      (
+        await readIndexerStatus({
+          db,
+          viewsSchema: config.indexer.viewsSchema,
+          url: config.indexer.url ?? undefined,
+          chainId: config.chain.id,
+        })
+      ).indexedBlock,
+  };
 
   const rateLimiter = createRateLimiter({
     tokenPerMinute: config.rateLimit.tokenPerMinute,

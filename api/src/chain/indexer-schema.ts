@@ -160,7 +160,7 @@ export interface IndexerStatusSource {
   db?: Kysely<any>;
   viewsSchema?: string;
   /** Ponder's HTTP server (INDEXER_URL): GET /ready and GET /status. */
-  indexerUrl?: string;
+  url?: string;
   /** Which chain's checkpoint to report; by default the only (first) one. */
   chainId?: number;
   /** For the HTTP requests (default 2000 ms). */
@@ -169,17 +169,17 @@ export interface IndexerStatusSource {
 
 /**
  * How far the indexer got. With `db`, reads the views schema (the source of truth for readers:
- * it is what their SELECTs see); with only `indexerUrl`, asks Ponder over HTTP. With both, the
+ * it is what their SELECTs see); with only `url`, asks Ponder over HTTP. With both, the
  * database answers, and HTTP covers the time before the first build publishes its views.
  * Lag in blocks = chain head - indexedBlock. Throws when the chosen source is unreachable.
  */
 export async function readIndexerStatus(source: IndexerStatusSource): Promise<IndexerStatus> {
   if (source.db) {
     const fromViews = await readFromViews(source.db, source.viewsSchema ?? "chain", source.chainId);
-    if (fromViews || !source.indexerUrl) return fromViews ?? { indexedBlock: null, ready: false };
+    if (fromViews || !source.url) return fromViews ?? { indexedBlock: null, ready: false };
   }
-  if (source.indexerUrl) return readFromHttp(source.indexerUrl, source.chainId, source.timeoutMs ?? 2_000);
-  throw new Error("readIndexerStatus needs a db or an indexerUrl");
+  if (source.url) return readFromHttp(source.url, source.chainId, source.timeoutMs ?? 2_000);
+  throw new Error("readIndexerStatus needs a db or a url");
 }
 
 /** The block number inside a Ponder checkpoint (10 digits timestamp, 16 chain id, 16 block number, ...). */

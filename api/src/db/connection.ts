@@ -15,6 +15,9 @@ export function createPool(databaseUrl: string, max = 20): pg.Pool {
   const pool = new pg.Pool({ connectionString: databaseUrl, max, application_name: "art-platform-api" });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on("error", () => {});
+  pool.on("connect", (client) => {
+    client.on("error", () => {});
+  });
   return pool;
 }
 

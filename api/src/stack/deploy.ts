@@ -2,8 +2,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { type Address, getAddress, type Hex } from "viem";
-import { chainClient } from "./chain.ts";
+import { type Address, createWalletClient, getAddress, type Hex, http } from "viem";
 import { binPath, childEnv, repoRoot, spawnManaged } from "./processes.ts";
 
 export interface PlatformDeployment {
@@ -43,7 +42,7 @@ export function localDeploymentId(chainId: number, genesisHash: Hex): string {
  */
 export async function deployPlatform(options: DeployOptions): Promise<PlatformDeployment> {
   const { rpcUrl, relayer, sharesUri, deploymentId, logFile } = options;
-  const [deployer] = await chainClient(rpcUrl).request({ method: "eth_accounts" });
+  const [deployer] = await createWalletClient({ transport: http(rpcUrl) }).getAddresses();
   if (!deployer) throw new Error(`The node at ${rpcUrl} has no unlocked account to deploy from`);
   const admin = getAddress(deployer);
 

@@ -106,6 +106,8 @@ export async function startIndexer(options: IndexerOptions): Promise<Indexer & {
       ART_SHARES_ADDRESS: options.artShares,
       CONTRACTS_START_BLOCK: String(options.startBlock),
       INDEXER_POLLING_INTERVAL_MS: options.pollingIntervalMs?.toString(),
+      // Ponder prefers $PORT over --port.
+      PORT: String(options.port),
       NO_COLOR: "1",
     }),
     detached: options.detached,
@@ -134,7 +136,7 @@ export async function startIndexer(options: IndexerOptions): Promise<Indexer & {
   void child.exited.then(() => {
     exited = true;
   });
-  const ready = await waitUntil(async () => (await readIndexerStatus({ indexerUrl: url })).ready, {
+  const ready = await waitUntil(async () => (await readIndexerStatus({ url })).ready, {
     timeoutMs: options.readyTimeoutMs ?? 60_000,
     intervalMs: 100,
     what: "Indexer backfill",

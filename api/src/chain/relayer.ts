@@ -1,0 +1,320 @@
+import type { Logger } from "pino";
+import {
+  type Abi,
+  type Address,
+  type Chain,
+  type ContractFunctionArgs,
+  type ContractFunctionName,
+  type ContractFunctionReturnType,
+  decodeFunctionResult,
+  Eip1559FeesNotSupportedError,
+  encodeFunctionData,
+  type Hash,
+  type Hex,
+  keccak256,
+  type LocalAccount,
+  type PublicClient,
+  type TransactionReceipt,
+  type Transport,
+} from "viem";
+import { ChainWriteError, classifyChainError, isRevertWith, PermanentChainError, TransientChainError } from "./errors.ts";
+
+type WriteMutability = "nonpayable" | "payable";
+
+/** One contract call to relay. `label` names it in logs and errors (`certify art_…`). */
+export interface WriteRequest<
+  abi extends Abi = Abi,
+  functionName extends ContractFunctionName<abi, WriteMutability> = ContractFunctionName<abi, WriteMutability>,
+  args extends ContractFunctionArgs<abi, WriteMutability, functionName> = ContractFunctionArgs<abi, WriteMutability, functionName>,
+> {
+  address: Address;
+  abi: abi;
+  functionName: functionName;
+  args: args;
+  value?: bigint | undefined;
+  label?: string | undefined;
+  /**
+   * Called once the transaction is in the node's pool, before its receipt is awaited: a job stores
+   * the hash here so that, after a crash, it resumes with `waitForReceipt(hash)` instead of resending.
+   * If it throws, `write` rejects with that error although the transaction is on its way.
+   */
+  onSubmitted?: ((tx: { hash: Hash; nonce: number }) => void | Promise<void>) | undefined;
+}
+
+export interface WriteResult {
+  hash: Hash;
+  receipt: TransactionReceipt;
+  blockNumber: bigint;
+}
+
+export interface RelayerOptions {
+  publicClient: PublicClient<Transport, Chain>;
+  /** The relayer's key; it must hold the contracts' minter roles. */
+  account: LocalAccount;
+  chain: Chain;
+  logger?: Logger | undefined;
+  /** How long `write` and `waitForReceipt` wait for the receipt (default 120 s). */
+  receiptTimeoutMs?: number | undefined;
+  /** Blocks on top of the transaction's before it counts as done (default 1: mined). */
+  confirmations?: number | undefined;
+}
+
+/** Attempts of one write when the node refuses its nonce or its fees (each attempt re-reads them). */
+const MAX_SEND_ATTEMPTS = 3;
+/** Headroom over the gas estimate: concurrent writes run against a slightly different state than the estimate saw. */
+const GAS_HEADROOM_PERCENT = 120n;
+
+type Fees = { type: "eip1559"; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | { type: "legacy"; gasPrice: bigint };
+
+/**
+ * Relays contract writes from one account, safely under concurrency.
+ *
+ * Every write is simulated first (a revert is a PermanentChainError carrying the decoded custom
+ * error, and nothing is sent), then signed with a nonce this process assigns under a lock, sent,
+ * and its receipt awaited outside the lock, so concurrent writes pipeline one nonce after another.
+ * Nonces start from the account's pending transaction count and are re-read from the chain after
+ * any send failure; a refused nonce or fee is retried with fresh values a few times.
+ *
+ * One relayer account per process: nonces are assigned in memory, so two processes (two API
+ * instances, or a worker beside the API) signing with the same key race for nonces and keep
+ * failing each other's writes with nonce conflicts (which stay safe, as every contract write here
+ * is idempotent, but waste attempts). Give each instance its own relayer key with the roles, or
+ * put a lock shared by the instances (a Postgres advisory lock) around `submit`.
+ */
+export class Relayer {
+  private readonly publicClient: PublicClient<Transport, Chain>;
+  private readonly account: LocalAccount;
+  private readonly chain: Chain;
+  private readonly log: Logger | undefined;
+  private readonly receiptTimeoutMs: number;
+  private readonly confirmations: number;
+
+  /** The next nonce to assign; undefined means "read it from the chain first". */
+  private nextNonce: number | undefined;
+  /** Tail of the promise chain that serializes nonce assignment and sending. */
+  private nonceLock: Promise<unknown> = Promise.resolve();
+
+  constructor(options: RelayerOptions) {
+    this.publicClient = options.publicClient;
+    this.account = options.account;
+    this.chain = options.chain;
+    this.log = options.logger?.child({ component: "relayer", relayer: options.account.address });
+    this.receiptTimeoutMs = options.receiptTimeoutMs ?? 120_000;
+    this.confirmations = options.confirmations ?? 1;
+  }
+
+  get address(): Address {
+    return this.account.address;
+  }
+
+  /**
+   * Runs the call against the latest state from the relayer's address. Resolves with the function's
+   * return value (as of now: concurrent writes may change it by the time one is mined), rejects with
+   * a PermanentChainError on a revert and a TransientChainError when the node cannot answer.
+   */
+  async simulate<
+    const abi extends Abi,
+    functionName extends ContractFunctionName<abi, WriteMutability>,
+    const args extends ContractFunctionArgs<abi, WriteMutability, functionName>,
+  >(request: WriteRequest<abi, functionName, args>): Promise<{ result: ContractFunctionReturnType<abi, WriteMutability, functionName, args> }> {
+    const data = encodeCall(request);
+    const label = labelOf(request);
+    try {
+      const { data: returned } = await this.publicClient.call({
+        account: this.account.address,
+        to: request.address,
+        data,
+        value: request.value,
+      });
+      const result = decodeFunctionResult({ abi: request.abi as Abi, functionName: request.functionName as string, data: returned ?? "0x" });
+      return { result: result as ContractFunctionReturnType<abi, WriteMutability, functionName, args> };
+    } catch (err) {
+      throw classifyChainError(err, request.abi, { label });
+    }
+  }
+
+  /**
+   * Simulates, sends and waits for the receipt of one write. Rejects with a PermanentChainError
+   * when the call reverts (in simulation: nothing was sent; on-chain: `hash` is set and the revert
+   * is decoded by replaying the call) and with a TransientChainError when the chain cannot take it
+   * now (`hash` set when it may still be mined: resume with `waitForReceipt`).
+   */
+  async write<
+    const abi extends Abi,
+    functionName extends ContractFunctionName<abi, WriteMutability>,
+    const args extends ContractFunctionArgs<abi, WriteMutability, functionName>,
+  >(request: WriteRequest<abi, functionName, args>): Promise<WriteResult & { nonce: number }> {
+    const label = labelOf(request);
+    await this.simulate(request);
+
+    const data = encodeCall(request);
+    const call = { to: request.address, data, value: request.value ?? 0n };
+    let gas: bigint;
+    let fees: Fees;
+    try {
+      [gas, fees] = await Promise.all([
+        this.publicClient.estimateGas({ account: this.account.address, ...call }),
+        this.estimateFees(),
+      ]);
+    } catch (err) {
+      throw classifyChainError(err, request.abi, { label });
+    }
+    gas = (gas * GAS_HEADROOM_PERCENT) / 100n;
+
+    let submitted: { hash: Hash; nonce: number } | undefined;
+    for (let attempt = 1; !submitted; attempt++) {
+      try {
+        submitted = await this.submit({ ...call, gas, fees }, label);
+      } catch (err) {
+        const refused = classifyChainError(err, request.abi, { label });
+        // The node has not taken the transaction: the next attempt re-reads the nonce (and the fees).
+        if (!(refused.code === "nonce_conflict" || refused.code === "underpriced") || attempt >= MAX_SEND_ATTEMPTS) throw refused;
+        this.log?.warn({ label, attempt, code: refused.code, err: refused.message }, "send refused; retrying");
+        if (refused.code === "underpriced") {
+          try {
+            fees = await this.estimateFees();
+          } catch (feeErr) {
+            throw classifyChainError(feeErr, undefined, { label });
+          }
+        }
+      }
+    }
+
+    await request.onSubmitted?.(submitted);
+    const mined = await this.waitForReceipt(submitted.hash, { abi: request.abi, label });
+    return { ...mined, nonce: submitted.nonce };
+  }
+
+  /**
+   * Waits for the receipt of a transaction this relayer sent (also one sent before a crash, by its
+   * stored hash). A reverted receipt rejects with a PermanentChainError whose custom error is decoded
+   * with `abi` by replaying the call on the state of its block; a replacement by another transaction
+   * of the same nonce, or no receipt within the timeout, reject with a TransientChainError.
+   */
+  async waitForReceipt(hash: Hash, { abi, label }: { abi?: Abi | undefined; label?: string | undefined } = {}): Promise<WriteResult> {
+    let replacedBy: { reason: string; hash: Hash } | undefined;
+    let receipt: TransactionReceipt;
+    try {
+      receipt = await this.publicClient.waitForTransactionReceipt({
+        hash,
+        confirmations: this.confirmations,
+        timeout: this.receiptTimeoutMs,
+        onReplaced: (replacement) => {
+          replacedBy = { reason: replacement.reason, hash: replacement.transaction.hash };
+        },
+      });
+    } catch (err) {
+      throw classifyChainError(err, abi, { hash, label });
+    }
+    // viem resolves with the replacement's receipt: only a re-priced copy of our call counts as ours.
+    if (replacedBy && replacedBy.reason !== "repriced") {
+      throw new TransientChainError("replaced", `transaction ${hash} was ${replacedBy.reason} by ${replacedBy.hash}`, { hash, label });
+    }
+    if (receipt.status === "reverted") {
+      const reverted = await this.explainRevert(receipt, abi, label);
+      this.log?.warn({ label, hash, block: receipt.blockNumber, err: reverted.message }, "transaction reverted on-chain");
+      throw reverted;
+    }
+    this.log?.info({ label, hash: receipt.transactionHash, block: receipt.blockNumber, gasUsed: receipt.gasUsed }, "transaction mined");
+    return { hash: receipt.transactionHash, receipt, blockNumber: receipt.blockNumber };
+  }
+
+  /**
+   * Assigns the next nonce, signs and sends, all under the nonce lock (never held while waiting for
+   * receipts). Any failure makes the next assignment re-read the nonce from the chain.
+   */
+  private submit(
+    tx: { to: Address; data: Hex; value: bigint; gas: bigint; fees: Fees },
+    label: string,
+  ): Promise<{ hash: Hash; nonce: number }> {
+    return this.exclusive(async () => {
+      const nonce = this.nextNonce ?? (await this.syncNonce());
+      const serializedTransaction = await this.account.signTransaction(
+        { chainId: this.chain.id, to: tx.to, data: tx.data, value: tx.value, gas: tx.gas, nonce, ...tx.fees },
+        { serializer: this.chain.serializers?.transaction },
+      );
+      const hash = keccak256(serializedTransaction);
+      try {
+        await this.publicClient.sendRawTransaction({ serializedTransaction });
+      } catch (err) {
+        this.nextNonce = undefined;
+        // A retried HTTP request can land twice ("already known", or "nonce too low" once mined), and
+        // Hardhat answers a reverting transaction with an error although it mined it: if the node has
+        // our exact transaction, it was sent.
+        if (!(await this.isKnown(hash))) throw err;
+      }
+      this.nextNonce = nonce + 1;
+      this.log?.debug({ label, hash, nonce }, "transaction sent");
+      return { hash, nonce };
+    });
+  }
+
+  private async syncNonce(): Promise<number> {
+    const nonce = await this.publicClient.getTransactionCount({ address: this.account.address, blockTag: "pending" });
+    this.log?.debug({ nonce }, "nonce read from the chain");
+    return nonce;
+  }
+
+  private async isKnown(hash: Hash): Promise<boolean> {
+    try {
+      await this.publicClient.getTransaction({ hash });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  private async estimateFees(): Promise<Fees> {
+    try {
+      const { maxFeePerGas, maxPriorityFeePerGas } = await this.publicClient.estimateFeesPerGas({ chain: this.chain, type: "eip1559" });
+      return { type: "eip1559", maxFeePerGas, maxPriorityFeePerGas };
+    } catch (err) {
+      if (!(err instanceof Eip1559FeesNotSupportedError)) throw err;
+      return { type: "legacy", gasPrice: await this.publicClient.getGasPrice() };
+    }
+  }
+
+  /** Replays a reverted transaction on its block's state to name the custom error it reverted with. */
+  private async explainRevert(receipt: TransactionReceipt, abi: Abi | undefined, label: string | undefined): Promise<ChainWriteError> {
+    const hash = receipt.transactionHash;
+    try {
+      const tx = await this.publicClient.getTransaction({ hash });
+      await this.publicClient.call({
+        account: tx.from,
+        to: tx.to,
+        data: tx.input,
+        value: tx.value,
+        gas: tx.gas,
+        blockNumber: receipt.blockNumber,
+      });
+    } catch (err) {
+      const replayed = classifyChainError(err, abi, { hash, label });
+      if (replayed instanceof PermanentChainError) return replayed;
+    }
+    return new PermanentChainError("reverted", `transaction ${hash} reverted in block ${receipt.blockNumber}`, {
+      hash,
+      label,
+      reason: "reverted on-chain; replaying it on its block's state did not reproduce the revert",
+    });
+  }
+
+  private exclusive<T>(critical: () => Promise<T>): Promise<T> {
+    const run = this.nonceLock.then(critical);
+    this.nonceLock = run.catch(() => undefined);
+    return run;
+  }
+}
+
+/** Whether `err` is the revert of a second `certify` of the same artwork: the certificate exists, the job is done. */
+export function isAlreadyCertified(err: unknown): err is PermanentChainError {
+  return isRevertWith(err, "ArtCertificateAlreadyCertified");
+}
+
+/** The calldata; the typed request already checked the name and arguments against the ABI. */
+function encodeCall(request: { abi: Abi; functionName: string; args: unknown }): Hex {
+  return encodeFunctionData({ abi: request.abi, functionName: request.functionName, args: request.args as readonly unknown[] });
+}
+
+function labelOf(request: { label?: string | undefined; functionName: string }): string {
+  return request.label ?? request.functionName;
+}

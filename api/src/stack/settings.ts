@@ -1,0 +1,119 @@
+import path from "node:path";
+import { getAddress, type Hex, isAddress, isHex } from "viem";
+import { repoRoot } from "./processes.ts";
+
+/** Hardhat's well-known dev account #0: the local deployer, and the relayer unless one is set. */
+export const HARDHAT_ACCOUNT_0_KEY: Hex = "0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80";
+
+/**
+ * What the orchestrator reads from the environment (after `.env`). The API parses its own
+ * settings in api/src/config.ts from the overlay the stack hands it; this is the rest.
+ */
+export interface StackSettings {
+  production: boolean;
+  /** DATA_DIR, default `.data` in the repository. */
+  dataDir: string;
+  logDir: string;
+  /** DATABASE_URL; null = an embedded Postgres under dataDir. */
+  databaseUrl: string | null;
+  embeddedPostgresPort: number;
+  embeddedDatabaseName: string;
+  /** CHAIN_RPC_URL; null = a local Hardhat node. */
+  chainRpcUrl: string | null;
+  /** CHAIN_WS_URL: new-heads subscription for the indexer (set automatically for the local node). */
+  chainWsUrl: string | null;
+  /** CHAIN_ID when set: checked against the RPC's eth_chainId. */
+  chainId: number | null;
+  hardhatNodePort: number;
+  /** ART_CERTIFICATE_ADDRESS / ART_SHARES_ADDRESS; null = deploy with Ignition (local chains only). */
+  contracts: { artCertificate: Hex; artShares: Hex } | null;
+  /** CONTRACTS_START_BLOCK when set. */
+  startBlock: number | null;
+  relayerPrivateKey: Hex | null;
+  custodyMnemonic: string | null;
+  ponderPort: number;
+  viewsSchema: string;
+  apiPort: number;
+  publicBaseUrl: string | null;
+}
+
+export class SettingsError extends Error {
+  override name = "SettingsError";
+}
+
+export function readStackSettings(env: NodeJS.ProcessEnv): StackSettings {
+  const get = (name: string) => {
+    const value = env[name]?.trim();
+    return value ? value : null;
+  };
+  const problems: string[] = [];
+  const port = (name: string, fallback: number) => {
+    const raw = get(name);
+    const value = raw === null ? fallback : Number(raw);
+    if (!Number.isInteger(value) || value < 0 || value > 65535) problems.push(`${name} must be a TCP port, got "${raw}"`);
+    return value;
+  };
+  const integer = (name: string) => {
+    const raw = get(name);
+    if (raw === null) return null;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < 0) problems.push(`${name} must be a non-negative integer, got "${raw}"`);
+    return value;
+  };
+  const address = (name: string) => {
+    const raw = get(name);
+    if (raw === null) return null;
+    if (!isAddress(raw, { strict: false })) {
+      problems.push(`${name} must be a 0x-prefixed 20-byte address, got "${raw}"`);
+      return null;
+    }
+    return getAddress(raw);
+  };
+
+  const production = get("NODE_ENV") === "production";
+  const dataDir = path.resolve(repoRoot, get("DATA_DIR") ?? ".data");
+  const artCertificate = address("ART_CERTIFICATE_ADDRESS");
+  const artShares = address("ART_SHARES_ADDRESS");
+  if ((artCertificate === null) !== (artShares === null)) {
+    problems.push("ART_CERTIFICATE_ADDRESS and ART_SHARES_ADDRESS go together: set both, or neither to deploy locally");
+  }
+  const relayerPrivateKey = get("RELAYER_PRIVATE_KEY");
+  if (relayerPrivateKey !== null && !(isHex(relayerPrivateKey) && relayerPrivateKey.length === 66)) {
+    problems.push("RELAYER_PRIVATE_KEY must be a 0x-prefixed 32-byte hex string");
+  }
+  const viewsSchema = get("INDEXER_VIEWS_SCHEMA") ?? "chain";
+  if (!/^[a-z_][a-z0-9_]{0,44}$/.test(viewsSchema)) problems.push(`INDEXER_VIEWS_SCHEMA must be a lower-case identifier, got "${viewsSchema}"`);
+
+  if (production) {
+    const missing = [
+      "DATABASE_URL", "CHAIN_RPC_URL", "ART_CERTIFICATE_ADDRESS", "ART_SHARES_ADDRESS",
+      "RELAYER_PRIVATE_KEY", "CUSTODY_MNEMONIC",
+    ].filter((name) => get(name) === null);
+    if (missing.length > 0) {
+      problems.push(`Production mode (NODE_ENV=production) starts no local database, chain or deployment; it requires ${missing.join(", ")}`);
+    }
+  }
+
+  const settings: StackSettings = {
+    production,
+    dataDir,
+    logDir: path.join(dataDir, "logs"),
+    databaseUrl: get("DATABASE_URL"),
+    embeddedPostgresPort: port("EMBEDDED_POSTGRES_PORT", 55432),
+    embeddedDatabaseName: "art_platform",
+    chainRpcUrl: get("CHAIN_RPC_URL"),
+    chainWsUrl: get("CHAIN_WS_URL"),
+    chainId: integer("CHAIN_ID"),
+    hardhatNodePort: port("HARDHAT_NODE_PORT", 8545),
+    contracts: artCertificate && artShares ? { artCertificate, artShares } : null,
+    startBlock: integer("CONTRACTS_START_BLOCK"),
+    relayerPrivateKey: relayerPrivateKey as Hex | null,
+    custodyMnemonic: get("CUSTODY_MNEMONIC"),
+    ponderPort: port("PONDER_PORT", 42069),
+    viewsSchema,
+    apiPort: port("PORT", 3000),
+    publicBaseUrl: get("PUBLIC_BASE_URL"),
+  };
+  if (problems.length > 0) throw new SettingsError(`Invalid settings:\n  ${problems.join("\n  ")}`);
+  return settings;
+}

@@ -1,0 +1,351 @@
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import type { Kysely } from "kysely";
+import { type Address, type Hex, parseEther } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { readIndexerStatus } from "../chain/indexer-schema.ts";
+import { createDb } from "../db/connection.ts";
+import type { Database } from "../db/database.ts";
+import { migrateToLatest } from "../db/migrate.ts";
+import { chainClient, type HardhatNode, hasCode, isLocalChainId, readChainIdentity, startHardhatNode } from "./chain.ts";
+import {
+  type ChainDeployment,
+  chainMismatch,
+  contractsMismatch,
+  readChainDeployment,
+  recordChainDeployment,
+} from "./chain-identity.ts";
+import { deployPlatform, localDeploymentId } from "./deploy.ts";
+import { dropOldIndexerSchemas, dropPonderSyncCache, type Indexer, startIndexer } from "./indexer.ts";
+import { archiveCluster, type EmbeddedPostgres, ensureDatabase, startEmbeddedPostgres } from "./postgres.ts";
+import type { ManagedProcess } from "./processes.ts";
+import {
+  clearProcessRecords,
+  localCustodyMnemonic,
+  pruneArchives,
+  reapLeftoverProcesses,
+  writeProcessRecords,
+} from "./runtime-files.ts";
+import { HARDHAT_ACCOUNT_0_KEY, type StackSettings } from "./settings.ts";
+
+/** The API as the stack runs it (api/src/server.ts startServer, after loadConfig of `env`). */
+export interface StackApi {
+  url: string;
+  bootstrapAdminKey: string | null;
+  close(): Promise<void>;
+}
+export type StartApi = (env: NodeJS.ProcessEnv) => Promise<StackApi>;
+
+export interface RunningStack {
+  settings: StackSettings;
+  databaseUrl: string;
+  postgres: EmbeddedPostgres | null;
+  chain: { rpcUrl: string; wsUrl: string | null; chainId: number; genesisHash: Hex; node: HardhatNode | null };
+  contracts: { artCertificate: Address; artShares: Address; startBlock: number; deployedNow: boolean };
+  relayer: Address;
+  indexer: Indexer & { ready: boolean };
+  api: StackApi | null;
+  /** Where the previous local database went, when this start archived it. */
+  archivedDatabase: string | null;
+  logs: { postgres: string; hardhatNode: string; ignition: string; ponder: string };
+  /** The child processes, for crash monitoring. */
+  children(): ManagedProcess[];
+  /** Stops everything in reverse order: API, indexer (SIGINT), Hardhat node, Postgres. */
+  stop(): Promise<void>;
+}
+
+/** A startup step that failed: names the step and the log to read. */
+export class StackStartupError extends Error {
+  override name = "StackStartupError";
+  constructor(
+    readonly step: string,
+    readonly logFile: string | null,
+    cause: unknown,
+  ) {
+    const message = cause instanceof Error ? cause.message : String(cause);
+    super(`${step} failed: ${message}${logFile && !message.includes(logFile) ? ` (log: ${logFile})` : ""}`, { cause });
+  }
+}
+
+export interface StartStackOptions {
+  log?: (line: string) => void;
+  /** Omit to start everything but the API (tests, tools). */
+  startApi?: StartApi;
+  /** Called as each child process starts (the stack's own records are written too). */
+  onChild?: (child: ManagedProcess) => void;
+  /** Seconds to wait for the indexer's backfill before starting the API anyway (default 60). */
+  indexerReadyTimeoutMs?: number;
+}
+
+const ARCHIVES_KEPT = 5;
+
+/**
+ * Brings up the local platform: Postgres (embedded unless DATABASE_URL), a chain (a Hardhat node
+ * unless CHAIN_RPC_URL), the contracts (Ignition, unless their addresses are given), the indexer
+ * (Ponder) and the API. On failure, whatever started is stopped again and a StackStartupError
+ * names the step.
+ */
+export async function startStack(settings: StackSettings, options: StartStackOptions = {}): Promise<RunningStack> {
+  const log = options.log ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const logs = {
+    postgres: path.join(settings.logDir, "postgres.log"),
+    hardhatNode: path.join(settings.logDir, "hardhat-node.log"),
+    ignition: path.join(settings.logDir, "ignition.log"),
+    ponder: path.join(settings.logDir, "ponder.log"),
+  };
+  const cleanups: Array<() => Promise<void>> = [];
+  const children = new Set<ManagedProcess>();
+  // DATA_DIR/run/processes.json lists what runs, so a later start can stop the leftovers of a
+  // stack that was killed outright.
+  const track = (child: ManagedProcess, added: boolean) => {
+    if (added) {
+      children.add(child);
+      options.onChild?.(child);
+    } else {
+      children.delete(child);
+    }
+    writeProcessRecords(settings.dataDir, [
+      { name: "stack", pid: process.pid, marker: "stack/start" },
+      ...[...children].map((c) => ({ name: c.name, pid: c.pid, marker: markerOf(c.name) })),
+    ]);
+  };
+  const step = async <T>(name: string, logFile: string | null, fn: () => Promise<T>): Promise<T> => {
+    try {
+      return await fn();
+    } catch (error) {
+      throw error instanceof StackStartupError ? error : new StackStartupError(name, logFile, error);
+    }
+  };
+  let db: Kysely<Database> | null = null;
+
+  try {
+    mkdirSync(settings.logDir, { recursive: true });
+    await step("Checking for leftovers of an earlier run", null, () => reapLeftoverProcesses(settings.dataDir, log));
+
+    // Postgres and the chain come up in parallel; both take about a second.
+    const embeddedDir = path.join(settings.dataDir, "postgres");
+    const startPostgres = () =>
+      step("Starting the embedded Postgres", logs.postgres, async () => {
+        const pg = await startEmbeddedPostgres({ dataDir: embeddedDir, port: settings.embeddedPostgresPort, logFile: logs.postgres });
+        await ensureDatabase(pg.url("postgres"), settings.embeddedDatabaseName);
+        return pg;
+      });
+    let postgresPromise: Promise<EmbeddedPostgres | null> = settings.databaseUrl ? Promise.resolve(null) : startPostgres();
+    const nodePromise = settings.chainRpcUrl
+      ? Promise.resolve(null)
+      : step("Starting the Hardhat node", logs.hardhatNode, () =>
+          startHardhatNode({ port: settings.hardhatNodePort, logFile: logs.hardhatNode }),
+        );
+    const [pgResult, nodeResult] = await Promise.allSettled([postgresPromise, nodePromise]);
+    let postgres = pgResult.status === "fulfilled" ? pgResult.value : null;
+    const node = nodeResult.status === "fulfilled" ? nodeResult.value : null;
+    const stopPostgres = async () => {
+      await postgres?.stop();
+    };
+    cleanups.push(stopPostgres);
+    if (node) cleanups.push(() => node.stop());
+    if (pgResult.status === "rejected") throw pgResult.reason;
+    if (nodeResult.status === "rejected") throw nodeResult.reason;
+    if (postgres) track(postgres.process, true);
+    if (node) track(node.process, true);
+
+    let databaseUrl = settings.databaseUrl ?? postgres!.url(settings.embeddedDatabaseName);
+    const rpcUrl = settings.chainRpcUrl ?? node!.rpcUrl;
+    const wsUrl = settings.chainWsUrl ?? node?.wsUrl ?? null;
+    const chainLog = node ? logs.hardhatNode : null;
+
+    const identity = await step("Reading the chain", chainLog, async () => {
+      const id = await readChainIdentity(rpcUrl);
+      if (settings.chainId !== null && settings.chainId !== id.chainId) {
+        throw new Error(`CHAIN_ID is ${settings.chainId} but ${rpcUrl} serves chain id ${id.chainId}`);
+      }
+      return id;
+    });
+    const local = isLocalChainId(identity.chainId) && !settings.production;
+
+    const migrate = () =>
+      step("Migrating the database", settings.databaseUrl ? null : logs.postgres, async () => {
+        db = createDb(databaseUrl, 3);
+        await migrateToLatest(db);
+        return db;
+      });
+    db = await migrate();
+
+    // Never mix two chains' data in one database.
+    let recorded = await readChainDeployment(db);
+    let archivedDatabase: string | null = null;
+    const mismatch =
+      recorded &&
+      (chainMismatch(recorded, identity) ?? (settings.contracts ? contractsMismatch(recorded, settings.contracts) : null));
+    if (mismatch) {
+      if (settings.databaseUrl || settings.production) {
+        throw new StackStartupError(
+          "Checking the chain against the database",
+          null,
+          new Error(`refusing to start: ${mismatch}. Point DATABASE_URL at this chain's database, or CHAIN_RPC_URL/the contract addresses at the database's chain`),
+        );
+      }
+      const stamp = new Date().toISOString().replace(/[:.]/g, "-");
+      archivedDatabase = path.join(settings.dataDir, "archive", stamp, "postgres");
+      log(`The local database belongs to another chain (${mismatch}).`);
+      log(`Moving it aside to ${archivedDatabase} and starting with an empty database.`);
+      await db.destroy();
+      db = null;
+      await postgres!.stop();
+      track(postgres!.process, false);
+      archiveCluster(embeddedDir, archivedDatabase);
+      const pruned = pruneArchives(path.join(settings.dataDir, "archive"), ARCHIVES_KEPT);
+      if (pruned.length > 0) log(`Removed the oldest archived databases (keeping ${ARCHIVES_KEPT}): ${pruned.join(", ")}`);
+      postgresPromise = startPostgres();
+      postgres = await postgresPromise;
+      track(postgres!.process, true);
+      databaseUrl = postgres!.url(settings.embeddedDatabaseName);
+      db = await migrate();
+      recorded = null;
+    }
+
+    const relayerKey = settings.relayerPrivateKey ?? HARDHAT_ACCOUNT_0_KEY;
+    const relayer = privateKeyToAccount(relayerKey).address;
+
+    const contracts = await step("Deploying the contracts", logs.ignition, async () => {
+      if (settings.contracts) {
+        if (!(await hasCode(rpcUrl, [settings.contracts.artCertificate, settings.contracts.artShares]))) {
+          throw new Error(`no contract code at ART_CERTIFICATE_ADDRESS/ART_SHARES_ADDRESS on chain ${identity.chainId} (${rpcUrl})`);
+        }
+        return { ...settings.contracts, startBlock: settings.startBlock ?? recorded?.startBlock ?? 0, deployedNow: false };
+      }
+      if (!local) {
+        throw new Error(`chain id ${identity.chainId} is not a local chain: set ART_CERTIFICATE_ADDRESS and ART_SHARES_ADDRESS (the stack deploys only to local chains)`);
+      }
+      if (recorded?.artCertificate && recorded.artShares && (await hasCode(rpcUrl, [recorded.artCertificate, recorded.artShares]))) {
+        return { artCertificate: recorded.artCertificate, artShares: recorded.artShares, startBlock: recorded.startBlock ?? 0, deployedNow: false };
+      }
+      const base = settings.publicBaseUrl ?? `http://127.0.0.1:${settings.apiPort}`;
+      log("Deploying ArtCertificate and ArtShares with Hardhat Ignition...");
+      const deployed = await deployPlatform({
+        rpcUrl,
+        relayer,
+        sharesUri: `${base.replace(/\/$/, "")}/v1/fractional/metadata/{id}.json`,
+        deploymentId: localDeploymentId(identity.chainId, identity.genesisHash),
+        logFile: logs.ignition,
+      });
+      return { ...deployed, deployedNow: true };
+    });
+
+    if (local) await fundLocalAccount(rpcUrl, relayer);
+
+    const deployment: ChainDeployment = { ...identity, ...contracts };
+    if (!recorded || contractsMismatch(recorded, contracts) || recorded.startBlock !== contracts.startBlock) {
+      await step("Recording the chain deployment", null, async () => {
+        // A database new to this chain may hold Ponder's RPC cache of another chain with the same id.
+        if (!recorded) await dropPonderSyncCache(databaseUrl);
+        await recordChainDeployment(db!, deployment);
+      });
+    }
+    await db.destroy();
+    db = null;
+
+    log("Starting the indexer (Ponder)...");
+    const indexer = await step("Starting the indexer", logs.ponder, () =>
+      startIndexer({
+        databaseUrl,
+        rpcUrl,
+        wsUrl: wsUrl ?? undefined,
+        chainId: identity.chainId,
+        genesisHash: identity.genesisHash,
+        artCertificate: contracts.artCertificate,
+        artShares: contracts.artShares,
+        startBlock: contracts.startBlock,
+        viewsSchema: settings.viewsSchema,
+        port: settings.ponderPort,
+        logFile: logs.ponder,
+        readyTimeoutMs: options.indexerReadyTimeoutMs ?? 60_000,
+      }),
+    );
+    cleanups.push(() => indexer.stop());
+    track(indexer.process, true);
+    void whenReady(indexer, async () => {
+      const dropped = await dropOldIndexerSchemas(databaseUrl, indexer.schema);
+      if (dropped.length > 0) log(`Dropped the schemas of earlier indexer builds: ${dropped.join(", ")}`);
+    }).catch((error: Error) => log(`Could not drop old indexer schemas: ${error.message}`));
+    // Over a websocket Ponder learns of blocks as they are mined: the deployment's blocks came
+    // before it subscribed, so one empty block brings its checkpoint to the head (local node only).
+    if (node && indexer.ready) await chainClient(rpcUrl).request({ method: "evm_mine", params: [] } as never).catch(() => {});
+    if (!indexer.ready) log(`The indexer is still backfilling; the API starts anyway (GET /readyz shows the lag). Log: ${logs.ponder}`);
+
+    let api: StackApi | null = null;
+    if (options.startApi) {
+      const custodyMnemonic = settings.custodyMnemonic ?? localCustodyMnemonic(settings.dataDir);
+      const env: NodeJS.ProcessEnv = {
+        ...process.env,
+        DATABASE_URL: databaseUrl,
+        CHAIN_RPC_URL: rpcUrl,
+        CHAIN_ID: String(identity.chainId),
+        RELAYER_PRIVATE_KEY: relayerKey,
+        CUSTODY_MNEMONIC: custodyMnemonic,
+        ART_CERTIFICATE_ADDRESS: contracts.artCertificate,
+        ART_SHARES_ADDRESS: contracts.artShares,
+        CONTRACTS_START_BLOCK: String(contracts.startBlock),
+        INDEXER_URL: indexer.url,
+        INDEXER_VIEWS_SCHEMA: settings.viewsSchema,
+        PORT: String(settings.apiPort),
+      };
+      api = await step("Starting the API", null, () => options.startApi!(env));
+      const started = api;
+      cleanups.push(() => started.close());
+    }
+
+    let stopping: Promise<void> | null = null;
+    return {
+      settings,
+      databaseUrl,
+      postgres,
+      chain: { rpcUrl, wsUrl, chainId: identity.chainId, genesisHash: identity.genesisHash, node },
+      contracts,
+      relayer,
+      indexer,
+      api,
+      archivedDatabase,
+      logs,
+      children: () => [...children],
+      stop() {
+        stopping ??= runCleanups(cleanups).then(() => clearProcessRecords(settings.dataDir));
+        return stopping;
+      },
+    };
+  } catch (error) {
+    await (db as Kysely<Database> | null)?.destroy().catch(() => {});
+    await runCleanups(cleanups);
+    clearProcessRecords(settings.dataDir);
+    throw error;
+  }
+}
+
+async function runCleanups(cleanups: Array<() => Promise<void>>): Promise<void> {
+  for (const cleanup of cleanups.reverse()) {
+    await cleanup().catch(() => {});
+  }
+}
+
+function markerOf(childName: string): string {
+  if (childName.startsWith("indexer")) return "ponder";
+  if (childName.startsWith("hardhat")) return "hardhat";
+  return "postgres";
+}
+
+async function whenReady(indexer: Indexer & { ready: boolean }, then: () => Promise<void>): Promise<void> {
+  while (!indexer.ready && !indexer.process.stopping) {
+    await new Promise((r) => setTimeout(r, 2_000));
+    indexer.ready = await readIndexerStatus({ url: indexer.url }).then((s) => s.ready, () => false);
+  }
+  if (indexer.ready) await then();
+}
+
+/** A relayer key other than the dev accounts starts with no ether on a fresh local chain. */
+async function fundLocalAccount(rpcUrl: string, account: Address): Promise<void> {
+  const client = chainClient(rpcUrl);
+  if ((await client.getBalance({ address: account })) > 0n) return;
+  await client
+    .request({ method: "hardhat_setBalance", params: [account, `0x${parseEther("10000").toString(16)}`] } as never)
+    .catch(() => {});
+}

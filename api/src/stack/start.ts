@@ -1,0 +1,117 @@
+/**
+ * `npm start`: the whole platform on one machine, with no setup. Settings come from the
+ * environment and an optional `.env` in the repository root (the environment wins); see
+ * settings.ts for the stack's own and api/src/config.ts for the API's.
+ */
+import path from "node:path";
+import dotenv from "dotenv";
+import { loadConfig } from "../config.ts";
+import { startServer } from "../server.ts";
+import { type ManagedProcess, repoRoot } from "./processes.ts";
+import { readStackSettings } from "./settings.ts";
+import { type RunningStack, startStack } from "./stack.ts";
+
+dotenv.config({ path: path.join(repoRoot, ".env"), quiet: true });
+
+const say = (line: string) => process.stdout.write(`[stack] ${line}\n`);
+const children = new Set<ManagedProcess>();
+let stack: RunningStack | null = null;
+let shuttingDown = false;
+let signalDuringStartup: NodeJS.Signals | null = null;
+
+async function shutdown(code: number): Promise<never> {
+  shuttingDown = true;
+  await stack?.stop();
+  process.exit(code);
+}
+
+function onSignal(signal: NodeJS.Signals): void {
+  if (shuttingDown) {
+    // A second Ctrl-C: stop waiting for graceful exits.
+    say(`${signal} again: killing the remaining processes`);
+    for (const child of children) {
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {
+        // gone
+      }
+    }
+    process.exit(130);
+  }
+  if (!stack) {
+    // Stopping what already runs (newest first) also ends the startup step waiting on it.
+    signalDuringStartup = signal;
+    shuttingDown = true;
+    say(`${signal}: abandoning the startup (again to force)`);
+    void (async () => {
+      for (const child of [...children].reverse()) await child.stop(child.name.startsWith("hardhat") ? "SIGINT" : "SIGINT", 15_000);
+    })();
+    return;
+  }
+  say(`${signal}: stopping the API, the indexer, the chain and the database...`);
+  void shutdown(0).then(() => undefined);
+}
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, onSignal);
+
+process.on("uncaughtException", (error) => {
+  say(`Unexpected error: ${error.stack ?? error.message}`);
+  void shutdown(1);
+});
+process.on("unhandledRejection", (reason) => {
+  say(`Unexpected error: ${reason instanceof Error ? (reason.stack ?? reason.message) : String(reason)}`);
+  void shutdown(1);
+});
+
+const startedAt = performance.now();
+try {
+  const settings = readStackSettings(process.env);
+  stack = await startStack(settings, {
+    log: say,
+    onChild: (child) => children.add(child),
+    startApi: async (env) => startServer(loadConfig(env)),
+  });
+} catch (error) {
+  say(`Startup failed. ${error instanceof Error ? error.message : String(error)}`);
+  process.exit(signalDuringStartup ? 0 : 1);
+}
+if (signalDuringStartup) await shutdown(0);
+
+// A child that exits on its own takes the whole stack down: half a platform is worse than none.
+for (const child of stack.children()) {
+  void child.exited.then(({ code, signal }) => {
+    if (child.stopping || shuttingDown) return;
+    say(`${child.name} (pid ${child.pid}) exited unexpectedly (${signal ?? `exit code ${code}`}); see ${child.logFile}`);
+    say("Stopping the stack.");
+    void shutdown(1);
+  });
+}
+
+printBanner(stack, Math.round(performance.now() - startedAt));
+
+function printBanner(s: RunningStack, startupMs: number): void {
+  const rel = (p: string) => (p.startsWith(repoRoot) ? path.relative(repoRoot, p) || "." : p);
+  const api = s.api!;
+  const lines = [
+    "",
+    "  Art platform API is running",
+    "",
+    `  API:             ${api.url}`,
+    `  Docs:            ${api.url}/docs`,
+    `  OpenAPI:         ${api.url}/v1/openapi.json`,
+    `  Chain RPC:       ${s.chain.rpcUrl} (chain id ${s.chain.chainId}${s.chain.node ? ", local Hardhat node" : ""})`,
+    `  ArtCertificate:  ${s.contracts.artCertificate}`,
+    `  ArtShares:       ${s.contracts.artShares}`,
+    `  Start block:     ${s.contracts.startBlock}${s.contracts.deployedNow ? " (deployed now by Ignition)" : ""}`,
+    `  Relayer:         ${s.relayer}`,
+    `  Indexer:         ${s.indexer.url} (views schema "${s.indexer.viewsSchema}", build schema ${s.indexer.schema})`,
+    `  Database:        ${s.postgres ? `embedded Postgres on port ${s.postgres.port}, data in ${rel(s.postgres.dataDir)}` : "DATABASE_URL"}`,
+    `  Data:            ${rel(s.settings.dataDir)}`,
+    `  Logs:            ${rel(s.settings.logDir)}/ (hardhat-node.log, ponder.log, postgres.log, ignition.log)`,
+  ];
+  if (s.archivedDatabase) lines.push(`  Old database:    ${rel(s.archivedDatabase)} (belonged to an earlier chain)`);
+  if (api.bootstrapAdminKey) {
+    lines.push("", `  Admin API key:   ${api.bootstrapAdminKey}`, "  (created now and shown once: keep it)");
+  }
+  lines.push("", `  Started in ${(startupMs / 1000).toFixed(1)} s. Press Ctrl-C to stop.`, "");
+  process.stdout.write(`${lines.join("\n")}\n`);
+}

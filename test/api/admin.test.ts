@@ -1,0 +1,90 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { adminToken, createUser, expectProblem, startTestApi, type TestApi, uniqueName } from "./helpers.ts";
+
+let api: TestApi;
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api?.close();
+});
+
+describe("admin users", () => {
+  it("lists users with search, filters and pagination (default limit 50)", async () => {
+    const admin = await adminToken(api);
+    const tag = uniqueName("tag");
+    const created = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await api.request("POST", "/v1/admin/users", {
+        token: admin,
+        body: { username: `${tag}_${i}`, email: `${tag}_${i}@example.test`, role: i === 0 ? "artist" : "collector" },
+      });
+      expect(res.status).toBe(201);
+      expect(res.body.api_key.secret).toMatch(/^sk_/);
+      expect(res.body.wallet_address).toMatch(/^0x[0-9a-fA-F]{40}$/);
+      created.push(res.body);
+    }
+    const all = await api.request("GET", `/v1/admin/users?q=${tag}`, { token: admin });
+    expect(all.status).toBe(200);
+    expect(all.body.pagination).toEqual({ page: 1, limit: 50, total: 3, has_more: false });
+    expect(all.body.data[0]).toEqual({
+      id: expect.any(String), username: expect.any(String), display_name: expect.any(String), email: expect.any(String),
+      role: expect.any(String), tier: "bronze", status: "active", wallet_address: expect.any(String), joined_at: expect.any(String), last_login: null,
+    });
+    const artists = await api.request("GET", `/v1/admin/users?q=${tag}&role=artist`, { token: admin });
+    expect(artists.body.data.map((u: { id: string }) => u.id)).toEqual([created[0].id]);
+    const page2 = await api.request("GET", `/v1/admin/users?q=${tag}&limit=2&page=2`, { token: admin });
+    expect(page2.body.pagination).toEqual({ page: 2, limit: 2, total: 3, has_more: false });
+    expect(page2.body.data).toHaveLength(1);
+    const byEmail = await api.request("GET", `/v1/admin/users?q=${encodeURIComponent(`${tag}_1@example`)}`, { token: admin });
+    expect(byEmail.body.data.map((u: { id: string }) => u.id)).toEqual([created[1].id]);
+
+    for (const q of ["role=emperor", "status=zombie", "tier=diamond", "limit=0", "limit=201", "page=0", "page=x"]) {
+      expectProblem(await api.request("GET", `/v1/admin/users?${q}`, { token: admin }), 400, "invalid_parameter");
+    }
+    expect((await api.request("GET", "/v1/admin/users?unknown=1&limit=200", { token: admin })).status).toBe(200);
+  });
+
+  it("is closed to non-admins: missing scope is 403, a demoted admin's token stops at once", async () => {
+    const collector = await createUser(api, { scope: ["write"] });
+    expectProblem(await api.request("GET", "/v1/admin/users", { token: collector.token }), 403, "insufficient_scope");
+    expectProblem(await api.request("GET", "/v1/admin/users"), 401, "unauthenticated");
+
+    const second = await createUser(api, { role: "admin", scope: ["admin"] });
+    expect((await api.request("GET", "/v1/admin/users", { token: second.token })).status).toBe(200);
+    const admin = await adminToken(api);
+    const demoted = await api.request("PATCH", `/v1/admin/users/${second.id}`, { token: admin, body: { role: "collector" } });
+    expect(demoted.status).toBe(200);
+    expect(demoted.body.role).toBe("collector");
+    expectProblem(await api.request("GET", "/v1/admin/users", { token: second.token }), 403, "forbidden");
+  });
+
+  it("suspending a user stops its tokens and keys at once; reactivating restores them", async () => {
+    const admin = await adminToken(api);
+    const user = await createUser(api);
+    const res = await api.request("PATCH", `/v1/admin/users/${user.id}`, { token: admin, body: { status: "suspended" } });
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe("suspended");
+    expectProblem(await api.request("GET", "/v1/users/me", { token: user.token }), 403, "account_suspended");
+    expectProblem(await api.request("POST", "/v1/auth/token", { body: { api_key: user.apiKey, scope: ["read"] } }), 403, "account_suspended");
+    await api.request("PATCH", `/v1/admin/users/${user.id}`, { token: admin, body: { status: "active" } });
+    expect((await api.request("GET", "/v1/users/me", { token: user.token })).status).toBe(200);
+  });
+
+  it("refuses bad changes and self-suspension without changing anything", async () => {
+    const admin = await adminToken(api);
+    const me = await api.request("GET", "/v1/users/me", { token: admin });
+    const user = await createUser(api);
+    expectProblem(await api.request("PATCH", `/v1/admin/users/${user.id}`, { token: admin, body: { role: "emperor" } }), 400, "validation_failed");
+    expectProblem(await api.request("PATCH", `/v1/admin/users/${user.id}`, { token: admin, body: { status: "suspended", email: "x@y.z" } }), 400, "validation_failed");
+    expectProblem(await api.request("PATCH", `/v1/admin/users/${user.id}`, { token: admin, body: {} }), 400, "validation_failed");
+    expectProblem(await api.request("PATCH", `/v1/admin/users/${me.body.id}`, { token: admin, body: { status: "suspended" } }), 409, "invalid_state");
+    expectProblem(await api.request("PATCH", "/v1/admin/users/usr_01JD3Y5V0Q3G7W7J6T4N4C2X1M", { token: admin, body: { status: "suspended" } }), 404, "not_found");
+    const stored = await api.db.selectFrom("users").select(["status", "role"]).where("id", "=", user.id).executeTakeFirstOrThrow();
+    expect(stored).toEqual({ status: "active", role: "collector" });
+
+    const dup = await api.request("POST", "/v1/admin/users", { token: admin, body: { username: user.username, email: "other@example.test" } });
+    expectProblem(dup, 409, "conflict");
+    expectProblem(await api.request("POST", "/v1/admin/users", { token: admin, body: { username: "x", email: "not-an-email" } }), 400, "validation_failed");
+  });
+});

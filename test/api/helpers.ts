@@ -1,0 +1,142 @@
+import { randomBytes } from "node:crypto";
+import { generateMnemonic, english } from "viem/accounts";
+import { type Config, loadConfig } from "../../api/src/config.ts";
+import { createDb } from "../../api/src/db/connection.ts";
+import { type RunningServer, startServer } from "../../api/src/server.ts";
+import { testEnvironment } from "./environment.ts";
+
+/** Every API test server shares this admin key (the first server to start bootstraps the admin). */
+export const ADMIN_API_KEY = "sk_test_bootstrap_admin_key_0123456789";
+const CUSTODY_MNEMONIC = generateMnemonic(english);
+
+export interface TestApi {
+  url: string;
+  config: Config;
+  server: RunningServer;
+  db: ReturnType<typeof createDb>;
+  request(method: string, path: string, opts?: RequestOptions): Promise<TestResponse>;
+  close(): Promise<void>;
+}
+
+export interface RequestOptions {
+  token?: string;
+  body?: unknown;
+  /** Sent as-is (for malformed JSON tests). */
+  rawBody?: string | Buffer;
+  headers?: Record<string, string>;
+}
+
+export interface TestResponse {
+  status: number;
+  headers: Headers;
+  body: any;
+  text: string;
+}
+
+export async function startTestApi(overrides: Record<string, string> = {}): Promise<TestApi> {
+  const env = testEnvironment();
+  const config = loadConfig({
+    NODE_ENV: "test",
+    PORT: "0",
+    LOG_LEVEL: "silent",
+    DATABASE_URL: env.databaseUrl,
+    DATABASE_POOL_SIZE: "5",
+    CHAIN_RPC_URL: env.rpcUrl,
+    CHAIN_ID: String(env.chainId),
+    ART_CERTIFICATE_ADDRESS: env.artCertificateAddress,
+    ART_SHARES_ADDRESS: env.artSharesAddress,
+    CUSTODY_MNEMONIC,
+    BOOTSTRAP_ADMIN_API_KEY: ADMIN_API_KEY,
+    SIWE_DOMAINS: "api.test.local",
+    JOBS_CONCURRENCY: "2",
+    ...(env.redisUrl ? { REDIS_URL: env.redisUrl } : {}),
+    ...overrides,
+  });
+  const server = await startServer(config);
+  const db = createDb(env.databaseUrl, 3);
+  const url = server.url;
+  return {
+    url,
+    config,
+    server,
+    db,
+    request: (method, path, opts = {}) => send(url, method, path, opts),
+    async close() {
+      await server.close();
+      await db.destroy();
+    },
+  };
+}
+
+export async function send(baseUrl: string, method: string, path: string, opts: RequestOptions = {}): Promise<TestResponse> {
+  const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+  let body: string | Buffer | undefined;
+  if (opts.rawBody !== undefined) body = opts.rawBody;
+  else if (opts.body !== undefined) {
+    body = JSON.stringify(opts.body);
+    headers["content-type"] ??= "application/json";
+  }
+  const res = await fetch(new URL(path, baseUrl), { method, headers, body });
+  const text = await res.text();
+  let parsed: unknown = undefined;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  return { status: res.status, headers: res.headers, body: parsed, text };
+}
+
+export function uniqueName(prefix = "user"): string {
+  return `${prefix}_${randomBytes(5).toString("hex")}`;
+}
+
+/** An admin token with every scope. */
+export async function adminToken(api: TestApi): Promise<string> {
+  const res = await api.request("POST", "/v1/auth/token", { body: { api_key: ADMIN_API_KEY, scope: ["admin"] } });
+  if (res.status !== 201) throw new Error(`admin token exchange failed: ${res.status} ${res.text}`);
+  return res.body.token;
+}
+
+export interface TestUser {
+  id: string;
+  apiKey: string;
+  username: string;
+  email: string;
+  token: string;
+}
+
+/** A fresh user created through the admin API, with a token of `scope`. */
+export async function createUser(
+  api: TestApi,
+  opts: { role?: "collector" | "artist" | "admin"; scope?: string[] } = {},
+): Promise<TestUser> {
+  const admin = await adminToken(api);
+  const username = uniqueName();
+  const email = `${username}@example.test`;
+  const created = await api.request("POST", "/v1/admin/users", {
+    token: admin,
+    body: { username, email, role: opts.role ?? "collector" },
+  });
+  if (created.status !== 201) throw new Error(`user creation failed: ${created.status} ${created.text}`);
+  const token = await api.request("POST", "/v1/auth/token", {
+    body: { api_key: created.body.api_key.secret, scope: opts.scope ?? ["write"] },
+  });
+  if (token.status !== 201) throw new Error(`token exchange failed: ${token.status} ${token.text}`);
+  return { id: created.body.id, apiKey: created.body.api_key.secret, username, email, token: token.body.token };
+}
+
+export function expectProblem(res: TestResponse, status: number, code: string): void {
+  const problem = res.body as { status?: number; code?: string; request_id?: string; type?: string; title?: string; detail?: string };
+  const ok =
+    res.status === status &&
+    res.headers.get("content-type")?.startsWith("application/problem+json") === true &&
+    problem?.code === code &&
+    problem.status === status &&
+    typeof problem.request_id === "string" &&
+    problem.type === `/problems/${code}` &&
+    typeof problem.title === "string" &&
+    typeof problem.detail === "string";
+  if (!ok) throw new Error(`expected problem ${status} ${code}, got ${res.status} ${res.headers.get("content-type")} ${res.text}`);
+}

@@ -1,0 +1,90 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { recordEvent } from "../../api/src/jobs/outbox.ts";
+import { expectProblem, send, startTestApi, type TestApi, uniqueName } from "./helpers.ts";
+
+let api: TestApi;
+beforeAll(async () => {
+  api = await startTestApi({ RATE_LIMIT_ANONYMOUS_PER_MINUTE: "5", RATE_LIMIT_TOKEN_PER_MINUTE: "1000" });
+});
+afterAll(async () => {
+  await api?.close();
+});
+
+describe("rate limits", () => {
+  it("counts anonymous calls per IP, with RateLimit-* headers and a 429 carrying Retry-After", async () => {
+    const results = [];
+    for (let i = 0; i < 7; i++) results.push(await send(api.url, "GET", "/v1/users/usr_01JD3Y5V0Q3G7W7J6T4N4C2X1M"));
+    expect(results[0]!.headers.get("ratelimit-limit")).toBe("5");
+    expect(Number(results[0]!.headers.get("ratelimit-remaining"))).toBeLessThanOrEqual(4);
+    const limited = results.filter((r) => r.status === 429);
+    expect(limited.length).toBeGreaterThanOrEqual(2);
+    for (const r of limited) {
+      expectProblem(r, 429, "rate_limited");
+      expect(Number(r.headers.get("retry-after"))).toBeGreaterThan(0);
+      expect(r.headers.get("ratelimit-remaining")).toBe("0");
+    }
+  });
+});
+
+describe("OpenAPI", () => {
+  it("serves an OpenAPI 3.1 document of every route, generated from the validating schemas, and the docs page", async () => {
+    const res = await send(api.url, "GET", "/v1/openapi.json");
+    expect(res.status).toBe(200);
+    expect(res.body.openapi).toBe("3.1.0");
+    const paths = Object.keys(res.body.paths);
+    for (const p of ["/v1/auth/token", "/v1/auth/siwe/nonce", "/v1/auth/siwe/verify", "/v1/api-keys", "/v1/api-keys/{id}", "/v1/users/me", "/v1/users/{id}", "/v1/users/{id}/profile", "/v1/admin/users", "/v1/admin/users/{id}"]) {
+      expect(paths).toContain(p);
+    }
+    const exchange = res.body.paths["/v1/auth/token"].post;
+    expect(exchange.requestBody.content["application/json"].schema).toBeDefined();
+    expect(Object.keys(exchange.responses)).toEqual(expect.arrayContaining(["201", "400", "401", "429"]));
+    expect(res.body.components.schemas.Problem).toBeDefined();
+    const docs = await send(api.url, "GET", "/docs");
+    expect(docs.status).toBe(200);
+    expect(docs.text).toContain("swagger-ui");
+    const asset = await fetch(new URL("/docs/assets/swagger-ui-bundle.js", api.url));
+    expect(asset.status).toBe(200);
+  });
+});
+
+describe("health", () => {
+  it("GET /healthz answers while the process is up", async () => {
+    const res = await send(api.url, "GET", "/healthz");
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ status: "ok" });
+  });
+
+  it("GET /readyz reports each dependency; without an indexer it is not ready", async () => {
+    const res = await send(api.url, "GET", "/readyz");
+    expectProblem(res, 503, "service_unavailable");
+    expect(res.body.checks.database.status).toBe("ok");
+    expect(res.body.checks.chain.status).toBe("ok");
+    expect(res.body.checks.chain.block).toBeGreaterThanOrEqual(0);
+    expect(res.body.checks.indexer.status).toBe("error");
+  });
+});
+
+describe("outbox", () => {
+  it("records an event only when its transaction commits, and the job queue dispatches it", async () => {
+    const type = uniqueName("test.event");
+    await api.db
+      .transaction()
+      .execute(async (trx) => {
+        await recordEvent(trx, type, { n: 1 });
+        throw new Error("roll back");
+      })
+      .catch(() => {});
+    expect(await api.db.selectFrom("outbox_events").select("id").where("event_type", "=", type).execute()).toHaveLength(0);
+
+    const id = await api.db.transaction().execute((trx) => recordEvent(trx, type, { n: 2 }));
+    const deadline = Date.now() + 15_000;
+    let row;
+    do {
+      row = await api.db.selectFrom("outbox_events").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
+      if (row.dispatched_at) break;
+      await new Promise((r) => setTimeout(r, 50));
+    } while (Date.now() < deadline);
+    expect(row.dispatched_at).toBeInstanceOf(Date);
+    expect(row.payload).toEqual({ n: 2 });
+  });
+});

@@ -1,0 +1,400 @@
+/**
+ * The relayer against the shared Hardhat node of the test run (test/support/global-setup.ts), with
+ * its own ArtCertificate and ArtShares deployed from the compiled artifacts by fresh accounts: the
+ * nonces and totals asserted here belong to this file alone, whatever other files relay from the
+ * shared deployment's account #0 meanwhile. (Ignition's deployment of the same contracts is covered
+ * by the global setup; it sends from account #0, whose nonces other files race for.)
+ */
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { createServer, type Server, type Socket } from "node:net";
+import pino from "pino";
+import {
+  type Abi,
+  type Address,
+  createTestClient,
+  createWalletClient,
+  encodeFunctionData,
+  type Hash,
+  type Hex,
+  http,
+  keccak256,
+  parseEther,
+  parseEventLogs,
+  toBytes,
+  toHex,
+  zeroAddress,
+} from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
+import { artSharesAbi } from "../../api/src/chain/abi/ArtShares.ts";
+import { type ChainClients, createChainClients } from "../../api/src/chain/clients.ts";
+import { classifyChainError, PermanentChainError, TransientChainError } from "../../api/src/chain/errors.ts";
+import { isAlreadyCertified, Relayer } from "../../api/src/chain/relayer.ts";
+import { freePort } from "../../api/src/stack/processes.ts";
+import { testEnvironment } from "../support/environment.ts";
+
+const HARDHAT_ACCOUNT_5_KEY = "0x8b3a350cf5c34c9194ca85829a2df0ec3153be0318b5e2d3348e872092edffba";
+const logger = pino({ level: process.env.RELAYER_TEST_LOG_LEVEL ?? "silent" });
+
+const env = testEnvironment();
+const admin = privateKeyToAccount(generatePrivateKey());
+const collector = privateKeyToAccount(generatePrivateKey()).address;
+const runId = randomBytes(4).toString("hex");
+let artworkSeq = 0;
+
+let clients: ChainClients;
+let relayer: Relayer;
+let certificate: Address;
+let shares: Address;
+let certifierRole: Hex;
+let hungRpc: { server: Server; sockets: Set<Socket>; url: string };
+
+beforeAll(async () => {
+  clients = createChainClients({ rpcUrl: env.rpcUrl, chainId: env.chainId, relayerPrivateKey: generatePrivateKey() });
+  const { chain, publicClient, relayerAccount } = clients;
+  const testClient = createTestClient({ mode: "hardhat", chain, transport: http(env.rpcUrl) });
+  for (const address of [admin.address, relayerAccount.address]) await testClient.setBalance({ address, value: parseEther("1000") });
+
+  // Sequential: one account, automine; each receipt before the next send.
+  const adminWallet = createWalletClient({ account: admin, chain, transport: http(env.rpcUrl) });
+  const deployed = async (hash: Hash) => {
+    const receipt = await publicClient.waitForTransactionReceipt({ hash });
+    if (receipt.status !== "success" || !receipt.contractAddress) throw new Error(`deployment ${hash} failed`);
+    return receipt.contractAddress;
+  };
+  certificate = await deployed(
+    await adminWallet.deployContract({ abi: artCertificateAbi, bytecode: artifactBytecode("ArtCertificate"), args: [admin.address] }),
+  );
+  shares = await deployed(
+    await adminWallet.deployContract({
+      abi: artSharesAbi,
+      bytecode: artifactBytecode("ArtShares"),
+      args: [admin.address, certificate, "https://api.test.local/v1/fractional/metadata/{id}.json"],
+    }),
+  );
+  certifierRole = await publicClient.readContract({ address: certificate, abi: artCertificateAbi, functionName: "CERTIFIER_ROLE" });
+  const issuerRole = await publicClient.readContract({ address: shares, abi: artSharesAbi, functionName: "SHARE_ISSUER_ROLE" });
+  for (const hash of [
+    await adminWallet.writeContract({ address: certificate, abi: artCertificateAbi, functionName: "grantRole", args: [certifierRole, relayerAccount.address] }),
+    await adminWallet.writeContract({ address: shares, abi: artSharesAbi, functionName: "grantRole", args: [issuerRole, relayerAccount.address] }),
+  ]) {
+    expect((await publicClient.waitForTransactionReceipt({ hash })).status).toBe("success");
+  }
+
+  relayer = new Relayer({ publicClient, account: relayerAccount, chain, logger, receiptTimeoutMs: 20_000 });
+  hungRpc = await startHungRpc();
+});
+
+afterAll(async () => {
+  if (!hungRpc) return;
+  for (const socket of hungRpc.sockets) socket.destroy();
+  await new Promise((resolve) => hungRpc.server.close(resolve));
+});
+
+describe("Relayer.write", () => {
+  it("pipelines 50 concurrent certify writes on 50 consecutive nonces into 50 distinct tokens", async () => {
+    const { publicClient } = clients;
+    const startNonce = await nonceOf(relayer.address, "pending");
+    const totalBefore = await totalCertified();
+    const ids = Array.from({ length: 50 }, () => newArtworkId());
+
+    const started = performance.now();
+    const results = await Promise.all(ids.map((id) => relayer.write(certifyRequest(id))));
+    const seconds = (performance.now() - started) / 1000;
+    console.log(`[relayer] 50 concurrent certify writes mined in ${seconds.toFixed(2)} s (${(50 / seconds).toFixed(1)} writes/s)`);
+
+    expect(new Set(results.map((r) => r.hash)).size).toBe(50);
+    expect(results.map((r) => r.nonce).sort((a, b) => a - b)).toEqual(Array.from({ length: 50 }, (_, i) => startNonce + i));
+    const sent = await Promise.all(results.map((r) => publicClient.getTransaction({ hash: r.hash })));
+    sent.forEach((tx, i) => {
+      expect(tx.from.toLowerCase()).toBe(relayer.address.toLowerCase());
+      expect(tx.nonce).toBe(results[i]!.nonce);
+    });
+
+    const tokenIds = results.map((r) => {
+      expect(r.receipt.status).toBe("success");
+      expect(r.blockNumber).toBe(r.receipt.blockNumber);
+      const [event] = parseEventLogs({ abi: artCertificateAbi, eventName: "ArtworkCertified", logs: r.receipt.logs });
+      return event!.args.tokenId;
+    });
+    expect(new Set(tokenIds).size).toBe(50);
+    for (const [i, tokenId] of tokenIds.entries()) {
+      expect(await publicClient.readContract({ address: certificate, abi: artCertificateAbi, functionName: "ownerOf", args: [tokenId] })).toBe(collector);
+      expect(await tokenIdOf(ids[i]!)).toBe(tokenId);
+    }
+    expect(await totalCertified()).toBe(totalBefore + 50n);
+    expect(await nonceOf(relayer.address, "latest")).toBe(startNonce + 50);
+  });
+
+  it("refuses a second certify of the same artwork in simulation, decoded, and sends nothing", async () => {
+    const id = newArtworkId();
+    const first = await relayer.write(certifyRequest(id));
+    const tokenId = await tokenIdOf(id);
+    const nonceBefore = await nonceOf(relayer.address, "pending");
+    const totalBefore = await totalCertified();
+
+    const err = await relayer.write(certifyRequest(id)).catch((e: unknown) => e);
+
+    expect(err).toBeInstanceOf(PermanentChainError);
+    expect(err).toMatchObject({ kind: "permanent", code: "reverted", errorName: "ArtCertificateAlreadyCertified", args: [keccak256(toBytes(id)), tokenId], hash: undefined });
+    expect((err as PermanentChainError).reason).toContain("ArtCertificateAlreadyCertified");
+    expect(isAlreadyCertified(err)).toBe(true);
+    expect(isAlreadyCertified(new TransientChainError("timeout", "x"))).toBe(false);
+    expect(await nonceOf(relayer.address, "pending")).toBe(nonceBefore);
+    expect(await totalCertified()).toBe(totalBefore);
+    expect(first.receipt.status).toBe("success");
+  });
+
+  it("simulate answers the call's return value against the latest state", async () => {
+    const { result } = await relayer.simulate(certifyRequest(newArtworkId()));
+    expect(result).toBe((await totalCertified()) + 1n);
+  });
+
+  it("lets exactly one of two concurrent certifies of one artwork mint; the other is AlreadyCertified", async () => {
+    const id = newArtworkId();
+    const totalBefore = await totalCertified();
+    const settled = await Promise.allSettled([relayer.write(certifyRequest(id)), relayer.write(certifyRequest(id))]);
+
+    const minted = settled.filter((s) => s.status === "fulfilled");
+    const refused = settled.filter((s): s is PromiseRejectedResult => s.status === "rejected");
+    expect(minted).toHaveLength(1);
+    expect(refused).toHaveLength(1);
+    expect(isAlreadyCertified(refused[0]!.reason)).toBe(true);
+    expect(await totalCertified()).toBe(totalBefore + 1n);
+    // Whatever path the loser took (refused in simulation, or mined and reverted), the nonces stay usable.
+    const next = await relayer.write(certifyRequest(newArtworkId()));
+    expect(next.receipt.status).toBe("success");
+    expect(await nonceOf(relayer.address, "latest")).toBe(next.nonce + 1);
+  });
+
+  it("turns a caller without the role into a permanent AccessControlUnauthorizedAccount", async () => {
+    const outsider = privateKeyToAccount(HARDHAT_ACCOUNT_5_KEY);
+    const outsiderRelayer = new Relayer({ publicClient: clients.publicClient, account: outsider, chain: clients.chain, logger });
+    const totalBefore = await totalCertified();
+
+    const err = await outsiderRelayer.write(certifyRequest(newArtworkId())).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PermanentChainError);
+    expect(err).toMatchObject({ code: "reverted", errorName: "AccessControlUnauthorizedAccount", args: [outsider.address, certifierRole] });
+
+    const sharesErr = await outsiderRelayer
+      .write({ address: shares, abi: artSharesAbi, functionName: "createShareClass", args: [1n, 10n] })
+      .catch((e: unknown) => e);
+    expect(sharesErr).toMatchObject({ kind: "permanent", errorName: "AccessControlUnauthorizedAccount" });
+    expect(await totalCertified()).toBe(totalBefore);
+  });
+
+  it("reports a node that is down or hung as transient, and creating the clients never throws", async () => {
+    const closedPort = await freePort();
+    const down = createChainClients({ rpcUrl: `http://127.0.0.1:${closedPort}`, chainId: env.chainId, relayerPrivateKey: generatePrivateKey(), retryCount: 0 });
+    const downRelayer = new Relayer({ publicClient: down.publicClient, account: down.relayerAccount, chain: down.chain, receiptTimeoutMs: 1_000 });
+    const err = await downRelayer.write(certifyRequest(newArtworkId())).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TransientChainError);
+    expect(err).toMatchObject({ kind: "transient", code: "rpc_unavailable", hash: undefined });
+
+    const hung = createChainClients({ rpcUrl: hungRpc.url, chainId: env.chainId, relayerPrivateKey: generatePrivateKey(), retryCount: 0, timeoutMs: 300 });
+    const hungRelayer = new Relayer({ publicClient: hung.publicClient, account: hung.relayerAccount, chain: hung.chain });
+    expect(await hungRelayer.write(certifyRequest(newArtworkId())).catch((e: unknown) => e)).toMatchObject({ kind: "transient", code: "timeout" });
+  });
+
+  it("recovers when a transaction from outside takes the nonce it had assigned", async () => {
+    const { publicClient, chain, relayerAccount } = clients;
+    await relayer.write(certifyRequest(newArtworkId())); // the relayer now holds its next nonce in memory
+    const outsideNonce = await nonceOf(relayer.address, "pending");
+    const outsideWallet = createWalletClient({ account: relayerAccount, chain, transport: http(env.rpcUrl) });
+    const outsideHash = await outsideWallet.sendTransaction({ to: relayerAccount.address, value: 0n, nonce: outsideNonce });
+    expect((await publicClient.waitForTransactionReceipt({ hash: outsideHash })).status).toBe("success");
+
+    const recovered = await relayer.write(certifyRequest(newArtworkId()));
+    expect(recovered.nonce).toBe(outsideNonce + 1);
+    const after = await Promise.all(Array.from({ length: 5 }, () => relayer.write(certifyRequest(newArtworkId()))));
+    expect(after.map((r) => r.nonce).sort((a, b) => a - b)).toEqual([2, 3, 4, 5, 6].map((i) => outsideNonce + i));
+    expect(after.every((r) => r.receipt.status === "success")).toBe(true);
+    expect((await publicClient.getTransaction({ hash: outsideHash })).nonce).toBe(outsideNonce);
+    expect(await nonceOf(relayer.address, "latest")).toBe(outsideNonce + 7);
+  });
+
+  it("hands the hash to onSubmitted before the receipt, and waitForReceipt finds an already-mined one", async () => {
+    const submitted: Array<{ hash: Hash; nonce: number }> = [];
+    const result = await relayer.write({ ...certifyRequest(newArtworkId()), onSubmitted: (tx) => void submitted.push(tx) });
+    expect(submitted).toEqual([{ hash: result.hash, nonce: result.nonce }]);
+
+    const resumed = await relayer.waitForReceipt(result.hash);
+    expect(resumed).toMatchObject({ hash: result.hash, blockNumber: result.blockNumber });
+    expect(resumed.receipt.status).toBe("success");
+  });
+
+  it("waitForReceipt of a transaction mined as reverted decodes its custom error by replaying it", async () => {
+    const { publicClient, chain, relayerAccount } = clients;
+    const id = newArtworkId();
+    await relayer.write(certifyRequest(id));
+    const tokenId = await tokenIdOf(id);
+
+    // Sent around the relayer (no simulation), as a crashed job's stored hash could be.
+    const fees = await publicClient.estimateFeesPerGas();
+    const serializedTransaction = await relayerAccount.signTransaction({
+      chainId: chain.id,
+      type: "eip1559",
+      to: certificate,
+      data: encodeFunctionData(certifyRequest(id)),
+      gas: 500_000n,
+      nonce: await nonceOf(relayerAccount.address, "pending"),
+      ...fees,
+    });
+    const hash = keccak256(serializedTransaction);
+    // Hardhat answers a reverting transaction with an error, but mines it.
+    await publicClient.sendRawTransaction({ serializedTransaction }).catch((e: unknown) => expect(classifyChainError(e).kind).toBe("permanent"));
+    expect((await publicClient.getTransactionReceipt({ hash })).status).toBe("reverted");
+
+    const err = await relayer.waitForReceipt(hash, { abi: artCertificateAbi, label: `certify ${id}` }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PermanentChainError);
+    expect(err).toMatchObject({ code: "reverted", errorName: "ArtCertificateAlreadyCertified", args: [keccak256(toBytes(id)), tokenId], hash, label: `certify ${id}` });
+    expect(isAlreadyCertified(err)).toBe(true);
+
+    // The relayer's nonce in memory is stale now: the next write resyncs and succeeds.
+    expect((await relayer.write(certifyRequest(newArtworkId()))).receipt.status).toBe("success");
+  });
+
+  it("relays share classes and share mints, and refuses a mint past the cap or a reused purchase key", async () => {
+    const { publicClient } = clients;
+    const certified = await relayer.write(certifyRequest(newArtworkId()));
+    const [event] = parseEventLogs({ abi: artCertificateAbi, eventName: "ArtworkCertified", logs: certified.receipt.logs });
+    const tokenId = event!.args.tokenId;
+    await relayer.write({ address: shares, abi: artSharesAbi, functionName: "createShareClass", args: [tokenId, 100n], label: "share class" });
+
+    const mint = (amount: bigint, purchaseKey: Hex) =>
+      relayer.write({ address: shares, abi: artSharesAbi, functionName: "mintShares", args: [collector, tokenId, amount, purchaseKey] });
+    const purchaseA = keccak256(toHex(`fp_${runId}_a`));
+    await Promise.all([mint(40n, purchaseA), mint(50n, keccak256(toHex(`fp_${runId}_b`)))]);
+    expect(await publicClient.readContract({ address: shares, abi: artSharesAbi, functionName: "balanceOf", args: [collector, tokenId] })).toBe(90n);
+
+    expect(await mint(20n, keccak256(toHex(`fp_${runId}_c`))).catch((e: unknown) => e)).toMatchObject({
+      kind: "permanent",
+      errorName: "ArtSharesCapExceeded",
+      args: [tokenId, 20n, 10n],
+    });
+    expect(await mint(1n, purchaseA).catch((e: unknown) => e)).toMatchObject({ errorName: "ArtSharesPurchaseAlreadyMinted", args: [purchaseA] });
+    expect(await publicClient.readContract({ address: shares, abi: artSharesAbi, functionName: "totalSupply", args: [tokenId] })).toBe(90n);
+  });
+});
+
+describe("classifyChainError on errors of a real node", () => {
+  it("decodes reverts of call and estimateGas with the ABI, and names undecodable ones by selector", async () => {
+    const { publicClient } = clients;
+    const id = newArtworkId();
+    await relayer.write(certifyRequest(id));
+    const call = { account: relayer.address, to: certificate, data: encodeFunctionData(certifyRequest(id)) };
+
+    for (const err of [await publicClient.call(call).catch((e: unknown) => e), await publicClient.estimateGas(call).catch((e: unknown) => e)]) {
+      expect(classifyChainError(err, artCertificateAbi)).toMatchObject({ kind: "permanent", code: "reverted", errorName: "ArtCertificateAlreadyCertified" });
+      const undecoded = classifyChainError(err);
+      expect(undecoded).toMatchObject({ kind: "permanent", code: "reverted", errorName: undefined });
+      expect((undecoded as PermanentChainError).signature).toMatch(/^0x[0-9a-f]{8}$/);
+    }
+  });
+
+  it("classifies refused sends: stale nonce, fee below the base fee, and an unfunded sender", async () => {
+    const { publicClient, chain } = clients;
+    const scratch = privateKeyToAccount(generatePrivateKey());
+    await createTestClient({ mode: "hardhat", chain, transport: http(env.rpcUrl) }).setBalance({ address: scratch.address, value: parseEther("1") });
+    const wallet = createWalletClient({ account: scratch, chain, transport: http(env.rpcUrl, { retryCount: 0 }) });
+    const hash = await wallet.sendTransaction({ to: scratch.address, value: 0n });
+    await publicClient.waitForTransactionReceipt({ hash });
+
+    const stale = await wallet.sendTransaction({ to: scratch.address, value: 1n, nonce: 0 }).catch((e: unknown) => e);
+    expect(classifyChainError(stale)).toMatchObject({ kind: "transient", code: "nonce_conflict" });
+
+    const cheap = await wallet.sendTransaction({ to: scratch.address, value: 0n, maxFeePerGas: 1n, maxPriorityFeePerGas: 1n }).catch((e: unknown) => e);
+    expect(classifyChainError(cheap)).toMatchObject({ kind: "transient", code: "underpriced" });
+
+    const pauper = createWalletClient({ account: privateKeyToAccount(generatePrivateKey()), chain, transport: http(env.rpcUrl, { retryCount: 0 }) });
+    const broke = await pauper.sendTransaction({ to: scratch.address, value: 1n }).catch((e: unknown) => e);
+    expect(classifyChainError(broke)).toMatchObject({ kind: "transient", code: "insufficient_funds" });
+  });
+
+  it("classifies transport failures and a receipt that never comes as transient", async () => {
+    const down = createChainClients({ rpcUrl: `http://127.0.0.1:${await freePort()}`, chainId: env.chainId, relayerPrivateKey: generatePrivateKey(), retryCount: 0 });
+    expect(classifyChainError(await down.publicClient.getBlockNumber().catch((e: unknown) => e))).toMatchObject({ kind: "transient", code: "rpc_unavailable" });
+
+    const hung = createChainClients({ rpcUrl: hungRpc.url, chainId: env.chainId, relayerPrivateKey: generatePrivateKey(), retryCount: 0, timeoutMs: 200 });
+    expect(classifyChainError(await hung.publicClient.getChainId().catch((e: unknown) => e))).toMatchObject({ kind: "transient", code: "timeout" });
+
+    const never = await clients.publicClient
+      .waitForTransactionReceipt({ hash: keccak256(toHex(`never_${runId}`)), timeout: 300 })
+      .catch((e: unknown) => e);
+    expect(classifyChainError(never)).toMatchObject({ kind: "transient", code: "receipt_timeout" });
+  });
+
+  it("classifies requests that can never work as permanent invalid_request", async () => {
+    const { publicClient } = clients;
+    // certificate code is absent at the zero address: the call returns no data
+    const noContract = await publicClient.readContract({ address: zeroAddress, abi: artCertificateAbi, functionName: "totalCertified" }).catch((e: unknown) => e);
+    expect(classifyChainError(noContract)).toMatchObject({ kind: "permanent", code: "invalid_request" });
+
+    const badArgs = await relayer
+      .simulate({ address: certificate, abi: artCertificateAbi as Abi, functionName: "certify", args: ["not-an-address"] })
+      .catch((e: unknown) => e);
+    expect(classifyChainError(badArgs)).toMatchObject({ kind: "permanent", code: "invalid_request" });
+  });
+
+  it("classifies node messages a local automining node does not produce (hand-built)", async () => {
+    const { RpcRequestError, HttpRequestError, LimitExceededRpcError, InternalRpcError } = await import("viem");
+    const rpc = (code: number, message: string) => new RpcRequestError({ body: {}, error: { code, message }, url: "http://node" });
+    expect(classifyChainError(rpc(-32000, "already known"))).toMatchObject({ code: "nonce_conflict" });
+    expect(classifyChainError(rpc(-32000, "replacement transaction underpriced"))).toMatchObject({ code: "nonce_conflict" });
+    expect(classifyChainError(rpc(-32000, "transaction underpriced"))).toMatchObject({ code: "underpriced" });
+    expect(classifyChainError(new HttpRequestError({ url: "http://node", status: 429 }))).toMatchObject({ code: "rate_limited" });
+    expect(classifyChainError(new LimitExceededRpcError(rpc(-32005, "limit exceeded")))).toMatchObject({ code: "rate_limited" });
+    expect(classifyChainError(new InternalRpcError(rpc(-32603, "header not found")))).toMatchObject({ kind: "transient", code: "unknown" });
+    expect(classifyChainError(new HttpRequestError({ url: "http://node", status: 502 }))).toMatchObject({ code: "rpc_unavailable" });
+  });
+});
+
+function newArtworkId(): string {
+  artworkSeq += 1;
+  return `art_${runId}_${artworkSeq}`;
+}
+
+function certifyRequest(artworkId: string) {
+  return {
+    address: certificate,
+    abi: artCertificateAbi,
+    functionName: "certify",
+    args: [collector, artworkId, keccak256(toHex(`certificate document of ${artworkId}`)), `https://api.test.local/v1/certificates/${artworkId}`, collector, 500n],
+    label: `certify ${artworkId}`,
+  } as const;
+}
+
+function totalCertified(): Promise<bigint> {
+  return clients.publicClient.readContract({ address: certificate, abi: artCertificateAbi, functionName: "totalCertified" });
+}
+
+function tokenIdOf(artworkId: string): Promise<bigint> {
+  return clients.publicClient.readContract({ address: certificate, abi: artCertificateAbi, functionName: "tokenIdOfArtwork", args: [keccak256(toBytes(artworkId))] });
+}
+
+function nonceOf(address: Address, blockTag: "pending" | "latest"): Promise<number> {
+  return clients.publicClient.getTransactionCount({ address, blockTag });
+}
+
+function artifactBytecode(contract: "ArtCertificate" | "ArtShares"): Hex {
+  const artifact = JSON.parse(readFileSync(new URL(`../../artifacts/contracts/${contract}.sol/${contract}.json`, import.meta.url), "utf8")) as { bytecode: Hex };
+  return artifact.bytecode;
+}
+
+/** An "RPC node" that accepts connections and never answers: a hung provider. */
+function startHungRpc(): Promise<{ server: Server; sockets: Set<Socket>; url: string }> {
+  const sockets = new Set<Socket>();
+  const server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+  });
+  return new Promise((resolve) =>
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      resolve({ server, sockets, url: `http://127.0.0.1:${port}` });
+    }),
+  );
+}

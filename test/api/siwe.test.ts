@@ -1,0 +1,100 @@
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { createSiweMessage } from "viem/siwe";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { expectProblem, startTestApi, type TestApi } from "./helpers.ts";
+
+let api: TestApi;
+beforeAll(async () => {
+  api = await startTestApi();
+});
+afterAll(async () => {
+  await api?.close();
+});
+
+async function nonce(): Promise<string> {
+  const res = await api.request("POST", "/v1/auth/siwe/nonce");
+  expect(res.status).toBe(201);
+  return res.body.nonce;
+}
+
+function message(address: `0x${string}`, n: string, overrides: Partial<Parameters<typeof createSiweMessage>[0]> = {}) {
+  return createSiweMessage({
+    domain: "api.test.local",
+    address,
+    statement: "Sign in to the art platform",
+    uri: "https://api.test.local/login",
+    version: "1",
+    chainId: api.config.chain.id,
+    nonce: n,
+    issuedAt: new Date(),
+    ...overrides,
+  });
+}
+
+describe("Sign-In with Ethereum", () => {
+  it("signs in with a real signature, creating the wallet's user once", async () => {
+    const account = privateKeyToAccount(generatePrivateKey());
+    const msg = message(account.address, await nonce());
+    const res = await api.request("POST", "/v1/auth/siwe/verify", { body: { message: msg, signature: await account.signMessage({ message: msg }) } });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ token_type: "Bearer", scope: ["write"] });
+
+    const me = await api.request("GET", "/v1/users/me", { token: res.body.token });
+    expect(me.status).toBe(200);
+    expect(me.body.wallet_address).toBe(account.address);
+    expect(me.body.role).toBe("collector");
+
+    const msg2 = message(account.address, await nonce());
+    const again = await api.request("POST", "/v1/auth/siwe/verify", {
+      body: { message: msg2, signature: await account.signMessage({ message: msg2 }), scope: ["users:read"] },
+    });
+    expect(again.status).toBe(201);
+    const me2 = await api.request("GET", "/v1/users/me", { token: again.body.token });
+    expect(me2.body.id).toBe(me.body.id);
+    const users = await api.db.selectFrom("users").select("id").where("wallet_address", "=", account.address).execute();
+    expect(users).toHaveLength(1);
+  });
+
+  it("refuses a replayed nonce, a foreign domain or chain, an expired message and a wrong signer", async () => {
+    const account = privateKeyToAccount(generatePrivateKey());
+    const intruder = privateKeyToAccount(generatePrivateKey());
+    const sign = (m: string) => account.signMessage({ message: m });
+
+    const n = await nonce();
+    const msg = message(account.address, n);
+    expect((await api.request("POST", "/v1/auth/siwe/verify", { body: { message: msg, signature: await sign(msg) } })).status).toBe(201);
+    expectProblem(await api.request("POST", "/v1/auth/siwe/verify", { body: { message: msg, signature: await sign(msg) } }), 401, "unauthenticated");
+
+    const foreign = message(account.address, await nonce(), { domain: "evil.example" });
+    expectProblem(await api.request("POST", "/v1/auth/siwe/verify", { body: { message: foreign, signature: await sign(foreign) } }), 401, "unauthenticated");
+    const otherChain = message(account.address, await nonce(), { chainId: 1 });
+    expectProblem(await api.request("POST", "/v1/auth/siwe/verify", { body: { message: otherChain, signature: await sign(otherChain) } }), 401, "unauthenticated");
+    const expired = message(account.address, await nonce(), { expirationTime: new Date(Date.now() - 1000) });
+    expectProblem(await api.request("POST", "/v1/auth/siwe/verify", { body: { message: expired, signature: await sign(expired) } }), 401, "unauthenticated");
+    const unknownNonce = message(account.address, "abcdef0123456789");
+    expectProblem(await api.request("POST", "/v1/auth/siwe/verify", { body: { message: unknownNonce, signature: await sign(unknownNonce) } }), 401, "unauthenticated");
+
+    const stolen = message(account.address, await nonce());
+    expectProblem(
+      await api.request("POST", "/v1/auth/siwe/verify", { body: { message: stolen, signature: await intruder.signMessage({ message: stolen }) } }),
+      401,
+      "unauthenticated",
+    );
+    expect(await api.db.selectFrom("users").select("id").where("wallet_address", "=", intruder.address).execute()).toHaveLength(0);
+
+    expectProblem(await api.request("POST", "/v1/auth/siwe/verify", { body: { message: "hello", signature: "0x1234" } }), 400, "validation_failed");
+    expectProblem(await api.request("POST", "/v1/auth/siwe/verify", { body: { message: msg, signature: "not-hex" } }), 400, "validation_failed");
+  });
+
+  it("lets exactly one of two racing sign-ins consume a nonce", async () => {
+    const account = privateKeyToAccount(generatePrivateKey());
+    const msg = message(account.address, await nonce());
+    const signature = await account.signMessage({ message: msg });
+    const results = await Promise.all(
+      Array.from({ length: 6 }, () => api.request("POST", "/v1/auth/siwe/verify", { body: { message: msg, signature } })),
+    );
+    expect(results.filter((r) => r.status === 201)).toHaveLength(1);
+    expect(results.filter((r) => r.status === 401)).toHaveLength(5);
+    expect(await api.db.selectFrom("users").select("id").where("wallet_address", "=", account.address).execute()).toHaveLength(1);
+  });
+});

@@ -1,0 +1,30 @@
+import { inject } from "vitest";
+
+/** What test/support/global-setup.ts started for the whole run; shared by every test file. */
+export interface TestEnvironment {
+  /** A database of its own for this run (migrated; `chain_deployment` recorded). */
+  databaseUrl: string;
+  /** The same server's `postgres` database, to create more databases. */
+  serverUrl: string;
+  rpcUrl: string;
+  wsUrl: string;
+  chainId: number;
+  genesisHash: `0x${string}`;
+  artCertificateAddress: `0x${string}`;
+  artSharesAddress: `0x${string}`;
+  startBlock: number;
+  /** Hardhat dev account #0: deployer, contracts' admin, and relayer (holds the minter roles). */
+  relayerPrivateKey: `0x${string}`;
+  /** A directory for logs and scratch files, removed at teardown unless KEEP_TEST_DIR=1. */
+  tempDir: string;
+}
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    testEnvironment: TestEnvironment;
+  }
+}
+
+export function testEnvironment(): TestEnvironment {
+  return inject("testEnvironment");
+}

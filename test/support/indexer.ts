@@ -1,0 +1,72 @@
+import { randomBytes } from "node:crypto";
+import path from "node:path";
+import { type Indexer, startIndexer } from "../../api/src/stack/indexer.ts";
+import { freePort } from "../../api/src/stack/processes.ts";
+import { testEnvironment } from "./environment.ts";
+
+export interface TestIndexer {
+  /** Ponder's HTTP server (/ready, /status): the API's INDEXER_URL. */
+  url: string;
+  /** The build schema Ponder writes. */
+  schema: string;
+  /** The views schema this indexer publishes (the API's INDEXER_VIEWS_SCHEMA); unique per indexer. */
+  viewsSchema: string;
+  logFile: string;
+  databaseUrl: string;
+  stop(): Promise<void>;
+}
+
+const running = new Set<Indexer>();
+
+/**
+ * A Ponder process indexing the run's chain into the run's database, under schemas of its own so
+ * that several test files can each run one. Returns once its backfill is done (/ready). It is
+ * stopped (SIGINT) after the test file (setup-file.ts), or earlier with stop().
+ */
+export async function startIndexerForTest(
+  options: { pollingIntervalMs?: number; websocket?: boolean } = {},
+): Promise<TestIndexer> {
+  const env = testEnvironment();
+  const id = randomBytes(4).toString("hex");
+  const logFile = path.join(env.tempDir, `ponder-${id}.log`);
+  const indexer = await startIndexer({
+    databaseUrl: env.databaseUrl,
+    rpcUrl: env.rpcUrl,
+    wsUrl: options.websocket === false ? undefined : env.wsUrl,
+    chainId: env.chainId,
+    genesisHash: env.genesisHash,
+    artCertificate: env.artCertificateAddress,
+    artShares: env.artSharesAddress,
+    startBlock: env.startBlock,
+    schema: `ponder_test_${id}`,
+    viewsSchema: `chain_test_${id}`,
+    port: await freePort(),
+    logFile,
+    readyTimeoutMs: 60_000,
+    pollingIntervalMs: options.pollingIntervalMs,
+    detached: false,
+  });
+  running.add(indexer);
+  if (!indexer.ready) {
+    await stop(indexer);
+    throw new Error(`The test indexer did not finish its backfill within 60 s; see ${logFile}`);
+  }
+  return {
+    url: indexer.url,
+    schema: indexer.schema,
+    viewsSchema: indexer.viewsSchema,
+    logFile,
+    databaseUrl: env.databaseUrl,
+    stop: () => stop(indexer),
+  };
+}
+
+async function stop(indexer: Indexer): Promise<void> {
+  running.delete(indexer);
+  await indexer.stop();
+}
+
+/** Stops every indexer this test file started. */
+export async function stopTestIndexers(): Promise<void> {
+  await Promise.all([...running].map(stop));
+}

@@ -1,0 +1,33 @@
+export interface WaitForOptions {
+  timeoutMs?: number;
+  intervalMs?: number;
+  /** Named in the timeout error. */
+  what?: string;
+}
+
+/**
+ * Calls `fn` until it returns something other than undefined, null or false without throwing
+ * (assertions inside it may throw), and returns that. After `timeoutMs` (default 10 s) it throws
+ * the last error, or a timeout error.
+ */
+export async function waitFor<T>(
+  fn: () => T | Promise<T>,
+  { timeoutMs = 10_000, intervalMs = 25, what = "condition" }: WaitForOptions = {},
+): Promise<Exclude<T, undefined | null | false>> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const value = await fn();
+      if (value !== undefined && value !== null && value !== false) return value as Exclude<T, undefined | null | false>;
+      lastError = undefined;
+    } catch (error) {
+      lastError = error;
+    }
+    if (Date.now() >= deadline) {
+      if (lastError) throw lastError;
+      throw new Error(`waitFor: ${what} not met within ${timeoutMs} ms`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}

@@ -7,6 +7,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { createServer as createHttpServer } from "node:http";
 import { createServer, type Server, type Socket } from "node:net";
 import pino from "pino";
 import {
@@ -215,6 +216,37 @@ describe("Relayer.write", () => {
     expect(await nonceOf(relayer.address, "latest")).toBe(outsideNonce + 7);
   });
 
+  it("knows a sent transaction whose response was lost by its hash, and resyncs after a send that never arrived", async () => {
+    const proxy = await startRpcProxy(env.rpcUrl);
+    try {
+      const viaProxy = createChainClients({ rpcUrl: proxy.url, chainId: env.chainId, relayerPrivateKey: generatePrivateKey(), retryCount: 0 });
+      const proxyRelayer = new Relayer({ publicClient: viaProxy.publicClient, account: clients.relayerAccount, chain: viaProxy.chain, logger });
+      const nonceBefore = await nonceOf(relayer.address, "pending");
+
+      proxy.sendRawTransaction = "lose-response";
+      const lostId = newArtworkId();
+      const recognized = await proxyRelayer.write(certifyRequest(lostId));
+      expect(recognized).toMatchObject({ nonce: nonceBefore });
+      expect(await tokenIdOf(lostId)).not.toBe(0n);
+      expect(await nonceOf(relayer.address, "latest")).toBe(nonceBefore + 1);
+
+      proxy.sendRawTransaction = "drop-request";
+      const droppedId = newArtworkId();
+      const err = await proxyRelayer.write(certifyRequest(droppedId)).catch((e: unknown) => e);
+      expect(err).toMatchObject({ kind: "transient", code: "rpc_unavailable" });
+      const maybeSent = (err as TransientChainError).hash!;
+      expect(maybeSent).toMatch(/^0x[0-9a-f]{64}$/);
+      expect(await clients.publicClient.getTransaction({ hash: maybeSent }).catch(() => null)).toBeNull();
+
+      proxy.sendRawTransaction = "forward";
+      const retried = await proxyRelayer.write(certifyRequest(droppedId));
+      expect(retried.nonce).toBe(nonceBefore + 1); // no gap left by the send that never arrived
+      expect(await tokenIdOf(droppedId)).not.toBe(0n);
+    } finally {
+      await proxy.close();
+    }
+  });
+
   it("hands the hash to onSubmitted before the receipt, and waitForReceipt finds an already-mined one", async () => {
     const submitted: Array<{ hash: Hash; nonce: number }> = [];
     const result = await relayer.write({ ...certifyRequest(newArtworkId()), onSubmitted: (tx) => void submitted.push(tx) });
@@ -397,4 +429,35 @@ function startHungRpc(): Promise<{ server: Server; sockets: Set<Socket>; url: st
       resolve({ server, sockets, url: `http://127.0.0.1:${port}` });
     }),
   );
+}
+
+/**
+ * A JSON-RPC proxy to `target` that can mistreat eth_sendRawTransaction: `lose-response` forwards it
+ * and then drops the connection (the node has the transaction, the caller never hears), and
+ * `drop-request` drops it without forwarding.
+ */
+async function startRpcProxy(target: string) {
+  const server = createHttpServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks).toString("utf8");
+    const isSend = (JSON.parse(body) as { method?: string }).method === "eth_sendRawTransaction";
+    if (isSend && proxy.sendRawTransaction === "drop-request") return void res.destroy();
+    const upstream = await fetch(target, { method: "POST", headers: { "content-type": "application/json" }, body });
+    const answer = await upstream.text();
+    if (isSend && proxy.sendRawTransaction === "lose-response") return void res.destroy();
+    res.writeHead(upstream.status, { "content-type": "application/json" }).end(answer);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  const proxy = {
+    url: `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`,
+    sendRawTransaction: "forward" as "forward" | "lose-response" | "drop-request",
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+  return proxy;
 }

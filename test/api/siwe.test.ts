@@ -1,7 +1,14 @@
+import { readFileSync } from "node:fs";
+import { createPublicClient, createWalletClient, getAddress, http, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { hardhat } from "viem/chains";
 import { createSiweMessage } from "viem/siwe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { testEnvironment } from "./environment.ts";
 import { expectProblem, startTestApi, type TestApi } from "./helpers.ts";
+
+/** Hardhat dev account #3: used only by this file, so its nonces race with nothing. */
+const DEPLOYER_KEY = "0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6";
 
 let api: TestApi;
 beforeAll(async () => {
@@ -96,5 +103,31 @@ describe("Sign-In with Ethereum", () => {
     expect(results.filter((r) => r.status === 201)).toHaveLength(1);
     expect(results.filter((r) => r.status === 401)).toHaveLength(5);
     expect(await api.db.selectFrom("users").select("id").where("wallet_address", "=", account.address).execute()).toHaveLength(1);
+  });
+
+  it("signs in a smart-contract wallet through ERC-1271", async () => {
+    const env = testEnvironment();
+    const chain = { ...hardhat, id: env.chainId };
+    const deployer = createWalletClient({ account: privateKeyToAccount(DEPLOYER_KEY), chain, transport: http(env.rpcUrl) });
+    const publicClient = createPublicClient({ chain, transport: http(env.rpcUrl) });
+    const artifact = JSON.parse(readFileSync("artifacts/contracts/test/ERC1271WalletMock.sol/ERC1271WalletMock.json", "utf8"));
+    const owner = privateKeyToAccount(generatePrivateKey());
+    const hash = await deployer.deployContract({ abi: artifact.abi, bytecode: artifact.bytecode as Hex, args: [owner.address] });
+    const receipt = await publicClient.waitForTransactionReceipt({ hash });
+    const wallet = getAddress(receipt.contractAddress!);
+
+    const msg = message(wallet, await nonce());
+    const res = await api.request("POST", "/v1/auth/siwe/verify", { body: { message: msg, signature: await owner.signMessage({ message: msg }) } });
+    expect(res.status).toBe(201);
+    const me = await api.request("GET", "/v1/users/me", { token: res.body.token });
+    expect(me.body.wallet_address).toBe(wallet);
+
+    const stranger = privateKeyToAccount(generatePrivateKey());
+    const msg2 = message(wallet, await nonce());
+    expectProblem(
+      await api.request("POST", "/v1/auth/siwe/verify", { body: { message: msg2, signature: await stranger.signMessage({ message: msg2 }) } }),
+      401,
+      "unauthenticated",
+    );
   });
 });

@@ -29,7 +29,7 @@ type View<T> = ColumnType<T, never, never>;
 type Hex = `0x${string}`;
 
 /** One row per certificate token: the facts of ArtworkCertified and the current owner. */
-export interface CertificateView {
+export type CertificateView = {
   token_id: View<bigint>;
   /** keccak256(bytes(artwork_id)). */
   artwork_key: View<Hex>;
@@ -48,10 +48,10 @@ export interface CertificateView {
   log_index: View<number>;
   /** Block of the last change (certification, transfer or URI update). */
   updated_at_block: View<bigint>;
-}
+};
 
 /** Provenance: one row per ERC-721 Transfer, the mint (from the zero address) included. */
-export interface CertificateTransferView {
+export type CertificateTransferView = {
   /** `${tx_hash}:${log_index}`. */
   id: View<string>;
   token_id: View<bigint>;
@@ -61,10 +61,10 @@ export interface CertificateTransferView {
   block_timestamp: View<bigint>;
   tx_hash: View<Hex>;
   log_index: View<number>;
-}
+};
 
 /** One row per fractionalized certificate (share token id = certificate token id). */
-export interface ShareClassView {
+export type ShareClassView = {
   token_id: View<bigint>;
   /** The fixed cap. */
   cap: View<bigint>;
@@ -76,20 +76,20 @@ export interface ShareClassView {
   created_at: View<bigint>;
   tx_hash: View<Hex>;
   block_number: View<bigint>;
-}
+};
 
 /** Current holdings; a row exists only while its balance is above zero. */
-export interface ShareBalanceView {
+export type ShareBalanceView = {
   token_id: View<bigint>;
   holder: View<Hex>;
   balance: View<bigint>;
   /** Timestamp of the block from which the holder has held shares without interruption. */
   first_acquired_at: View<bigint>;
   updated_at: View<bigint>;
-}
+};
 
 /** One row per SharesMinted: which purchase a mint settled. */
-export interface ShareMintView {
+export type ShareMintView = {
   purchase_key: View<Hex>;
   token_id: View<bigint>;
   to: View<Hex>;
@@ -98,10 +98,10 @@ export interface ShareMintView {
   log_index: View<number>;
   block_number: View<bigint>;
   block_timestamp: View<bigint>;
-}
+};
 
 /** One row per ERC-1155 transfer item (TransferSingle, or one per id of a TransferBatch), mints included. */
-export interface ShareTransferView {
+export type ShareTransferView = {
   /** `${tx_hash}:${log_index}:${batch_index}`. */
   id: View<string>;
   token_id: View<bigint>;
@@ -114,25 +114,25 @@ export interface ShareTransferView {
   tx_hash: View<Hex>;
   log_index: View<number>;
   batch_index: View<number>;
-}
+};
 
 /** Ponder's progress per chain; `latest_checkpoint` encodes the last indexed block (see decodeCheckpointBlock). */
-export interface PonderCheckpointView {
+export type PonderCheckpointView = {
   chain_name: View<string>;
   chain_id: View<bigint | string>;
   safe_checkpoint: View<string>;
   latest_checkpoint: View<string>;
   finalized_checkpoint: View<string>;
-}
+};
 
 /** Ponder's app metadata; `value.is_ready` is 1 once the backfill is done. */
-export interface PonderMetaView {
+export type PonderMetaView = {
   key: View<string>;
   value: View<{ is_ready?: number; build_id?: string } & Record<string, unknown>>;
-}
+};
 
 /** The views of INDEXER_VIEWS_SCHEMA, keyed by unqualified name (use with `withSchema`). */
-export interface IndexerViews {
+export type IndexerViews = {
   certificate: CertificateView;
   certificate_transfer: CertificateTransferView;
   share_class: ShareClassView;
@@ -141,7 +141,7 @@ export interface IndexerViews {
   share_transfer: ShareTransferView;
   _ponder_checkpoint: PonderCheckpointView;
   _ponder_meta: PonderMetaView;
-}
+};
 
 /** The same views keyed "<schema>.<view>", to mix with other tables in one Kysely database type. */
 export type QualifiedIndexerViews<S extends string = "chain"> = {

@@ -164,7 +164,7 @@ export class Relayer {
     let submitted: { hash: Hash; nonce: number } | undefined;
     for (let attempt = 1; !submitted; attempt++) {
       try {
-        submitted = await this.submit({ ...call, gas, fees }, label);
+        submitted = await this.submit({ ...call, gas, fees }, request.abi, label);
       } catch (err) {
         const refused = classifyChainError(err, request.abi, { label });
         // The node has not taken the transaction: the next attempt re-reads the nonce (and the fees).
@@ -225,6 +225,7 @@ export class Relayer {
    */
   private submit(
     tx: { to: Address; data: Hex; value: bigint; gas: bigint; fees: Fees },
+    abi: Abi,
     label: string,
   ): Promise<{ hash: Hash; nonce: number }> {
     return this.exclusive(async () => {
@@ -241,7 +242,12 @@ export class Relayer {
         // A retried HTTP request can land twice ("already known", or "nonce too low" once mined), and
         // Hardhat answers a reverting transaction with an error although it mined it: if the node has
         // our exact transaction, it was sent.
-        if (!(await this.isKnown(hash))) throw err;
+        if (!(await this.isKnown(hash))) {
+          const failed = classifyChainError(err, abi, { label });
+          // Refused outright, the transaction does not exist; lost on the way, it may still be mined.
+          const mayHaveLanded = failed.code === "rpc_unavailable" || failed.code === "timeout" || failed.code === "unknown";
+          throw mayHaveLanded ? classifyChainError(err, abi, { label, hash }) : failed;
+        }
       }
       this.nextNonce = nonce + 1;
       this.log?.debug({ label, hash, nonce }, "transaction sent");

@@ -48,6 +48,8 @@ export interface RunningStack {
   /** Where the previous local database went, when this start archived it. */
   archivedDatabase: string | null;
   logs: { postgres: string; hardhatNode: string; ignition: string; ponder: string };
+  /** How long each startup step took, in ms (Postgres and the Hardhat node start in parallel). */
+  timings: Record<string, number>;
   /** The child processes, for crash monitoring. */
   children(): ManagedProcess[];
   /** Stops everything in reverse order: API, indexer (SIGINT), Hardhat node, Postgres. */
@@ -109,11 +111,15 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
       ...[...children].map((c) => ({ name: c.name, pid: c.pid, marker: markerOf(c.name) })),
     ]);
   };
+  const timings: Record<string, number> = {};
   const step = async <T>(name: string, logFile: string | null, fn: () => Promise<T>): Promise<T> => {
+    const started = performance.now();
     try {
       return await fn();
     } catch (error) {
       throw error instanceof StackStartupError ? error : new StackStartupError(name, logFile, error);
+    } finally {
+      timings[name] = (timings[name] ?? 0) + Math.round(performance.now() - started);
     }
   };
   let db: Kysely<Database> | null = null;
@@ -307,6 +313,7 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
       api,
       archivedDatabase,
       logs,
+      timings,
       children: () => [...children],
       stop() {
         stopping ??= runCleanups(cleanups).then(() => clearProcessRecords(settings.dataDir));

@@ -112,6 +112,9 @@ function printBanner(s: RunningStack, startupMs: number): void {
   if (api.bootstrapAdminKey) {
     lines.push("", `  Admin API key:   ${api.bootstrapAdminKey}`, "  (created now and shown once: keep it)");
   }
-  lines.push("", `  Started in ${(startupMs / 1000).toFixed(1)} s. Press Ctrl-C to stop.`, "");
+  const steps = Object.entries(s.timings)
+    .map(([name, ms]) => `${name.replace(/^(Starting|Migrating|Reading|Deploying|Recording|Checking for) (the )?/, "")} ${(ms / 1000).toFixed(1)} s`)
+    .join(", ");
+  lines.push("", `  Started in ${(startupMs / 1000).toFixed(1)} s (${steps}).`, "  Press Ctrl-C to stop.", "");
   process.stdout.write(`${lines.join("\n")}\n`);
 }

@@ -1,0 +1,120 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { binPath, childEnv, freePort, repoRoot } from "../../api/src/stack/processes.ts";
+import { type ProcessRecord, isRunning, readProcessRecords } from "../../api/src/stack/runtime-files.ts";
+
+export interface BootedStack {
+  /** The API base URL from the banner. */
+  url: string;
+  indexerUrl: string;
+  rpcUrl: string;
+  /** The bootstrap admin API key the banner printed (a fresh data dir always creates one). */
+  adminApiKey: string | null;
+  dataDir: string;
+  ports: { api: number; postgres: number; hardhat: number; ponder: number };
+  /** Everything the stack printed so far (stdout and stderr). */
+  output(): string;
+  /** The stack's processes (its own and its children's), from DATA_DIR/run/processes.json. */
+  processes: ProcessRecord[];
+  /** Sends `signal` (default SIGINT, Ctrl-C) and waits for the exit. Idempotent. */
+  stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** stop(), then removes the data dir (unless KEEP_TEST_DIR=1). */
+  dispose(): Promise<void>;
+}
+
+export interface BootStackOptions {
+  /** Extra settings for the stack (they win over the defaults below). */
+  env?: Record<string, string>;
+  timeoutMs?: number;
+}
+
+// Settings a developer's shell or .env may hold: blanked so the stack starts everything itself
+// (an empty value counts as unset, and dotenv does not override variables already present).
+const ISOLATED = [
+  "DATABASE_URL", "CHAIN_RPC_URL", "CHAIN_WS_URL", "CHAIN_ID", "ART_CERTIFICATE_ADDRESS", "ART_SHARES_ADDRESS",
+  "CONTRACTS_START_BLOCK", "RELAYER_PRIVATE_KEY", "CUSTODY_MNEMONIC", "BOOTSTRAP_ADMIN_API_KEY", "INDEXER_URL",
+  "INDEXER_VIEWS_SCHEMA", "PUBLIC_BASE_URL", "REDIS_URL", "NODE_ENV", "HOST",
+];
+
+/**
+ * Starts the platform exactly as `npm start` does (`tsx api/src/stack/start.ts` with
+ * node_modules/.bin on PATH and telemetry off), in a temporary DATA_DIR on free ports, and
+ * resolves once the banner is printed.
+ */
+export async function bootStack(options: BootStackOptions = {}): Promise<BootedStack> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), "art-platform-stack-"));
+  const ports = { api: await freePort(), postgres: await freePort(), hardhat: await freePort(), ponder: await freePort() };
+  const env = childEnv({
+    ...Object.fromEntries(ISOLATED.map((name) => [name, ""])),
+    DATA_DIR: dataDir,
+    PORT: String(ports.api),
+    EMBEDDED_POSTGRES_PORT: String(ports.postgres),
+    HARDHAT_NODE_PORT: String(ports.hardhat),
+    PONDER_PORT: String(ports.ponder),
+    LOG_LEVEL: "warn",
+    ...options.env,
+  });
+  const child: ChildProcess = spawn(binPath("tsx"), ["api/src/stack/start.ts"], { cwd: repoRoot, env, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once("exit", (code, signal) => resolve({ code, signal })),
+  );
+
+  const timeoutMs = options.timeoutMs ?? 120_000;
+  const deadline = Date.now() + timeoutMs;
+  let exitedEarly = false;
+  void exited.then(() => (exitedEarly = true));
+  while (!/Press Ctrl-C to stop/.test(output)) {
+    if (exitedEarly || Date.now() > deadline) {
+      child.kill("SIGINT");
+      await exited;
+      throw new Error(
+        `The stack ${exitedEarly ? "exited" : `printed no banner within ${timeoutMs} ms`}; its output:\n${output}\n(data dir ${dataDir})`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+
+  const field = (name: string) => new RegExp(`^\\s+${name}:\\s+(\\S+)`, "m").exec(output)?.[1] ?? null;
+  let stopping: Promise<{ code: number | null; signal: NodeJS.Signals | null }> | null = null;
+  const stack: BootedStack = {
+    url: field("API")!,
+    indexerUrl: field("Indexer")!,
+    rpcUrl: field("Chain RPC")!,
+    adminApiKey: field("Admin API key"),
+    dataDir,
+    ports,
+    output: () => output,
+    processes: readProcessRecords(dataDir),
+    stop(signal = "SIGINT") {
+      stopping ??= (async () => {
+        // tsx runs the script in a child process and forwards signals to it.
+        child.kill(signal);
+        const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+        try {
+          return await exited;
+        } finally {
+          clearTimeout(timer);
+        }
+      })();
+      return stopping;
+    },
+    async dispose() {
+      await stack.stop();
+      // Whatever survived a failed test must not outlive the run.
+      for (const record of stack.processes.filter(isRunning)) {
+        try {
+          process.kill(-record.pid, "SIGKILL");
+        } catch {
+          // gone
+        }
+      }
+      if (process.env.KEEP_TEST_DIR !== "1") rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  return stack;
+}

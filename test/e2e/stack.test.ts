@@ -3,6 +3,8 @@
  * Postgres, Hardhat node, Ignition deployment, Ponder, the API), then Ctrl-C. Tests of API flows
  * against the running stack can join the `describe` below and use `stack`.
  */
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { createSiweMessage } from "viem/siwe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isRunning } from "../../api/src/stack/runtime-files.ts";
 import { type BootedStack, bootStack } from "../support/stack.ts";
@@ -50,6 +52,61 @@ describe("npm start", () => {
     expect(body.checks.chain?.status).toBe("ok");
     expect(body.checks.indexer?.status).toBe("ok");
     expect(body.checks.indexer?.lag_blocks).toBe(0);
+  });
+
+  it("exchanges the admin key for scoped tokens, enforces scopes, and revokes at once", async () => {
+    const call = (method: string, path: string, token?: string, body?: unknown) =>
+      fetch(`${stack.url}${path}`, {
+        method,
+        headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body ? { "content-type": "application/json" } : {}) },
+        body: body ? JSON.stringify(body) : undefined,
+      });
+    const exchanged = await call("POST", "/v1/auth/token", undefined, { api_key: stack.adminApiKey, scope: ["users:read"] });
+    expect(exchanged.status).toBe(201);
+    const { token, scope, token_type } = (await exchanged.json()) as { token: string; scope: string[]; token_type: string };
+    expect(token_type).toBe("Bearer");
+    expect(scope).toEqual(["users:read"]);
+
+    const me = await call("GET", "/v1/users/me", token);
+    expect(me.status).toBe(200);
+    const profile = (await me.json()) as { role: string; wallet_address: string };
+    expect(profile.role).toBe("admin");
+    expect(profile.wallet_address).toMatch(/^0x[0-9a-fA-F]{40}$/);
+
+    const admin = await call("GET", "/v1/admin/users", token);
+    expect(admin.status).toBe(403);
+    expect(((await admin.json()) as { code: string }).code).toBe("insufficient_scope");
+
+    const revoked = await call("DELETE", "/v1/auth/token", token);
+    expect(revoked.status).toBe(200);
+    const after = await call("GET", "/v1/users/me", token);
+    expect(after.status).toBe(401);
+    expect(((await after.json()) as { code: string }).code).toBe("token_revoked");
+  });
+
+  it("signs in with Ethereum using a real signature bound to the stack's domain and chain", async () => {
+    const nonceRes = await fetch(`${stack.url}/v1/auth/siwe/nonce`, { method: "POST" });
+    expect(nonceRes.status).toBe(201);
+    const { nonce } = (await nonceRes.json()) as { nonce: string };
+    const account = privateKeyToAccount(generatePrivateKey());
+    const message = createSiweMessage({
+      domain: new URL(stack.url).host,
+      address: account.address,
+      uri: stack.url,
+      version: "1",
+      chainId: 31337,
+      nonce,
+      issuedAt: new Date(),
+    });
+    const verify = await fetch(`${stack.url}/v1/auth/siwe/verify`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ message, signature: await account.signMessage({ message }) }),
+    });
+    expect(verify.status).toBe(201);
+    const { token } = (await verify.json()) as { token: string };
+    const me = await fetch(`${stack.url}/v1/users/me`, { headers: { authorization: `Bearer ${token}` } });
+    expect(((await me.json()) as { wallet_address: string }).wallet_address).toBe(account.address);
   });
 
   it("stops every process on Ctrl-C and exits 0", async () => {

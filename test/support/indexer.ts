@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import path from "node:path";
-import { type Indexer, startIndexer } from "../../api/src/stack/indexer.ts";
+import { type Indexer, type IndexerTarget, startIndexer } from "../../api/src/stack/indexer.ts";
 import { freePort } from "../../api/src/stack/processes.ts";
 import { testEnvironment } from "./environment.ts";
 
@@ -24,20 +24,31 @@ const running = new Set<Indexer>();
  * stopped (SIGINT) after the test file (setup-file.ts), or earlier with stop().
  */
 export async function startIndexerForTest(
-  options: { pollingIntervalMs?: number; websocket?: boolean } = {},
+  options: {
+    pollingIntervalMs?: number;
+    /** New heads over the websocket (default) or polling. */
+    websocket?: boolean;
+    /** Another database or chain than the run's (a chain of its own must come with a database of its own). */
+    target?: Partial<IndexerTarget>;
+  } = {},
 ): Promise<TestIndexer> {
   const env = testEnvironment();
   const id = randomBytes(4).toString("hex");
   const logFile = path.join(env.tempDir, `ponder-${id}.log`);
-  const indexer = await startIndexer({
+  const target: IndexerTarget = {
     databaseUrl: env.databaseUrl,
     rpcUrl: env.rpcUrl,
-    wsUrl: options.websocket === false ? undefined : env.wsUrl,
+    wsUrl: env.wsUrl,
     chainId: env.chainId,
     genesisHash: env.genesisHash,
     artCertificate: env.artCertificateAddress,
     artShares: env.artSharesAddress,
     startBlock: env.startBlock,
+    ...options.target,
+  };
+  const indexer = await startIndexer({
+    ...target,
+    wsUrl: options.websocket === false ? undefined : target.wsUrl,
     schema: `ponder_test_${id}`,
     viewsSchema: `chain_test_${id}`,
     port: await freePort(),
@@ -56,7 +67,7 @@ export async function startIndexerForTest(
     schema: indexer.schema,
     viewsSchema: indexer.viewsSchema,
     logFile,
-    databaseUrl: env.databaseUrl,
+    databaseUrl: target.databaseUrl,
     stop: () => stop(indexer),
   };
 }

@@ -18,6 +18,8 @@ export interface BootedStack {
   output(): string;
   /** The stack's processes (its own and its children's), from DATA_DIR/run/processes.json. */
   processes: ProcessRecord[];
+  /** Settles when the stack process exits, for whatever reason. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** Sends `signal` (default SIGINT, Ctrl-C) and waits for the exit. Idempotent. */
   stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** stop(), then removes the data dir (unless KEEP_TEST_DIR=1). */
@@ -90,6 +92,7 @@ export async function bootStack(options: BootStackOptions = {}): Promise<BootedS
     ports,
     output: () => output,
     processes: readProcessRecords(dataDir),
+    exited,
     stop(signal = "SIGINT") {
       stopping ??= (async () => {
         // tsx runs the script in a child process and forwards signals to it.

@@ -24,6 +24,8 @@
  */
 import type { ColumnType, Kysely } from "kysely";
 
+// Type aliases, not interfaces: Kysely's `withTables<T>` wants types with an implicit index signature.
+
 /** A view column: readable, never insertable or updatable. */
 type View<T> = ColumnType<T, never, never>;
 type Hex = `0x${string}`;

@@ -8,6 +8,24 @@ export const HARDHAT_ACCOUNT_0_KEY: Hex = "0xac0974bec39a17e36ba4a6b4d238ff944ba
 /**
  * What the orchestrator reads from the environment (after `.env`). The API parses its own
  * settings in api/src/config.ts from the overlay the stack hands it; this is the rest.
+ *
+ *   NODE_ENV=production       no embedded database, chain or deployment: requires DATABASE_URL,
+ *                             CHAIN_RPC_URL, ART_CERTIFICATE_ADDRESS, ART_SHARES_ADDRESS,
+ *                             RELAYER_PRIVATE_KEY, CUSTODY_MNEMONIC; refuses a chain/database mismatch
+ *   DATA_DIR                  .data (embedded Postgres, logs/, archive/, custody-mnemonic, run/)
+ *   DATABASE_URL              unset: embedded Postgres, database art_platform
+ *   EMBEDDED_POSTGRES_PORT    55432
+ *   CHAIN_RPC_URL             unset: a Hardhat node on 127.0.0.1:HARDHAT_NODE_PORT
+ *   CHAIN_WS_URL              the local node's ws://; unset for an external RPC (the indexer polls)
+ *   CHAIN_ID                  checked against eth_chainId when set
+ *   HARDHAT_NODE_PORT         8545
+ *   ART_CERTIFICATE_ADDRESS, ART_SHARES_ADDRESS   unset: deployed with Ignition (local chains only)
+ *   CONTRACTS_START_BLOCK     the deployment's block (recorded), else 0
+ *   RELAYER_PRIVATE_KEY       Hardhat dev account #0 (local only)
+ *   CUSTODY_MNEMONIC          generated once into DATA_DIR/custody-mnemonic (local only)
+ *   PONDER_PORT               42069 (the indexer's /health, /ready, /status)
+ *   INDEXER_VIEWS_SCHEMA      chain
+ *   PORT, PUBLIC_BASE_URL     the API's (3000); also the base of the ERC-1155 metadata URI
  */
 export interface StackSettings {
   production: boolean;

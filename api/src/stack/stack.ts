@@ -1,4 +1,4 @@
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, renameSync } from "node:fs";
 import path from "node:path";
 import type { Kysely } from "kysely";
 import { type Address, type Hex, parseEther } from "viem";
@@ -18,7 +18,7 @@ import {
 import { deployPlatform, localDeploymentId } from "./deploy.ts";
 import { dropOldIndexerSchemas, dropPonderSyncCache, type Indexer, startIndexer } from "./indexer.ts";
 import { archiveCluster, type EmbeddedPostgres, ensureDatabase, startEmbeddedPostgres } from "./postgres.ts";
-import type { ManagedProcess } from "./processes.ts";
+import { type ManagedProcess, portInUse } from "./processes.ts";
 import {
   clearProcessRecords,
   localCustodyMnemonic,
@@ -99,7 +99,9 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
   const children = new Set<ManagedProcess>();
   // DATA_DIR/run/processes.json lists what runs, so a later start can stop the leftovers of a
   // stack that was killed outright.
+  let ownsRecords = false;
   const track = (child: ManagedProcess, added: boolean) => {
+    ownsRecords = true;
     if (added) {
       children.add(child);
       options.onChild?.(child);
@@ -127,6 +129,22 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
   try {
     mkdirSync(settings.logDir, { recursive: true });
     await step("Checking for leftovers of an earlier run", null, () => reapLeftoverProcesses(settings.dataDir, log));
+    // Each start writes fresh logs; the previous run's stay beside them (a crash report survives one restart).
+    for (const file of Object.values(logs)) {
+      if (existsSync(file)) renameSync(file, file.replace(/\.log$/, ".previous.log"));
+    }
+
+    await step("Checking the ports", null, async () => {
+      const wanted: Array<[number, string]> = [
+        ...(settings.databaseUrl ? [] : [[settings.embeddedPostgresPort, "EMBEDDED_POSTGRES_PORT"] as [number, string]]),
+        ...(settings.chainRpcUrl ? [] : [[settings.hardhatNodePort, "HARDHAT_NODE_PORT"] as [number, string]]),
+        [settings.ponderPort, "PONDER_PORT"],
+        [settings.apiPort, "PORT"],
+      ];
+      const taken: string[] = [];
+      for (const [port, name] of wanted) if (port !== 0 && (await portInUse(port))) taken.push(`${port} (${name})`);
+      if (taken.length > 0) throw new Error(`port ${taken.join(", ")} already in use: stop what holds it or choose another port`);
+    });
 
     // Postgres and the chain come up in parallel; both take about a second.
     const embeddedDir = path.join(settings.dataDir, "postgres");
@@ -136,7 +154,7 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
         await ensureDatabase(pg.url("postgres"), settings.embeddedDatabaseName);
         return pg;
       });
-    let postgresPromise: Promise<EmbeddedPostgres | null> = settings.databaseUrl ? Promise.resolve(null) : startPostgres();
+    const postgresPromise = settings.databaseUrl ? Promise.resolve(null) : startPostgres();
     const nodePromise = settings.chainRpcUrl
       ? Promise.resolve(null)
       : step("Starting the Hardhat node", logs.hardhatNode, () =>
@@ -168,6 +186,13 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
       return id;
     });
     const local = isLocalChainId(identity.chainId) && !settings.production;
+    if (!local && !settings.relayerPrivateKey) {
+      throw new StackStartupError(
+        "Reading the chain",
+        null,
+        new Error(`chain id ${identity.chainId} is not a local chain: set RELAYER_PRIVATE_KEY (the Hardhat dev key is public)`),
+      );
+    }
 
     const migrate = () =>
       step("Migrating the database", settings.databaseUrl ? null : logs.postgres, async () => {
@@ -202,8 +227,7 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
       archiveCluster(embeddedDir, archivedDatabase);
       const pruned = pruneArchives(path.join(settings.dataDir, "archive"), ARCHIVES_KEPT);
       if (pruned.length > 0) log(`Removed the oldest archived databases (keeping ${ARCHIVES_KEPT}): ${pruned.join(", ")}`);
-      postgresPromise = startPostgres();
-      postgres = await postgresPromise;
+      postgres = await startPostgres();
       track(postgres!.process, true);
       databaseUrl = postgres!.url(settings.embeddedDatabaseName);
       db = await migrate();
@@ -323,7 +347,7 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
   } catch (error) {
     await (db as Kysely<Database> | null)?.destroy().catch(() => {});
     await runCleanups(cleanups);
-    clearProcessRecords(settings.dataDir);
+    if (ownsRecords) clearProcessRecords(settings.dataDir);
     throw error;
   }
 }

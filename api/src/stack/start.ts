@@ -44,7 +44,7 @@ function onSignal(signal: NodeJS.Signals): void {
     shuttingDown = true;
     say(`${signal}: abandoning the startup (again to force)`);
     void (async () => {
-      for (const child of [...children].reverse()) await child.stop(child.name.startsWith("hardhat") ? "SIGINT" : "SIGINT", 15_000);
+      for (const child of [...children].reverse()) await child.stop("SIGINT", 15_000);
     })();
     return;
   }
@@ -113,6 +113,7 @@ function printBanner(s: RunningStack, startupMs: number): void {
     lines.push("", `  Admin API key:   ${api.bootstrapAdminKey}`, "  (created now and shown once: keep it)");
   }
   const steps = Object.entries(s.timings)
+    .filter(([, ms]) => ms >= 50)
     .map(([name, ms]) => `${name.replace(/^(Starting|Migrating|Reading|Deploying|Recording|Checking for) (the )?/, "")} ${(ms / 1000).toFixed(1)} s`)
     .join(", ");
   lines.push("", `  Started in ${(startupMs / 1000).toFixed(1)} s (${steps}).`, "  Press Ctrl-C to stop.", "");

@@ -18,6 +18,12 @@ const children = new Set<ManagedProcess>();
 let stack: RunningStack | null = null;
 let shuttingDown = false;
 let signalDuringStartup: NodeJS.Signals | null = null;
+let firstSignalAt = 0;
+/**
+ * One Ctrl-C reaches this process up to three times: from the terminal (the whole process group),
+ * relayed by npm, and relayed by tsx. Copies within this window are the same keypress.
+ */
+const SAME_KEYPRESS_MS = 1_500;
 
 async function shutdown(code: number): Promise<never> {
   shuttingDown = true;
@@ -26,6 +32,8 @@ async function shutdown(code: number): Promise<never> {
 }
 
 function onSignal(signal: NodeJS.Signals): void {
+  if (shuttingDown && performance.now() - firstSignalAt < SAME_KEYPRESS_MS) return;
+  if (!shuttingDown) firstSignalAt = performance.now();
   if (shuttingDown) {
     // A second Ctrl-C: stop waiting for graceful exits.
     say(`${signal} again: killing the remaining processes`);

@@ -38,6 +38,7 @@ const envSchema = z.object({
   REDIS_URL: z.string().optional(),
   RATE_LIMIT_TOKEN_PER_MINUTE: z.coerce.number().int().positive().default(600),
   RATE_LIMIT_ANONYMOUS_PER_MINUTE: z.coerce.number().int().positive().default(120),
+  RATE_LIMIT_KEY_PREFIX: z.string().regex(/^[A-Za-z0-9:_-]{1,64}$/).default("rl"),
   ALLOW_PRIVATE_WEBHOOK_URLS: bool.optional(),
   SIWE_DOMAINS: z.string().optional(),
   JOBS_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(10),
@@ -69,7 +70,8 @@ export interface Config {
   indexer: { url: string | null; viewsSchema: string; maxLagBlocks: number };
   bootstrapAdminApiKey: string | null;
   redisUrl: string | null;
-  rateLimit: { tokenPerMinute: number; anonymousPerMinute: number };
+  /** `keyPrefix` namespaces the counters in a shared Redis (one per deployment). */
+  rateLimit: { tokenPerMinute: number; anonymousPerMinute: number; keyPrefix: string };
   allowPrivateWebhookUrls: boolean;
   /** Domains a SIWE message may be bound to (EIP-4361 `domain`: host[:port]). */
   siweDomains: string[];
@@ -157,7 +159,7 @@ export function loadConfig(source: NodeJS.ProcessEnv | Record<string, string | u
     indexer: { url: e.INDEXER_URL ?? null, viewsSchema: e.INDEXER_VIEWS_SCHEMA, maxLagBlocks: e.INDEXER_MAX_LAG_BLOCKS },
     bootstrapAdminApiKey: e.BOOTSTRAP_ADMIN_API_KEY ?? null,
     redisUrl: e.REDIS_URL ?? null,
-    rateLimit: { tokenPerMinute: e.RATE_LIMIT_TOKEN_PER_MINUTE, anonymousPerMinute: e.RATE_LIMIT_ANONYMOUS_PER_MINUTE },
+    rateLimit: { tokenPerMinute: e.RATE_LIMIT_TOKEN_PER_MINUTE, anonymousPerMinute: e.RATE_LIMIT_ANONYMOUS_PER_MINUTE, keyPrefix: e.RATE_LIMIT_KEY_PREFIX },
     allowPrivateWebhookUrls: production ? false : (e.ALLOW_PRIVATE_WEBHOOK_URLS ?? true),
     siweDomains,
     jobs: { concurrency: e.JOBS_CONCURRENCY },

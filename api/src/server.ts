@@ -70,6 +70,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     tokenPerMinute: config.rateLimit.tokenPerMinute,
     anonymousPerMinute: config.rateLimit.anonymousPerMinute,
     redisUrl: config.redisUrl,
+    keyPrefix: config.rateLimit.keyPrefix,
   });
 
   const outbox = new OutboxDispatcher(db, logger.child({ component: "outbox" }));

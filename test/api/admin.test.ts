@@ -1,13 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { adminToken, createUser, expectProblem, startTestApi, type TestApi, uniqueName } from "./helpers.ts";
+import { describe, expect, it } from "vitest";
+import { adminToken, createUser, expectProblem, useTestApi, uniqueName } from "./helpers.ts";
 
-let api: TestApi;
-beforeAll(async () => {
-  api = await startTestApi();
-});
-afterAll(async () => {
-  await api?.close();
-});
+const api = useTestApi();
 
 describe("admin users", () => {
   it("lists users with search, filters and pagination (default limit 50)", async () => {

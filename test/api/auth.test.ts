@@ -1,13 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ADMIN_API_KEY, createUser, expectProblem, startTestApi, type TestApi } from "./helpers.ts";
+import { describe, expect, it } from "vitest";
+import { ADMIN_API_KEY, createUser, expectProblem, useTestApi } from "./helpers.ts";
 
-let api: TestApi;
-beforeAll(async () => {
-  api = await startTestApi();
-});
-afterAll(async () => {
-  await api?.close();
-});
+const api = useTestApi();
 
 describe("POST /v1/auth/token", () => {
   it("exchanges an API key for a 24 h scoped bearer token stored only as a hash", async () => {

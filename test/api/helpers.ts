@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll } from "vitest";
 import { generateMnemonic, english } from "viem/accounts";
 import { type Config, loadConfig } from "../../api/src/config.ts";
 import { createDb } from "../../api/src/db/connection.ts";
@@ -49,6 +50,10 @@ export async function startTestApi(overrides: Record<string, string> = {}): Prom
     BOOTSTRAP_ADMIN_API_KEY: ADMIN_API_KEY,
     SIWE_DOMAINS: "api.test.local",
     JOBS_CONCURRENCY: "2",
+    // Every test server counts on its own, also in a shared Redis; only the rate-limit test sets low limits.
+    RATE_LIMIT_KEY_PREFIX: `rl-test-${randomBytes(4).toString("hex")}`,
+    RATE_LIMIT_ANONYMOUS_PER_MINUTE: "100000",
+    RATE_LIMIT_TOKEN_PER_MINUTE: "100000",
     ...(env.redisUrl ? { REDIS_URL: env.redisUrl } : {}),
     ...overrides,
   });
@@ -66,6 +71,26 @@ export async function startTestApi(overrides: Record<string, string> = {}): Prom
       await db.destroy();
     },
   };
+}
+
+/**
+ * Starts an API server for the calling test file (beforeAll) and stops it after (afterAll); the
+ * returned object stands for that server inside tests.
+ */
+export function useTestApi(overrides: Record<string, string> = {}): TestApi {
+  let current: TestApi | undefined;
+  beforeAll(async () => {
+    current = await startTestApi(overrides);
+  });
+  afterAll(async () => {
+    await current?.close();
+  });
+  return new Proxy({} as TestApi, {
+    get(_target, property) {
+      if (!current) throw new Error("The test API runs only inside tests (after beforeAll)");
+      return Reflect.get(current, property);
+    },
+  });
 }
 
 export async function send(baseUrl: string, method: string, path: string, opts: RequestOptions = {}): Promise<TestResponse> {

@@ -1,13 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createUser, expectProblem, startTestApi, type TestApi } from "./helpers.ts";
+import { describe, expect, it } from "vitest";
+import { createUser, expectProblem, useTestApi } from "./helpers.ts";
 
-let api: TestApi;
-beforeAll(async () => {
-  api = await startTestApi();
-});
-afterAll(async () => {
-  await api?.close();
-});
+const api = useTestApi();
 
 const countKeys = async (userId: string) =>
   Number((await api.db.selectFrom("api_keys").select((eb) => eb.fn.countAll<string>().as("n")).where("user_id", "=", userId).executeTakeFirstOrThrow()).n);

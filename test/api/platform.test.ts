@@ -1,14 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { recordEvent } from "../../api/src/jobs/outbox.ts";
-import { expectProblem, send, startTestApi, type TestApi, uniqueName } from "./helpers.ts";
+import { randomBytes } from "node:crypto";
+import { testEnvironment } from "./environment.ts";
+import { createUser, expectProblem, send, startTestApi, useTestApi, uniqueName } from "./helpers.ts";
 
-let api: TestApi;
-beforeAll(async () => {
-  api = await startTestApi({ RATE_LIMIT_ANONYMOUS_PER_MINUTE: "5", RATE_LIMIT_TOKEN_PER_MINUTE: "1000" });
-});
-afterAll(async () => {
-  await api?.close();
-});
+const api = useTestApi({ RATE_LIMIT_ANONYMOUS_PER_MINUTE: "5", RATE_LIMIT_TOKEN_PER_MINUTE: "1000" });
 
 describe("rate limits", () => {
   it("counts anonymous calls per IP, with RateLimit-* headers and a 429 carrying Retry-After", async () => {
@@ -22,6 +18,34 @@ describe("rate limits", () => {
       expectProblem(r, 429, "rate_limited");
       expect(Number(r.headers.get("retry-after"))).toBeGreaterThan(0);
       expect(r.headers.get("ratelimit-remaining")).toBe("0");
+    }
+  });
+});
+
+describe("rate limits per token", () => {
+  it("gives each token its own budget", async () => {
+    const limited = await startTestApi({ RATE_LIMIT_TOKEN_PER_MINUTE: "3" });
+    try {
+      const a = await createUser(limited, { scope: ["read"] });
+      const b = await createUser(limited, { scope: ["read"] });
+      const statuses = [];
+      for (let i = 0; i < 5; i++) statuses.push((await limited.request("GET", "/v1/users/me", { token: a.token })).status);
+      expect(statuses).toEqual([200, 200, 200, 429, 429]);
+      expect((await limited.request("GET", "/v1/users/me", { token: b.token })).status).toBe(200);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it.skipIf(!testEnvironment().redisUrl)("shares one budget between API instances through Redis", async () => {
+    const shared = { RATE_LIMIT_ANONYMOUS_PER_MINUTE: "4", RATE_LIMIT_KEY_PREFIX: `rl-shared-${randomBytes(4).toString("hex")}` };
+    const [one, two] = await Promise.all([startTestApi(shared), startTestApi(shared)]);
+    try {
+      const statuses = [];
+      for (let i = 0; i < 6; i++) statuses.push((await send(i % 2 ? two.url : one.url, "GET", "/v1/users/usr_01JD3Y5V0Q3G7W7J6T4N4C2X1M")).status);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(2);
+    } finally {
+      await Promise.all([one.close(), two.close()]);
     }
   });
 });

@@ -3,20 +3,14 @@ import { createPublicClient, createWalletClient, getAddress, http, type Hex } fr
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { hardhat } from "viem/chains";
 import { createSiweMessage } from "viem/siwe";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { testEnvironment } from "./environment.ts";
-import { expectProblem, startTestApi, type TestApi } from "./helpers.ts";
+import { expectProblem, useTestApi } from "./helpers.ts";
 
 /** Hardhat dev account #3: used only by this file, so its nonces race with nothing. */
 const DEPLOYER_KEY = "0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6";
 
-let api: TestApi;
-beforeAll(async () => {
-  api = await startTestApi();
-});
-afterAll(async () => {
-  await api?.close();
-});
+const api = useTestApi();
 
 async function nonce(): Promise<string> {
   const res = await api.request("POST", "/v1/auth/siwe/nonce");

@@ -1,13 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createUser, expectProblem, startTestApi, type TestApi } from "./helpers.ts";
+import { describe, expect, it } from "vitest";
+import { createUser, expectProblem, useTestApi } from "./helpers.ts";
 
-let api: TestApi;
-beforeAll(async () => {
-  api = await startTestApi();
-});
-afterAll(async () => {
-  await api?.close();
-});
+const api = useTestApi();
 
 describe("users", () => {
   it("GET /v1/users/me shows the caller's own fields, including a custodial wallet", async () => {

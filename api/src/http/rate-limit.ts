@@ -27,6 +27,7 @@ export function createRateLimiter(opts: {
   tokenPerMinute: number;
   anonymousPerMinute: number;
   redisUrl: string | null;
+  keyPrefix: string;
 }): RateLimiter {
   const redis = opts.redisUrl ? new Redis(opts.redisUrl, { enableOfflineQueue: false, lazyConnect: false }) : null;
   redis?.on("error", () => {}); // surfaced through consume(); ioredis reconnects by itself
@@ -35,8 +36,8 @@ export function createRateLimiter(opts: {
       ? new RateLimiterRedis({ storeClient: redis, points, duration: 60, keyPrefix, useRedisPackage: false })
       : new RateLimiterMemory({ points, duration: 60, keyPrefix });
   const limiters = {
-    token: { limiter: make(opts.tokenPerMinute, "rl:token"), limit: opts.tokenPerMinute },
-    anonymous: { limiter: make(opts.anonymousPerMinute, "rl:anon"), limit: opts.anonymousPerMinute },
+    token: { limiter: make(opts.tokenPerMinute, `${opts.keyPrefix}:token`), limit: opts.tokenPerMinute },
+    anonymous: { limiter: make(opts.anonymousPerMinute, `${opts.keyPrefix}:anon`), limit: opts.anonymousPerMinute },
   };
 
   return {

@@ -1,0 +1,135 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { english, generateMnemonic, privateKeyToAccount } from "viem/accounts";
+import { HARDHAT_DEV_RELAYER_KEY, loadConfig } from "../../api/src/config.ts";
+import { type RunningServer, startServer } from "../../api/src/server.ts";
+import { readChainIdentity, startHardhatNode } from "../../api/src/stack/chain.ts";
+import { deployPlatform, type PlatformDeployment } from "../../api/src/stack/deploy.ts";
+import { type Indexer, startIndexer } from "../../api/src/stack/indexer.ts";
+import { ensureDatabase, startEmbeddedPostgres } from "../../api/src/stack/postgres.ts";
+import { freePort } from "../../api/src/stack/processes.ts";
+
+export const BENCH_ADMIN_KEY = "sk_bench_admin_key_000000000000000000";
+
+/** A throwaway platform for a benchmark suite: embedded Postgres, Hardhat node, deployed contracts. */
+export interface BenchContext {
+  dir: string;
+  databaseUrl: string;
+  rpcUrl: string;
+  wsUrl: string;
+  chainId: number;
+  genesisHash: `0x${string}`;
+  deployment: PlatformDeployment;
+  /** Starts the API (bootstrap admin key BENCH_ADMIN_KEY; rate limits off); stopped by dispose(). */
+  startApi(overrides?: Record<string, string>): Promise<RunningServer>;
+  /** Starts Ponder on this chain and database (views schema `chain`); stopped by dispose(). */
+  startIndexer(): Promise<Indexer>;
+  /** Runs `fn` at dispose time (reverse order of registration). */
+  onDispose(fn: () => Promise<void>): void;
+  dispose(): Promise<void>;
+}
+
+export async function createBenchContext(): Promise<BenchContext> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "art-bench-"));
+  const disposers: (() => Promise<void>)[] = [];
+  const pg = await startEmbeddedPostgres({ dataDir: path.join(dir, "pg"), port: await freePort(), logFile: path.join(dir, "pg.log"), durable: false });
+  disposers.push(() => pg.stop());
+  const node = await startHardhatNode({ port: await freePort(), logFile: path.join(dir, "node.log") });
+  disposers.push(() => node.stop());
+  await ensureDatabase(pg.url("postgres"), "bench");
+  const identity = await readChainIdentity(node.rpcUrl);
+  const deployment = await deployPlatform({
+    rpcUrl: node.rpcUrl,
+    relayer: privateKeyToAccount(HARDHAT_DEV_RELAYER_KEY).address,
+    sharesUri: "http://127.0.0.1/{id}.json",
+    deploymentId: `bench-${Date.now()}`,
+    logFile: path.join(dir, "deploy.log"),
+  });
+  const databaseUrl = pg.url("bench");
+  const custody = generateMnemonic(english);
+  let indexerUrl: string | undefined;
+
+  const ctx: BenchContext = {
+    dir,
+    databaseUrl,
+    rpcUrl: node.rpcUrl,
+    wsUrl: node.wsUrl,
+    chainId: identity.chainId,
+    genesisHash: identity.genesisHash,
+    deployment,
+    async startApi(overrides = {}) {
+      const api = await startServer(
+        loadConfig({
+          NODE_ENV: "development",
+          PORT: "0",
+          LOG_LEVEL: "silent",
+          DATABASE_URL: databaseUrl,
+          CHAIN_RPC_URL: node.rpcUrl,
+          CHAIN_ID: String(identity.chainId),
+          ART_CERTIFICATE_ADDRESS: deployment.artCertificate,
+          ART_SHARES_ADDRESS: deployment.artShares,
+          CONTRACTS_START_BLOCK: String(deployment.startBlock),
+          CUSTODY_MNEMONIC: custody,
+          BOOTSTRAP_ADMIN_API_KEY: BENCH_ADMIN_KEY,
+          RATE_LIMIT_TOKEN_PER_MINUTE: "100000000",
+          RATE_LIMIT_ANONYMOUS_PER_MINUTE: "100000000",
+          ...(indexerUrl ? { INDEXER_URL: indexerUrl } : {}),
+          ...overrides,
+        }),
+      );
+      disposers.push(() => api.close());
+      return api;
+    },
+    async startIndexer() {
+      const indexer = await startIndexer({
+        databaseUrl,
+        rpcUrl: node.rpcUrl,
+        wsUrl: node.wsUrl,
+        chainId: identity.chainId,
+        genesisHash: identity.genesisHash,
+        artCertificate: deployment.artCertificate,
+        artShares: deployment.artShares,
+        startBlock: deployment.startBlock,
+        schema: "ponder_bench",
+        viewsSchema: "chain",
+        port: await freePort(),
+        logFile: path.join(dir, "ponder.log"),
+        readyTimeoutMs: 60_000,
+      });
+      indexerUrl = indexer.url;
+      disposers.push(() => indexer.stop());
+      return indexer;
+    },
+    onDispose(fn) {
+      disposers.push(fn);
+    },
+    async dispose() {
+      for (const fn of disposers.reverse()) await fn().catch(() => {});
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return ctx;
+}
+
+/** JSON over HTTP for setting up benchmark data. */
+export async function call(baseUrl: string, method: string, p: string, body?: unknown, token?: string): Promise<any> {
+  const res = await fetch(new URL(p, baseUrl), {
+    method,
+    headers: { ...(body !== undefined ? { "content-type": "application/json" } : {}), ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: body !== undefined ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${p} answered ${res.status}: ${text}`);
+  return text ? JSON.parse(text) : undefined;
+}
+
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+export function table(headers: string[], rows: (string | number)[][]): string {
+  const line = (cells: (string | number)[]) => `| ${cells.join(" | ")} |`;
+  return [line(headers), line(headers.map((_, i) => (i === 0 ? "---" : "---:"))), ...rows.map(line)].join("\n");
+}

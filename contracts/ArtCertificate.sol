@@ -36,28 +36,37 @@ contract ArtCertificate is IArtCertificate, ERC721URIStorage, ERC2981, AccessCon
         address royaltyReceiver,
         uint96 royaltyBps
     ) external onlyRole(CERTIFIER_ROLE) returns (uint256 tokenId) {
-        if (bytes(artworkId).length == 0) revert ArtCertificateEmptyArtworkId();
-        if (certificateHash == bytes32(0)) revert ArtCertificateEmptyHash();
-        if (royaltyBps > MAX_ROYALTY_BPS) revert ArtCertificateRoyaltyTooHigh(royaltyBps, MAX_ROYALTY_BPS);
-
+        _requireValid(artworkId, certificateHash, royaltyBps);
         bytes32 artworkKey = keccak256(bytes(artworkId));
         uint256 existingTokenId = _tokenIdOfArtwork[artworkKey];
         if (existingTokenId != 0) revert ArtCertificateAlreadyCertified(artworkKey, existingTokenId);
+        tokenId = _mintCertificate(to, artworkId, artworkKey, certificateHash, tokenURI_, royaltyReceiver, royaltyBps);
+    }
 
-        tokenId = ++_totalCertified;
-        _tokenIdOfArtwork[artworkKey] = tokenId;
-        _certificates[tokenId] = Certificate({
-            artworkKey: artworkKey,
-            certificateHash: certificateHash,
-            certifiedAt: uint64(block.timestamp)
-        });
-
-        // `_mint`, not `_safeMint`: a recipient contract's callback must never block a certification.
-        _mint(to, tokenId);
-        _setTokenURI(tokenId, tokenURI_);
-        if (royaltyBps != 0) _setTokenRoyalty(tokenId, royaltyReceiver, royaltyBps);
-
-        emit ArtworkCertified(tokenId, artworkKey, to, artworkId, certificateHash, tokenURI_, royaltyReceiver, royaltyBps);
+    /// @inheritdoc IArtCertificate
+    function certifyBatch(CertificationRequest[] calldata requests)
+        external
+        onlyRole(CERTIFIER_ROLE)
+        returns (uint256[] memory tokenIds)
+    {
+        tokenIds = new uint256[](requests.length);
+        for (uint256 i = 0; i < requests.length; ++i) {
+            CertificationRequest calldata request = requests[i];
+            _requireValid(request.artworkId, request.certificateHash, request.royaltyBps);
+            bytes32 artworkKey = keccak256(bytes(request.artworkId));
+            uint256 existingTokenId = _tokenIdOfArtwork[artworkKey];
+            tokenIds[i] = existingTokenId != 0
+                ? existingTokenId
+                : _mintCertificate(
+                    request.to,
+                    request.artworkId,
+                    artworkKey,
+                    request.certificateHash,
+                    request.tokenURI,
+                    request.royaltyReceiver,
+                    request.royaltyBps
+                );
+        }
     }
 
     /// @inheritdoc IArtCertificate
@@ -95,6 +104,37 @@ contract ArtCertificate is IArtCertificate, ERC721URIStorage, ERC2981, AccessCon
         returns (bool)
     {
         return interfaceId == type(IArtCertificate).interfaceId || super.supportsInterface(interfaceId);
+    }
+
+    function _requireValid(string calldata artworkId, bytes32 certificateHash, uint96 royaltyBps) private pure {
+        if (bytes(artworkId).length == 0) revert ArtCertificateEmptyArtworkId();
+        if (certificateHash == bytes32(0)) revert ArtCertificateEmptyHash();
+        if (royaltyBps > MAX_ROYALTY_BPS) revert ArtCertificateRoyaltyTooHigh(royaltyBps, MAX_ROYALTY_BPS);
+    }
+
+    function _mintCertificate(
+        address to,
+        string calldata artworkId,
+        bytes32 artworkKey,
+        bytes32 certificateHash,
+        string calldata tokenURI_,
+        address royaltyReceiver,
+        uint96 royaltyBps
+    ) private returns (uint256 tokenId) {
+        tokenId = ++_totalCertified;
+        _tokenIdOfArtwork[artworkKey] = tokenId;
+        _certificates[tokenId] = Certificate({
+            artworkKey: artworkKey,
+            certificateHash: certificateHash,
+            certifiedAt: uint64(block.timestamp)
+        });
+
+        // `_mint`, not `_safeMint`: a recipient contract's callback must never block a certification.
+        _mint(to, tokenId);
+        _setTokenURI(tokenId, tokenURI_);
+        if (royaltyBps != 0) _setTokenRoyalty(tokenId, royaltyReceiver, royaltyBps);
+
+        emit ArtworkCertified(tokenId, artworkKey, to, artworkId, certificateHash, tokenURI_, royaltyReceiver, royaltyBps);
     }
 
     // Ids are sequential from 1 and never burned, so a token exists exactly when it is in this range.

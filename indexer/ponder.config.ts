@@ -21,6 +21,12 @@ const startBlock = Number(process.env.CONTRACTS_START_BLOCK ?? 0);
 // A local chain mines on demand, so polling it often costs nothing; a public RPC gets 1 s.
 const localChain = chainId === 31337 || chainId === 1337;
 const pollingInterval = Number(process.env.INDEXER_POLLING_INTERVAL_MS ?? (localChain ? 100 : 1000));
+// Ponder rate-limits each RPC endpoint adaptively from 20 requests/s up (made for hosted providers)
+// and needs about two requests per block. A local node mines a block per transaction, so a burst of
+// certifications would wait on that limiter (10 blocks/s): listing the same local endpoint several
+// times gives each its own budget. Hosted RPCs keep one entry and Ponder's limiter.
+const rpcUrl = required("CHAIN_RPC_URL");
+const rpc = localChain ? Array.from({ length: Number(process.env.INDEXER_LOCAL_RPC_FANOUT ?? 8) }, () => rpcUrl) : rpcUrl;
 
 export default createConfig({
   database: {
@@ -32,7 +38,7 @@ export default createConfig({
   chains: {
     chain: {
       id: chainId,
-      rpc: required("CHAIN_RPC_URL"),
+      rpc,
       // New heads over a websocket subscription (Hardhat's node serves ws on its http port): about
       // 25 ms block -> row instead of a polling interval; Ponder falls back to polling on ws errors.
       ws: process.env.CHAIN_WS_URL || undefined,

@@ -13,12 +13,18 @@ import { errorHandler, notFound, requestId, requireJsonBody } from "./http/probl
 import type { RateLimiter } from "./http/rate-limit.ts";
 import { ApiRouter } from "./http/route.ts";
 import { registerAdminRoutes } from "./modules/admin/admin.routes.ts";
+import { registerArtworksRoutes } from "./modules/artworks/artworks.routes.ts";
+import type { ArtworksService } from "./modules/artworks/artworks.service.ts";
 import type { AdminService } from "./modules/admin/admin.service.ts";
 import { registerAuthRoutes } from "./modules/auth/auth.routes.ts";
 import type { AuthService } from "./modules/auth/auth.service.ts";
+import { registerCertificatesRoutes } from "./modules/certificates/certificates.routes.ts";
+import type { CertificatesService } from "./modules/certificates/certificates.service.ts";
 import { type IndexerProbe, registerHealthRoutes } from "./modules/health/health.routes.ts";
 import { registerUsersRoutes } from "./modules/users/users.routes.ts";
 import type { UsersService } from "./modules/users/users.service.ts";
+import { registerWebhooksRoutes } from "./modules/webhooks/webhooks.routes.ts";
+import type { WebhooksService } from "./modules/webhooks/webhooks.service.ts";
 import { buildOpenApiDocument, swaggerInit, swaggerPage } from "./openapi/document.ts";
 
 export interface AppDeps {
@@ -32,6 +38,9 @@ export interface AppDeps {
     auth: AuthService;
     users: UsersService;
     admin: AdminService;
+    artworks: ArtworksService;
+    certificates: CertificatesService;
+    webhooks: WebhooksService;
   };
 }
 
@@ -73,6 +82,9 @@ export function createApp(deps: AppDeps): Express {
   registerAuthRoutes(api, services.auth);
   registerUsersRoutes(api, services.users);
   registerAdminRoutes(api, services.admin, services.users);
+  registerArtworksRoutes(api, services.artworks);
+  registerCertificatesRoutes(api, services.certificates);
+  registerWebhooksRoutes(api, services.webhooks);
 
   let document: unknown;
   router.get("/v1/openapi.json", (_req, res) => {

@@ -40,8 +40,25 @@ const envSchema = z.object({
   RATE_LIMIT_ANONYMOUS_PER_MINUTE: z.coerce.number().int().positive().default(120),
   RATE_LIMIT_KEY_PREFIX: z.string().regex(/^[A-Za-z0-9:_-]{1,64}$/).default("rl"),
   ALLOW_PRIVATE_WEBHOOK_URLS: bool.optional(),
+  WEBHOOK_RETRY_SCHEDULE: z
+    .string()
+    .regex(/^\s*\d+(\.\d+)?\s*(,\s*\d+(\.\d+)?\s*)*$/, "must be comma-separated seconds, e.g. 5,30,120")
+    .default("5,30,120,600,3600,21600,86400,86400"),
+  WEBHOOK_TIMEOUT_SECONDS: z.coerce.number().positive().max(60).default(10),
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(200).default(10),
   SIWE_DOMAINS: z.string().optional(),
   JOBS_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(10),
+
+  STORAGE_DIR: z.string().default(".data/storage"),
+  ARTWORK_ROYALTY_BPS: z.coerce.number().int().min(0).max(1000).default(500),
+  IMAGE_FETCH_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(15_000),
+  CERTIFICATION_CONCURRENCY: z.coerce.number().int().min(1).max(200).default(32),
+  CERTIFICATION_BATCH_SIZE: z.coerce.number().int().min(1).max(100).default(40),
+  CERTIFICATION_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(12),
+  CERTIFICATION_RETRY_BASE_MS: z.coerce.number().int().min(10).max(3_600_000).default(2_000),
+  CERTIFICATION_LEASE_MS: z.coerce.number().int().min(500).max(3_600_000).default(180_000),
+  CERTIFICATION_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).max(3_600_000).default(15_000),
+  CERTIFICATION_CRASH_AFTER_SUBMIT: bool.default(false),
 });
 
 export type Env = z.input<typeof envSchema>;
@@ -73,9 +90,32 @@ export interface Config {
   /** `keyPrefix` namespaces the counters in a shared Redis (one per deployment). */
   rateLimit: { tokenPerMinute: number; anonymousPerMinute: number; keyPrefix: string };
   allowPrivateWebhookUrls: boolean;
+  /** Delays before each retry of a failed delivery (jittered ±10 %), a timeout per attempt, and parallel sends. */
+  webhooks: { retryScheduleSeconds: number[]; timeoutMs: number; concurrency: number };
   /** Domains a SIWE message may be bound to (EIP-4361 `domain`: host[:port]). */
   siweDomains: string[];
   jobs: { concurrency: number };
+  /** Where uploaded and fetched artwork images are kept (local disk; STORAGE_DIR). */
+  storage: { dir: string };
+  certification: {
+    /** ERC-2981 royalty of every certificate, paid to the artist's wallet. */
+    royaltyBps: number;
+    imageFetchTimeoutMs: number;
+    /** Certification jobs run at once (a job queue of their own, beside the general one). */
+    concurrency: number;
+    /** Most certifications in one `certifyBatch` transaction. */
+    batchSize: number;
+    /** Attempts of a certification before it is `certification_failed` (an admin can retry). */
+    maxAttempts: number;
+    /** Backoff of the n-th retry: retryBaseMs * 2^(n-1), capped at one hour, jittered. */
+    retryBaseMs: number;
+    /** How long an attempt may run before the sweep considers it lost (a crashed process). */
+    leaseMs: number;
+    /** The safety net: confirm what the indexer has, re-enqueue lost attempts. */
+    sweepIntervalMs: number;
+    /** Tests only: SIGKILL the process right after a certify transaction is sent. */
+    crashAfterSubmit: boolean;
+  };
 }
 
 export class ConfigError extends Error {
@@ -125,6 +165,9 @@ export function loadConfig(source: NodeJS.ProcessEnv | Record<string, string | u
     if (e.RELAYER_PRIVATE_KEY?.toLowerCase() === HARDHAT_DEV_RELAYER_KEY) {
       throw new ConfigError("Production mode refuses the public Hardhat dev account as relayer");
     }
+    if (e.CERTIFICATION_CRASH_AFTER_SUBMIT) {
+      throw new ConfigError("CERTIFICATION_CRASH_AFTER_SUBMIT is a test setting and cannot be enabled in production mode");
+    }
     if (e.ALLOW_PRIVATE_WEBHOOK_URLS === true) {
       throw new ConfigError("ALLOW_PRIVATE_WEBHOOK_URLS cannot be enabled in production mode");
     }
@@ -161,8 +204,25 @@ export function loadConfig(source: NodeJS.ProcessEnv | Record<string, string | u
     redisUrl: e.REDIS_URL ?? null,
     rateLimit: { tokenPerMinute: e.RATE_LIMIT_TOKEN_PER_MINUTE, anonymousPerMinute: e.RATE_LIMIT_ANONYMOUS_PER_MINUTE, keyPrefix: e.RATE_LIMIT_KEY_PREFIX },
     allowPrivateWebhookUrls: production ? false : (e.ALLOW_PRIVATE_WEBHOOK_URLS ?? true),
+    webhooks: {
+      retryScheduleSeconds: e.WEBHOOK_RETRY_SCHEDULE.split(",").map(Number),
+      timeoutMs: Math.round(e.WEBHOOK_TIMEOUT_SECONDS * 1000),
+      concurrency: e.WEBHOOK_CONCURRENCY,
+    },
     siweDomains,
     jobs: { concurrency: e.JOBS_CONCURRENCY },
+    storage: { dir: e.STORAGE_DIR },
+    certification: {
+      royaltyBps: e.ARTWORK_ROYALTY_BPS,
+      imageFetchTimeoutMs: e.IMAGE_FETCH_TIMEOUT_MS,
+      concurrency: e.CERTIFICATION_CONCURRENCY,
+      batchSize: e.CERTIFICATION_BATCH_SIZE,
+      maxAttempts: e.CERTIFICATION_MAX_ATTEMPTS,
+      retryBaseMs: e.CERTIFICATION_RETRY_BASE_MS,
+      leaseMs: e.CERTIFICATION_LEASE_MS,
+      sweepIntervalMs: e.CERTIFICATION_SWEEP_INTERVAL_MS,
+      crashAfterSubmit: e.CERTIFICATION_CRASH_AFTER_SUBMIT,
+    },
   };
 }
 

@@ -3,21 +3,29 @@ import { fileURLToPath } from "node:url";
 import { Kysely, PostgresDialect } from "kysely";
 import { pino } from "pino";
 import { createApp } from "./app.ts";
+import { IndexedCertificates } from "./chain/certificates.ts";
 import { createChainClients } from "./chain/clients.ts";
 import { CustodyWallet } from "./chain/custody.ts";
 import { readIndexerStatus } from "./chain/indexer-schema.ts";
+import { Relayer } from "./chain/relayer.ts";
 import { type Config, ConfigError, loadConfig } from "./config.ts";
 import { createPool } from "./db/connection.ts";
 import type { Database } from "./db/database.ts";
 import { migrateToLatest } from "./db/migrate.ts";
 import { IdempotencyStore } from "./http/idempotency.ts";
 import { createRateLimiter } from "./http/rate-limit.ts";
-import { OUTBOX_DISPATCH_TASK, OutboxDispatcher } from "./jobs/outbox.ts";
+import { OUTBOX_DISPATCH_TASK, OutboxDispatcher, redispatchStaleEvents } from "./jobs/outbox.ts";
 import { migrateJobQueue, startJobQueue } from "./jobs/queue.ts";
+import { LocalDiskStorage } from "./lib/storage.ts";
 import { AdminService } from "./modules/admin/admin.service.ts";
+import { ArtworkLinks, ArtworksService } from "./modules/artworks/artworks.service.ts";
+import { CERTIFY_TASK, CertificationPipeline } from "./modules/artworks/certification.ts";
 import { AuthService } from "./modules/auth/auth.service.ts";
+import { CertificatesService } from "./modules/certificates/certificates.service.ts";
 import type { IndexerProbe } from "./modules/health/health.routes.ts";
 import { UsersService } from "./modules/users/users.service.ts";
+import { attemptLeaseMs, WEBHOOK_DELIVER_TASK, WebhookSender } from "./modules/webhooks/webhooks.delivery.ts";
+import { WebhooksService } from "./modules/webhooks/webhooks.service.ts";
 
 export interface RunningServer {
   url: string;
@@ -39,7 +47,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   await migrateJobQueue(pool);
   await migrateToLatest(db);
 
-  const { publicClient } = createChainClients({
+  const { chain, publicClient, relayerAccount } = createChainClients({
     rpcUrl: config.chain.rpcUrl,
     chainId: config.chain.id,
     chainName: config.chain.name,
@@ -49,6 +57,25 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const users = new UsersService(db, custody);
   const auth = new AuthService(db, config, users, publicClient);
   const admin = new AdminService(db, users, auth);
+  // One relayer per process: it assigns the relayer account's nonces in memory.
+  const relayer = new Relayer({ publicClient, account: relayerAccount, chain, logger });
+  // Links go into token metadata: they use the URL the server really listens on (PORT=0 in tests).
+  let baseUrl = config.publicBaseUrl;
+  const links = new ArtworkLinks(() => baseUrl);
+  const storage = new LocalDiskStorage(config.storage.dir);
+  const indexedCertificates = new IndexedCertificates(db, config.indexer.viewsSchema);
+  const certification = new CertificationPipeline({
+    db,
+    config,
+    logger,
+    relayer,
+    publicClient,
+    storage,
+    certificates: indexedCertificates,
+    metadataUrl: links.metadata,
+  });
+  const artworks = new ArtworksService({ db, config, logger, storage, users, certificates: indexedCertificates, certification, links });
+  const certificates = new CertificatesService({ config, logger, publicClient, certificates: indexedCertificates, artworks });
 
   const bootstrap = await admin.bootstrapAdmin(config.bootstrapAdminApiKey);
   if (bootstrap) logger.info({ user_id: bootstrap.userId }, "created the bootstrap admin");
@@ -74,6 +101,10 @@ export async function startServer(config: Config): Promise<RunningServer> {
   });
 
   const outbox = new OutboxDispatcher(db, logger.child({ component: "outbox" }));
+  const webhookPolicy = { allowPrivate: config.allowPrivateWebhookUrls };
+  const webhooks = new WebhooksService(db, { policy: webhookPolicy, attemptLeaseMs: attemptLeaseMs(config.webhooks.timeoutMs) });
+  const webhookSender = new WebhookSender(db, { policy: webhookPolicy, ...config.webhooks }, logger.child({ component: "webhooks" }));
+  outbox.subscribe("*", webhooks.fanOut);
   const idempotency = new IdempotencyStore(db);
   const jobs = await startJobQueue({
     pool,
@@ -85,11 +116,24 @@ export async function startServer(config: Config): Promise<RunningServer> {
         await idempotency.purgeExpired();
         await auth.purgeExpired();
       },
+      outbox_redispatch: async () => {
+        await redispatchStaleEvents(db);
+      },
     },
-    crontab: "17 * * * * maintenance_purge\n",
+    crontab: "17 * * * * maintenance_purge\n* * * * * outbox_redispatch\n",
   });
+  // Sends wait on other people's servers (up to the timeout each): a runner of their own keeps them
+  // from starving the other jobs. Its poll interval bounds how late a scheduled retry starts.
+  const webhookJobs = await startJobQueue({
+    pool,
+    concurrency: config.webhooks.concurrency,
+    logger,
+    pollIntervalMs: 1000,
+    tasks: { [WEBHOOK_DELIVER_TASK]: webhookSender.task },
+  });
+  webhookSender.startRecovery();
 
-  const app = createApp({ config, db, logger, publicClient, rateLimiter, indexer, services: { auth, users, admin } });
+  const app = createApp({ config, db, logger, publicClient, rateLimiter, indexer, services: { auth, users, admin, webhooks, artworks, certificates } });
   const server = app.listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => {
     server.once("listening", resolve);
@@ -99,6 +143,20 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const port = (server.address() as AddressInfo).port;
   const url = config.port === port ? config.publicBaseUrl : config.publicBaseUrl.replace(/:\d+$/, `:${port}`);
   logger.info({ url }, "API listening");
+  baseUrl = url;
+
+  // Certifications wait on the chain: a runner of their own, started once the links are final, with
+  // connections of its own for the queue's bookkeeping (its LISTEN holds one for good).
+  const certificationPool = createPool(config.database.url, config.certification.concurrency + 1);
+  const certificationJobs = await startJobQueue({
+    pool: certificationPool,
+    concurrency: config.certification.concurrency,
+    logger,
+    // Each idle worker polls for due retries; new jobs arrive by NOTIFY at once.
+    pollIntervalMs: 2000,
+    tasks: { [CERTIFY_TASK]: certification.task },
+  });
+  certification.start();
 
   let closing: Promise<void> | null = null;
   return {
@@ -110,7 +168,10 @@ export async function startServer(config: Config): Promise<RunningServer> {
           server.close(() => resolve());
           server.closeIdleConnections();
         });
-        await jobs.stop();
+        await webhookSender.stopRecovery();
+        await certification.stop();
+        await Promise.all([jobs.stop(), webhookJobs.stop(), certificationJobs.stop()]);
+        await certificationPool.end();
         await rateLimiter.close();
         await db.destroy();
       })();

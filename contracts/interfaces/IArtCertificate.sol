@@ -13,6 +13,16 @@ interface IArtCertificate {
         uint64 certifiedAt;
     }
 
+    /// @notice One artwork to certify with `certifyBatch`: the arguments of `certify`.
+    struct CertificationRequest {
+        address to;
+        string artworkId;
+        bytes32 certificateHash;
+        string tokenURI;
+        address royaltyReceiver;
+        uint96 royaltyBps;
+    }
+
     /// @notice The artwork behind `artworkKey` already holds certificate `tokenId`.
     error ArtCertificateAlreadyCertified(bytes32 artworkKey, uint256 tokenId);
     /// @notice No certificate exists for `tokenId`.
@@ -53,6 +63,15 @@ interface IArtCertificate {
         address royaltyReceiver,
         uint96 royaltyBps
     ) external returns (uint256 tokenId);
+
+    /// @notice Certifies several artworks in one transaction, as `certify` would one by one, except
+    /// that an artwork which already holds a certificate (from an earlier transaction, or earlier in
+    /// this batch) is skipped: nothing is minted or emitted for it and its existing token id is
+    /// returned. So a batch retried after a crash, or overlapping another batch, still mints one
+    /// token per artwork and never fails because of it. Any other invalid request reverts the whole
+    /// batch with the error `certify` would give. Only callable by holders of `CERTIFIER_ROLE`.
+    /// @return tokenIds The token id of each request, in order (new or existing).
+    function certifyBatch(CertificationRequest[] calldata requests) external returns (uint256[] memory tokenIds);
 
     /// @notice Points `tokenId` at a new metadata URI (the certificate hash never changes); emits
     /// EIP-4906 `MetadataUpdate`. Only callable by holders of `DEFAULT_ADMIN_ROLE`.

@@ -34,9 +34,10 @@ export interface TestResponse {
   text: string;
 }
 
-export async function startTestApi(overrides: Record<string, string> = {}): Promise<TestApi> {
+/** The settings of a test server (also for one started in a child process). */
+export function testApiSettings(overrides: Record<string, string> = {}): Record<string, string> {
   const env = testEnvironment();
-  const config = loadConfig({
+  return {
     NODE_ENV: "test",
     PORT: "0",
     LOG_LEVEL: "silent",
@@ -50,15 +51,22 @@ export async function startTestApi(overrides: Record<string, string> = {}): Prom
     BOOTSTRAP_ADMIN_API_KEY: ADMIN_API_KEY,
     SIWE_DOMAINS: "api.test.local",
     JOBS_CONCURRENCY: "2",
+    // Each idle job worker polls the shared database: few of them per test server.
+    WEBHOOK_CONCURRENCY: "2",
+    CERTIFICATION_CONCURRENCY: "2",
     // Every test server counts on its own, also in a shared Redis; only the rate-limit test sets low limits.
     RATE_LIMIT_KEY_PREFIX: `rl-test-${randomBytes(4).toString("hex")}`,
     RATE_LIMIT_ANONYMOUS_PER_MINUTE: "100000",
     RATE_LIMIT_TOKEN_PER_MINUTE: "100000",
     ...(env.redisUrl ? { REDIS_URL: env.redisUrl } : {}),
     ...overrides,
-  });
+  };
+}
+
+export async function startTestApi(overrides: Record<string, string> = {}): Promise<TestApi> {
+  const config = loadConfig(testApiSettings(overrides));
   const server = await startServer(config);
-  const db = createDb(env.databaseUrl, 3);
+  const db = createDb(config.database.url, 3);
   const url = server.url;
   return {
     url,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { recordEvent } from "../../api/src/jobs/outbox.ts";
+import { recordEvent, redispatchStaleEvents } from "../../api/src/jobs/outbox.ts";
 import { randomBytes } from "node:crypto";
 import { testEnvironment } from "./environment.ts";
 import { createUser, expectProblem, send, startTestApi, useTestApi, uniqueName } from "./helpers.ts";
@@ -110,5 +110,21 @@ describe("outbox", () => {
     } while (Date.now() < deadline);
     expect(row.dispatched_at).toBeInstanceOf(Date);
     expect(row.payload).toEqual({ n: 2 });
+  });
+
+  it("hands out again an event whose dispatch job was lost", async () => {
+    const type = uniqueName("test.stale");
+    const id = `whe_01JD3Y5V0Q3G7W7J6T4N4${Math.random().toString(36).slice(2, 7).toUpperCase().replace(/[ILOU]/g, "X").padEnd(5, "X")}`;
+    // As if the job had been taken by a worker that died: the event exists, no job does.
+    await api.db.insertInto("outbox_events").values({ id, event_type: type, payload: JSON.stringify({ n: 3 }), created_at: new Date(Date.now() - 10 * 60_000) }).execute();
+    expect(await redispatchStaleEvents(api.db)).toBeGreaterThanOrEqual(1);
+    const deadline = Date.now() + 15_000;
+    let row;
+    do {
+      row = await api.db.selectFrom("outbox_events").select("dispatched_at").where("id", "=", id).executeTakeFirstOrThrow();
+      if (row.dispatched_at) break;
+      await new Promise((r) => setTimeout(r, 50));
+    } while (Date.now() < deadline);
+    expect(row.dispatched_at).toBeInstanceOf(Date);
   });
 });

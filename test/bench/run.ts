@@ -3,10 +3,14 @@
  * Postgres, Hardhat node, contracts) and prints a Markdown table. Suites: see SUITES.
  */
 import { createBenchContext } from "./context.ts";
+import { benchCertification } from "./certification.ts";
 import { benchHttp } from "./http.ts";
+import { benchWebhooks } from "./webhooks.ts";
 
 const SUITES: Record<string, (ctx: Awaited<ReturnType<typeof createBenchContext>>) => Promise<string>> = {
   http: benchHttp,
+  webhooks: benchWebhooks,
+  certification: benchCertification,
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));

@@ -189,6 +189,84 @@ describe("ArtCertificate", () => {
     });
   });
 
+  describe("certifyBatch", () => {
+    const request = (artworkId: string, hash = HASH_1, to = alice.account.address) => ({
+      to,
+      artworkId,
+      certificateHash: hash,
+      tokenURI: `ipfs://${artworkId}`,
+      royaltyReceiver: to,
+      royaltyBps: 500n,
+    });
+
+    it("test_certifyBatch_mintsEachInOrderAsCertifyWould", async () => {
+      const { certificate, asRelayer } = await networkHelpers.loadFixture(deployCertificate);
+      const hash = await certificate.write.certifyBatch([[request("art_1"), request("art_2", HASH_2, bob.account.address)]], asRelayer);
+      const receipt = await publicClient.waitForTransactionReceipt({ hash });
+      const certified = parseEventLogs({ abi: certificate.abi, logs: receipt.logs, eventName: "ArtworkCertified" });
+      assert.deepEqual(
+        certified.map((log) => [log.args.tokenId, log.args.artworkId, log.args.owner, log.args.certificateHash, log.args.tokenURI]),
+        [
+          [1n, "art_1", getAddress(alice.account.address), HASH_1, "ipfs://art_1"],
+          [2n, "art_2", getAddress(bob.account.address), HASH_2, "ipfs://art_2"],
+        ],
+      );
+      assert.equal(await certificate.read.ownerOf([2n]), getAddress(bob.account.address));
+      assert.equal(await certificate.read.tokenIdOfArtwork([keccak256(toBytes("art_2"))]), 2n);
+      assert.deepEqual(await certificate.read.royaltyInfo([2n, 10_000n]), [getAddress(bob.account.address), 500n]);
+      assert.equal(await certificate.read.totalCertified(), 2n);
+    });
+
+    it("test_certifyBatch_skipsArtworksAlreadyCertifiedAndReturnsTheirTokens", async () => {
+      const { certificate, asRelayer } = await networkHelpers.loadFixture(deployCertificate);
+      await certificate.write.certify([alice.account.address, "art_1", HASH_1, "u", zeroAddress, 0n], asRelayer);
+      // A retried batch, with a duplicate inside it: one token per artwork, nothing reverts.
+      const batch = [request("art_1", HASH_2, bob.account.address), request("art_2"), request("art_2", HASH_2, bob.account.address)];
+      const { result } = await publicClient.simulateContract({ address: certificate.address, abi: certificate.abi, functionName: "certifyBatch", args: [batch], account: relayer.account });
+      assert.deepEqual(result, [1n, 2n, 2n]);
+      const hash = await certificate.write.certifyBatch([batch], asRelayer);
+      const receipt = await publicClient.waitForTransactionReceipt({ hash });
+      const certified = parseEventLogs({ abi: certificate.abi, logs: receipt.logs, eventName: "ArtworkCertified" });
+      assert.deepEqual(certified.map((log) => log.args.artworkId), ["art_2"]);
+      assert.equal(await certificate.read.totalCertified(), 2n);
+      assert.equal((await certificate.read.certificateOf([1n])).certificateHash, HASH_1);
+      assert.equal((await certificate.read.certificateOf([2n])).certificateHash, HASH_1);
+      assert.equal(await certificate.read.ownerOf([1n]), getAddress(alice.account.address));
+    });
+
+    it("test_certifyBatch_revertsWholeBatchOnAnInvalidRequest", async () => {
+      const { certificate, asRelayer } = await networkHelpers.loadFixture(deployCertificate);
+      await viem.assertions.revertWithCustomError(
+        certificate.write.certifyBatch([[request("art_1"), request("")]], asRelayer),
+        certificate,
+        "ArtCertificateEmptyArtworkId",
+      );
+      await viem.assertions.revertWithCustomErrorWithArgs(
+        certificate.write.certifyBatch([[request("art_1"), { ...request("art_2"), royaltyBps: 1001n }]], asRelayer),
+        certificate,
+        "ArtCertificateRoyaltyTooHigh",
+        [1001n, 1000n],
+      );
+      assert.equal(await certificate.read.totalCertified(), 0n);
+    });
+
+    it("test_certifyBatch_revertsForNonCertifier", async () => {
+      const { certificate } = await networkHelpers.loadFixture(deployCertificate);
+      await viem.assertions.revertWithCustomErrorWithArgs(
+        certificate.write.certifyBatch([[request("art_1")]], { account: alice.account }),
+        certificate,
+        "AccessControlUnauthorizedAccount",
+        [getAddress(alice.account.address), CERTIFIER_ROLE],
+      );
+    });
+
+    it("test_certifyBatch_acceptsAnEmptyBatch", async () => {
+      const { certificate, asRelayer } = await networkHelpers.loadFixture(deployCertificate);
+      await certificate.write.certifyBatch([[]], asRelayer);
+      assert.equal(await certificate.read.totalCertified(), 0n);
+    });
+  });
+
   describe("roles", () => {
     it("test_constructor_grantsAdminRoleOnly", async () => {
       const certificate = await viem.deployContract("ArtCertificate", [bob.account.address]);
@@ -287,6 +365,7 @@ describe("ArtCertificate", () => {
       assert.deepEqual(writes, [
         "approve",
         "certify",
+        "certifyBatch",
         "grantRole",
         "renounceRole",
         "revokeRole",

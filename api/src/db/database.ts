@@ -83,6 +83,41 @@ export interface OutboxEventsTable {
   dispatched_at: NullableTimestamp;
 }
 
+export type WebhookSubscriptionStatus = "active" | "disabled";
+export type WebhookDeliveryStatus = "pending" | "succeeded" | "failed";
+
+export interface WebhookSubscriptionsTable {
+  id: string;
+  user_id: string;
+  url: string;
+  events: string[];
+  description: string | null;
+  status: WebhookSubscriptionStatus;
+  disabled_reason: string | null;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: NullableTimestamp;
+  failing_since: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface WebhookDeliveriesTable {
+  id: string;
+  subscription_id: string;
+  event_id: string;
+  status: WebhookDeliveryStatus;
+  attempts: Generated<number>;
+  in_flight_since: NullableTimestamp;
+  next_retry_at: NullableTimestamp;
+  last_attempt_at: NullableTimestamp;
+  last_response_code: number | null;
+  last_response_body: string | null;
+  last_error: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
 export interface ChainDeploymentTable {
   id: Generated<number>;
   chain_id: number;
@@ -93,6 +128,58 @@ export interface ChainDeploymentTable {
   recorded_at: Timestamp;
 }
 
+export type ArtworkStatus = "pending_certification" | "certified" | "certification_failed";
+export type DimensionUnit = "mm" | "cm" | "m" | "in" | "ft" | "px";
+export interface ArtworkDimensions {
+  width: number;
+  height: number;
+  unit: DimensionUnit;
+}
+
+export interface ArtworksTable {
+  id: string;
+  artist_id: string;
+  title: string;
+  year: number;
+  medium: string;
+  /** jsonb: written as JSON text. */
+  dimensions: ColumnType<ArtworkDimensions, string, string>;
+  description: string | null;
+  price_cents: ColumnType<bigint | null, bigint | number | null | undefined, bigint | number | null>;
+  for_sale: Generated<boolean>;
+  status: ArtworkStatus;
+  image_source_url: string | null;
+  image_storage_key: string | null;
+  image_sha256: string | null;
+  image_content_type: string | null;
+  image_bytes: number | null;
+  certificate_hash: string | null;
+  token_id: ColumnType<bigint | null, bigint | null | undefined, bigint | null>;
+  certified_at: NullableTimestamp;
+  certified_by: string | null;
+  certification_tx_hash: string | null;
+  certification_requested_at: Timestamp;
+  certification_confirmed_at: NullableTimestamp;
+  certification_attempts: Generated<number>;
+  certification_lease_until: NullableTimestamp;
+  certification_error: string | null;
+  failed_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  deleted_at: NullableTimestamp;
+}
+
+export interface ArtworkProvenanceTable {
+  id: Generated<bigint>;
+  artwork_id: string;
+  event: string;
+  actor_id: string | null;
+  tx_hash: string | null;
+  /** jsonb: written as JSON text. */
+  details: ColumnType<Record<string, string> | null, string | null | undefined, string | null>;
+  occurred_at: Timestamp;
+}
+
 export interface Database {
   users: UsersTable;
   api_keys: ApiKeysTable;
@@ -101,6 +188,10 @@ export interface Database {
   idempotency_keys: IdempotencyKeysTable;
   outbox_events: OutboxEventsTable;
   chain_deployment: ChainDeploymentTable;
+  artworks: ArtworksTable;
+  artwork_provenance: ArtworkProvenanceTable;
+  webhook_subscriptions: WebhookSubscriptionsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
 }
 
 export type User = Selectable<UsersTable>;
@@ -108,3 +199,7 @@ export type NewUser = Insertable<UsersTable>;
 export type UserUpdate = Updateable<UsersTable>;
 export type ApiKey = Selectable<ApiKeysTable>;
 export type AccessToken = Selectable<AccessTokensTable>;
+export type WebhookSubscription = Selectable<WebhookSubscriptionsTable>;
+export type WebhookDelivery = Selectable<WebhookDeliveriesTable>;
+export type Artwork = Selectable<ArtworksTable>;
+export type ArtworkProvenance = Selectable<ArtworkProvenanceTable>;

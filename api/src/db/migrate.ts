@@ -11,6 +11,9 @@ export async function migrateToLatest(db: Kysely<any>): Promise<void> {
   const migrator = new Migrator({
     db,
     provider: new FileMigrationProvider({ fs, path, migrationFolder: MIGRATIONS_DIR }),
+    // Named, so that Ponder's own Kysely tables (`ponder_sync.kysely_migration*`) are never taken
+    // for ours when the indexer reached this database first.
+    migrationTableSchema: "public",
   });
   const { error, results } = await migrator.migrateToLatest();
   const failed = results?.find((r) => r.status === "Error");

@@ -118,12 +118,15 @@ function isUnavailable(err: unknown): boolean {
   );
 }
 
-/** POST/PUT/PATCH bodies must be JSON. */
+/**
+ * POST/PUT/PATCH bodies must be JSON. multipart/form-data passes on to the routes: those declaring
+ * `multipart` read it, every other one refuses it with 415 (ApiRouter).
+ */
 export const requireJsonBody: RequestHandler = (req, _res, next) => {
   if (!["POST", "PUT", "PATCH"].includes(req.method)) return next();
   const length = Number(req.get("content-length") ?? 0);
   const chunked = req.get("transfer-encoding") !== undefined;
   if (length === 0 && !chunked) return next();
-  if (req.is("application/json") || req.is("application/*+json")) return next();
+  if (req.is("application/json") || req.is("application/*+json") || req.is("multipart/form-data")) return next();
   next(new ApiError(415, "unsupported_media_type", "Send the body as application/json"));
 };

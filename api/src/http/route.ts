@@ -6,6 +6,7 @@ import { ApiError, type FieldError } from "../lib/errors.ts";
 import type { AuthContext } from "../modules/auth/auth.context.ts";
 import { type FineScope, scopeSatisfies } from "../modules/auth/scopes.ts";
 import { type IdempotencyStore, requestFingerprint } from "./idempotency.ts";
+import { type MultipartSpec, parseMultipart, type UploadedFile } from "./multipart.ts";
 import type { RateLimiter } from "./rate-limit.ts";
 import { problemResponses } from "./problem.ts";
 
@@ -23,6 +24,8 @@ export interface RouteContext<B, Q, P> {
   query: Q;
   params: P;
   auth: AuthContext | null;
+  /** The uploaded file of a multipart request (routes with `multipart` only). */
+  file: UploadedFile | undefined;
 }
 
 export interface AuthedRouteContext<B, Q, P> extends RouteContext<B, Q, P> {
@@ -45,6 +48,27 @@ interface RouteDefBase<B, Q, P> {
   responseDescription?: string;
   /** Extra documented error statuses beyond the ones every route has. */
   errors?: number[];
+  /**
+   * Also accept `multipart/form-data` (a file plus text fields mapped onto `body`); other routes
+   * refuse it with 415. Documented beside the JSON body.
+   */
+  multipart?: MultipartSpec;
+  /** The success body's media type when it is not JSON: the handler returns a `Reply` with the bytes. */
+  produces?: string;
+  /** Other documented success answers (a handler picks one by returning a `Reply` with its status). */
+  alternatives?: Record<number, { description: string; schema?: ZodType }>;
+}
+
+/**
+ * What a handler returns to choose the status (one of `alternatives`) or to send a non-JSON body
+ * (`produces`); any other value is sent as JSON with the route's status.
+ */
+export class Reply {
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+    readonly raw?: { contentType: string; headers?: Record<string, string> },
+  ) {}
 }
 
 type HandlerContext<A extends RouteAuth, B, Q, P> = A extends { public: true } ? RouteContext<B, Q, P> : AuthedRouteContext<B, Q, P>;
@@ -111,7 +135,15 @@ export class ApiRouter {
 
     const params = parse(def.params, req.params, "path") as P;
     const query = parse(def.query, req.query, "query") as Q;
-    const body = def.body ? (parse(def.body, req.body ?? {}, "body") as B) : (undefined as B);
+    let rawBody: unknown = req.body;
+    let file: UploadedFile | undefined;
+    if (req.is("multipart/form-data")) {
+      if (!def.multipart) throw new ApiError(415, "unsupported_media_type", "Send the body as application/json");
+      const form = await parseMultipart(req, def.multipart);
+      rawBody = def.multipart.toBody(form.fields);
+      file = form.file;
+    }
+    const body = def.body ? (parse(def.body, rawBody ?? {}, "body") as B) : (undefined as B);
 
     const key = req.get("Idempotency-Key");
     const principal = auth?.principal ?? `ip:${req.ip}`;
@@ -120,7 +152,8 @@ export class ApiRouter {
       if (key.length < 1 || key.length > 255 || !/^[\x21-\x7e]+$/.test(key)) {
         throw ApiError.invalidParameter([{ field: "Idempotency-Key", code: "invalid_string", message: "must be 1-255 printable ASCII characters" }]);
       }
-      const claim = await idempotency.claim(principal, key, req.method, req.path, requestFingerprint(req.method, req.path, req.body));
+      const fingerprinted = file ? { body: rawBody, [file.field]: file.sha256 } : req.body;
+      const claim = await idempotency.claim(principal, key, req.method, req.path, requestFingerprint(req.method, req.path, fingerprinted));
       if (claim.kind === "replay") {
         res.setHeader("Idempotent-Replayed", "true");
         sendResult(res, claim.status, claim.body);
@@ -129,12 +162,24 @@ export class ApiRouter {
       claimed = true;
     }
 
-    const status = def.status ?? 200;
+    let status = def.status ?? 200;
     let result: unknown;
     try {
-      result = await def.handler({ req, res, body, query, params, auth } as HandlerContext<A, B, Q, P>);
-      if (this.deps.checkResponses && def.response) {
-        const checked = def.response.safeParse(result);
+      result = await def.handler({ req, res, body, query, params, auth, file } as HandlerContext<A, B, Q, P>);
+      if (result instanceof Reply && result.raw) {
+        // Bytes are not stored for replay: a key used with such a route stays free for a retry.
+        if (claimed && key) await idempotency.release(principal, key);
+        for (const [name, value] of Object.entries(result.raw.headers ?? {})) res.setHeader(name, value);
+        res.status(result.status).type(result.raw.contentType).send(result.body);
+        return;
+      }
+      if (result instanceof Reply) {
+        status = result.status;
+        result = result.body;
+      }
+      const schema = status === (def.status ?? 200) ? def.response : def.alternatives?.[status]?.schema;
+      if (this.deps.checkResponses && schema) {
+        const checked = schema.safeParse(result);
         if (!checked.success) {
           throw new Error(`Response of ${def.method.toUpperCase()} ${def.path} does not match its schema: ${checked.error.message}`);
         }
@@ -155,11 +200,20 @@ export class ApiRouter {
     const request: RouteConfig["request"] = {};
     if (def.params) request.params = def.params as never;
     if (def.query) request.query = def.query as never;
-    if (def.body) request.body = { required: true, content: { "application/json": { schema: def.body } } };
+    if (def.body) {
+      request.body = {
+        required: true,
+        content: {
+          "application/json": { schema: def.body },
+          ...(def.multipart ? { "multipart/form-data": { schema: def.multipart.schema as never } } : {}),
+        },
+      };
+    }
     const status = def.status ?? 200;
     const needsAuth = !("public" in def.auth);
     const extraErrors = new Set<number>([400, 429, 500, ...(needsAuth ? [401, 403] : [401]), ...(def.errors ?? [])]);
     if (def.method === "post") extraErrors.add(409).add(422);
+    if (def.multipart) extraErrors.add(413).add(415);
     this.deps.registry.registerPath({
       method: def.method,
       path: openapiPath,
@@ -177,8 +231,14 @@ export class ApiRouter {
       request,
       responses: {
         [status]: def.response
-          ? { description: def.responseDescription ?? "Success", content: { "application/json": { schema: def.response } } }
+          ? { description: def.responseDescription ?? "Success", content: { [def.produces ?? "application/json"]: { schema: def.response } } }
           : { description: def.responseDescription ?? "Success" },
+        ...Object.fromEntries(
+          Object.entries(def.alternatives ?? {}).map(([code, alt]) => [
+            code,
+            alt.schema ? { description: alt.description, content: { "application/json": { schema: alt.schema } } } : { description: alt.description },
+          ]),
+        ),
         ...problemResponses([...extraErrors]),
       },
     });

@@ -20,10 +20,49 @@ export interface OutboxEvent {
  * exactly when the change commits, so no event is lost to a crash and none reports a rolled-back change.
  */
 export async function recordEvent(db: Db, type: string, payload: Record<string, unknown>): Promise<string> {
-  const id = newId("webhookEvent");
-  await db.insertInto("outbox_events").values({ id, event_type: type, payload: JSON.stringify(payload) }).execute();
+  const { id } = await insertEvent(db, type, payload, false);
   await enqueue(db, OUTBOX_DISPATCH_TASK, { event_id: id }, { maxAttempts: 25 });
   return id;
+}
+
+/**
+ * Records an event that its one consumer handles in the caller's transaction (a webhook ping to one
+ * subscription): stored like any other, marked dispatched, never handed to the subscribers.
+ */
+export async function recordUndispatchedEvent(db: Db, type: string, payload: Record<string, unknown>): Promise<OutboxEvent> {
+  return insertEvent(db, type, payload, true);
+}
+
+async function insertEvent(db: Db, type: string, payload: Record<string, unknown>, dispatched: boolean): Promise<OutboxEvent> {
+  const row = await db
+    .insertInto("outbox_events")
+    .values({ id: newId("webhookEvent"), event_type: type, payload: JSON.stringify(payload), dispatched_at: dispatched ? sql<Date>`now()` : null })
+    .returning(["id", "created_at"])
+    .executeTakeFirstOrThrow();
+  return { id: row.id, type, payload, createdAt: row.created_at };
+}
+
+/** An undispatched event older than this is handed out again (its job may sit behind a dead worker). */
+const STALE_DISPATCH_MINUTES = 2;
+
+/**
+ * The safety net of the outbox: graphile-worker keeps a crashed worker's jobs locked for hours, so
+ * events still undispatched after a few minutes get a fresh dispatch job. Dispatch is idempotent per
+ * event, so a job that later wakes up again does no harm.
+ */
+export async function redispatchStaleEvents(db: Kysely<Database>): Promise<number> {
+  const stale = await db
+    .selectFrom("outbox_events")
+    .select("id")
+    .where("dispatched_at", "is", null)
+    .where("created_at", "<", sql<Date>`now() - make_interval(mins => ${STALE_DISPATCH_MINUTES})`)
+    .orderBy("created_at")
+    .limit(1000)
+    .execute();
+  for (const { id } of stale) {
+    await enqueue(db, OUTBOX_DISPATCH_TASK, { event_id: id }, { maxAttempts: 25, jobKey: `outbox_redispatch:${id}` });
+  }
+  return stale.length;
 }
 
 export type OutboxHandler = (event: OutboxEvent, db: Kysely<Database>) => Promise<void>;

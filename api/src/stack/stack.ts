@@ -318,6 +318,8 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
         CONTRACTS_START_BLOCK: String(contracts.startBlock),
         INDEXER_URL: indexer.url,
         INDEXER_VIEWS_SCHEMA: settings.viewsSchema,
+        // Artwork images live beside the embedded database unless STORAGE_DIR says otherwise.
+        STORAGE_DIR: process.env.STORAGE_DIR || path.join(settings.dataDir, "storage"),
         PORT: String(settings.apiPort),
       };
       api = await step("Starting the API", null, () => options.startApi!(env));

@@ -35,6 +35,14 @@ export function update(db: Db, id: string, changes: UserUpdate): Promise<User | 
     .executeTakeFirst();
 }
 
+export async function adjustArtworksCount(db: Db, id: string, delta: number): Promise<void> {
+  await db
+    .updateTable("users")
+    .set({ artworks_count: sql<number>`greatest(artworks_count + ${delta}, 0)` })
+    .where("id", "=", id)
+    .execute();
+}
+
 export function countUsers(db: Db): Promise<number> {
   return db
     .selectFrom("users")

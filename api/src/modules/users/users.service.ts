@@ -110,6 +110,11 @@ export class UsersService {
     return toAdminView(user);
   }
 
+  /** Keeps `artworks_count` true: called in the transaction that creates or deletes the artwork. */
+  adjustArtworksCount(db: Db, userId: string, delta: 1 | -1): Promise<void> {
+    return repo.adjustArtworksCount(db, userId, delta);
+  }
+
   countUsers(): Promise<number> {
     return repo.countUsers(this.db);
   }

@@ -1,0 +1,25 @@
+import { z } from "../openapi/zod.ts";
+
+/** Money is integer cents inside; `_usd` numbers with at most 2 decimals at the JSON edge (CONTRACT §1). */
+export const MAX_USD = 1_000_000_000;
+
+/** Whether `usd` has at most two decimals (tolerating binary floating point: 0.1 + 0.2). */
+export function hasCents(usd: number): boolean {
+  return Math.abs(usd * 100 - Math.round(usd * 100)) < 1e-6;
+}
+
+export function usdToCents(usd: number): bigint {
+  return BigInt(Math.round(usd * 100));
+}
+
+export function centsToUsd(cents: bigint | number): number {
+  return Number(cents) / 100;
+}
+
+/** A `_usd` amount in a request: 0..1e9 with at most 2 decimals. */
+export const usdAmount = z
+  .number()
+  .min(0)
+  .max(MAX_USD)
+  .refine(hasCents, { message: "must have at most 2 decimals" })
+  .openapi({ example: 12500, description: `US dollars, 0..${MAX_USD}, at most 2 decimals` });

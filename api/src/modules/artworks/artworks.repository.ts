@@ -1,0 +1,236 @@
+import { type Insertable, type Kysely, sql, type Transaction, type Updateable } from "kysely";
+import type { Artwork, ArtworkProvenance, ArtworksTable, Database } from "../../db/database.ts";
+import { offsetOf, type Page } from "../../lib/pagination.ts";
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+export type NewArtwork = Insertable<ArtworksTable>;
+
+export function insert(db: Db, artwork: NewArtwork): Promise<Artwork> {
+  return db.insertInto("artworks").values(artwork).returningAll().executeTakeFirstOrThrow();
+}
+
+/** The artwork, soft-deleted ones included (certificates outlive deletion). */
+export function findAny(db: Db, id: string): Promise<Artwork | undefined> {
+  return db.selectFrom("artworks").selectAll().where("id", "=", id).executeTakeFirst();
+}
+
+export function findActive(db: Db, id: string): Promise<(Artwork & { artist_name: string }) | undefined> {
+  return db
+    .selectFrom("artworks")
+    .innerJoin("users", "users.id", "artworks.artist_id")
+    .selectAll("artworks")
+    .select("users.display_name as artist_name")
+    .where("artworks.id", "=", id)
+    .where("artworks.deleted_at", "is", null)
+    .executeTakeFirst();
+}
+
+/** Row lock for a change decided on the current state; only inside a transaction the service opened. */
+export function lockAny(trx: Transaction<Database>, id: string): Promise<Artwork | undefined> {
+  return trx.selectFrom("artworks").selectAll().where("id", "=", id).forUpdate().executeTakeFirst();
+}
+
+export function update(db: Db, id: string, changes: Updateable<ArtworksTable>): Promise<Artwork | undefined> {
+  return db
+    .updateTable("artworks")
+    .set({ ...changes, updated_at: sql<Date>`now()` })
+    .where("id", "=", id)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+export interface ArtworkFilter {
+  medium?: string;
+  priceMinCents?: bigint;
+  priceMaxCents?: bigint;
+  artistId?: string;
+  verified?: boolean;
+  forSale?: boolean;
+  q?: string;
+}
+
+const likePattern = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+export async function search(db: Db, filter: ArtworkFilter, page: Page): Promise<{ rows: Artwork[]; total: number }> {
+  let query = db.selectFrom("artworks").where("deleted_at", "is", null);
+  if (filter.medium) query = query.where("medium", "ilike", likePattern(filter.medium));
+  if (filter.priceMinCents !== undefined) query = query.where("price_cents", ">=", filter.priceMinCents);
+  if (filter.priceMaxCents !== undefined) query = query.where("price_cents", "<=", filter.priceMaxCents);
+  if (filter.artistId) query = query.where("artist_id", "=", filter.artistId);
+  if (filter.verified !== undefined) query = query.where("status", filter.verified ? "=" : "<>", "certified");
+  if (filter.forSale !== undefined) query = query.where("for_sale", "=", filter.forSale);
+  if (filter.q) {
+    const pattern = likePattern(filter.q);
+    query = query.where((eb) => eb.or([eb("title", "ilike", pattern), eb("description", "ilike", pattern), eb("medium", "ilike", pattern)]));
+  }
+  const [rows, total] = await Promise.all([
+    query.selectAll().orderBy("created_at", "desc").orderBy("id", "desc").limit(page.limit).offset(offsetOf(page)).execute(),
+    query.select((eb) => eb.fn.countAll<string>().as("n")).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(total.n) };
+}
+
+export async function insertProvenance(
+  db: Db,
+  entry: { artwork_id: string; event: string; actor_id?: string | null; tx_hash?: string | null; details?: Record<string, string> | null; occurred_at?: Date },
+): Promise<void> {
+  await db
+    .insertInto("artwork_provenance")
+    .values({
+      artwork_id: entry.artwork_id,
+      event: entry.event,
+      actor_id: entry.actor_id ?? null,
+      tx_hash: entry.tx_hash ?? null,
+      details: entry.details ? JSON.stringify(entry.details) : null,
+      ...(entry.occurred_at ? { occurred_at: entry.occurred_at } : {}),
+    })
+    // `certified` is unique per artwork: a second confirmation records nothing.
+    .onConflict((oc) => oc.doNothing())
+    .execute();
+}
+
+export function provenanceOf(db: Db, artworkId: string): Promise<ArtworkProvenance[]> {
+  return db.selectFrom("artwork_provenance").selectAll().where("artwork_id", "=", artworkId).orderBy("occurred_at").orderBy("id").execute();
+}
+
+// ---- certification pipeline state ----
+
+/**
+ * Starts an attempt on a pending artwork: counts it and leases it; with the artist's wallet (the
+ * token's recipient); undefined when not pending.
+ */
+export function startAttempt(db: Db, id: string, leaseMs: number): Promise<(Artwork & { artist_wallet: string }) | undefined> {
+  return db
+    .updateTable("artworks")
+    .set({
+      certification_attempts: sql<number>`certification_attempts + 1`,
+      certification_lease_until: sql<Date>`now() + ${leaseMs} * interval '1 millisecond'`,
+    })
+    .where("id", "=", id)
+    .where("status", "=", "pending_certification")
+    .returningAll()
+    .returning(sql<string>`(select u.wallet_address from users u where u.id = artworks.artist_id)`.as("artist_wallet"))
+    .executeTakeFirst();
+}
+
+export async function setLease(db: Db, id: string, ms: number, error: string | null = null): Promise<void> {
+  await db
+    .updateTable("artworks")
+    .set({ certification_lease_until: sql<Date>`now() + ${ms} * interval '1 millisecond'`, certification_error: error })
+    .where("id", "=", id)
+    .where("status", "=", "pending_certification")
+    .execute();
+}
+
+export async function setTxHash(db: Db, ids: string[], txHash: string): Promise<void> {
+  await db.updateTable("artworks").set({ certification_tx_hash: txHash }).where("id", "in", ids).execute();
+}
+
+/** Records the fetched image unless another attempt recorded one first; the image as it then is. */
+export async function setImageOnce(
+  db: Db,
+  id: string,
+  image: { image_storage_key: string; image_sha256: string; image_content_type: string; image_bytes: number },
+): Promise<Pick<Artwork, "image_storage_key" | "image_sha256" | "image_content_type" | "image_bytes">> {
+  const columns = ["image_storage_key", "image_sha256", "image_content_type", "image_bytes"] as const;
+  const updated = await db.updateTable("artworks").set(image).where("id", "=", id).where("image_sha256", "is", null).returning(columns).executeTakeFirst();
+  return updated ?? (await db.selectFrom("artworks").select(columns).where("id", "=", id).executeTakeFirstOrThrow());
+}
+
+/** pending -> failed; undefined when it was not pending (certified meanwhile, or already failed). */
+export function markFailed(db: Db, id: string, reason: string): Promise<Artwork | undefined> {
+  return db
+    .updateTable("artworks")
+    .set({
+      status: "certification_failed",
+      certification_error: reason,
+      failed_at: sql<Date>`now()`,
+      certification_lease_until: null,
+      updated_at: sql<Date>`now()`,
+    })
+    .where("id", "=", id)
+    .where("status", "=", "pending_certification")
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** -> certified with the chain's facts, in one statement; the ids changed (not those certified already). */
+export async function markCertified(
+  db: Db,
+  facts: { id: string; certificate_hash: string; token_id: bigint; certified_at: Date; tx_hash: string }[],
+): Promise<string[]> {
+  if (facts.length === 0) return [];
+  const rows = JSON.stringify(
+    facts.map((f) => ({ id: f.id, certificate_hash: f.certificate_hash, token_id: f.token_id.toString(), certified_at: f.certified_at.toISOString(), tx_hash: f.tx_hash })),
+  );
+  const { rows: changed } = await sql<{ id: string }>`
+    update artworks as a set
+      status = 'certified',
+      certificate_hash = c.certificate_hash,
+      token_id = c.token_id::numeric,
+      certified_at = c.certified_at,
+      certification_tx_hash = c.tx_hash,
+      certification_confirmed_at = now(),
+      certification_lease_until = null,
+      certification_error = null,
+      failed_at = null,
+      updated_at = now()
+    from jsonb_to_recordset(${rows}::jsonb) as c(id text, certificate_hash text, token_id text, certified_at timestamptz, tx_hash text)
+    where a.id = c.id and a.status <> 'certified'
+    returning a.id`.execute(db);
+  return changed.map((r) => r.id);
+}
+
+export async function insertCertifiedProvenance(db: Db, entries: { artwork_id: string; tx_hash: string }[]): Promise<void> {
+  if (entries.length === 0) return;
+  await db
+    .insertInto("artwork_provenance")
+    .values(entries.map((e) => ({ artwork_id: e.artwork_id, event: "certified", tx_hash: e.tx_hash, actor_id: null, details: null })))
+    .onConflict((oc) => oc.doNothing())
+    .execute();
+}
+
+/** Ids of artworks not yet certified (deleted ones included: their certificate is still recorded). */
+export async function uncertifiedIds(db: Db, afterId: string | null, limit: number): Promise<string[]> {
+  let query = db.selectFrom("artworks").select("id").where("status", "<>", "certified");
+  if (afterId) query = query.where("id", ">", afterId);
+  const rows = await query.orderBy("id").limit(limit).execute();
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Pending artworks whose attempt should have ended a while ago (its process died, or its job was
+ * lost): leased again for `leaseMs` so that only one sweeper re-enqueues each.
+ */
+export async function reclaimExpiredLeases(trx: Transaction<Database>, graceMs: number, leaseMs: number, limit: number): Promise<string[]> {
+  const rows = await trx
+    .updateTable("artworks")
+    .set({ certification_lease_until: sql<Date>`now() + ${leaseMs} * interval '1 millisecond'` })
+    .where("id", "in", (eb) =>
+      eb
+        .selectFrom("artworks")
+        .select("id")
+        .where("status", "=", "pending_certification")
+        .where("certification_lease_until", "<", sql<Date>`now() - ${graceMs} * interval '1 millisecond'`)
+        .orderBy("certification_lease_until")
+        .limit(limit)
+        .forUpdate()
+        .skipLocked(),
+    )
+    .returning("id")
+    .execute();
+  return rows.map((r) => r.id);
+}
+
+/** Seconds from request to confirmed certification of the latest `n` certifications. */
+export async function recentCertificationSeconds(db: Db, n: number): Promise<number[]> {
+  const rows = await db
+    .selectFrom("artworks")
+    .select(sql<number>`extract(epoch from certification_confirmed_at - certification_requested_at)::float8`.as("seconds"))
+    .where("certification_confirmed_at", "is not", null)
+    .orderBy("certification_confirmed_at", "desc")
+    .limit(n)
+    .execute();
+  return rows.map((r) => Number(r.seconds));
+}

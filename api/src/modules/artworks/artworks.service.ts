@@ -1,0 +1,436 @@
+import type { Kysely } from "kysely";
+import type { Logger } from "pino";
+import { type IndexedCertificates, type IndexedTransfer, IndexerNotReadyError } from "../../chain/certificates.ts";
+import type { Config } from "../../config.ts";
+import type { Artwork, ArtworkProvenance, Database, Role } from "../../db/database.ts";
+import type { UploadedFile } from "../../http/multipart.ts";
+import { Reply } from "../../http/route.ts";
+import { ApiError, type FieldError } from "../../lib/errors.ts";
+import { isId, newId } from "../../lib/ids.ts";
+import { MAX_IMAGE_BYTES, sniffImageType } from "../../lib/images.ts";
+import { centsToUsd, usdToCents } from "../../lib/money.ts";
+import { isPublicAddress } from "../../lib/outbound.ts";
+import { type Page, paginated } from "../../lib/pagination.ts";
+import type { ObjectStorage } from "../../lib/storage.ts";
+import { iso, isoDate, isoOrNull } from "../../lib/time.ts";
+import type { UsersService } from "../users/users.service.ts";
+import * as repo from "./artworks.repository.ts";
+import { type ArtworkCreate, type ArtworkPatch, IMMUTABLE_FIELDS } from "./artworks.schemas.ts";
+import { type CertificateDocument, canonicalDocument, certificateDocument, certificateHashOf } from "./certificate-document.ts";
+import type { CertificationPipeline } from "./certification.ts";
+
+/** The caller, as the artwork rules need it. */
+export interface Actor {
+  userId: string;
+  role: Role;
+}
+
+/** Public URLs of an artwork's media and documents (absolute: they go into token metadata). */
+export class ArtworkLinks {
+  constructor(private readonly baseUrl: () => string) {}
+  image = (id: string) => `${this.baseUrl()}/v1/artworks/${id}/image`;
+  metadata = (id: string) => `${this.baseUrl()}/v1/artworks/${id}/metadata.json`;
+  certificate = (id: string) => `${this.baseUrl()}/v1/artworks/${id}/certificate`;
+  document = (id: string) => `${this.baseUrl()}/v1/artworks/${id}/certificate/document`;
+  verify = (id: string) => `${this.baseUrl()}/verify/${id}`;
+}
+
+/** How many recent certifications the estimate looks at, and what it says before there are any. */
+const ESTIMATE_SAMPLE = 50;
+const DEFAULT_ESTIMATE = "5-30 seconds";
+const ADMIN_VERIFY_WAIT_MS = 10_000;
+/** The estimate is recomputed at most this often (a burst of uploads asks for it each time). */
+const ESTIMATE_CACHE_MS = 1_000;
+
+export class ArtworksService {
+  private estimate: { text: string; until: number } | null = null;
+
+  constructor(
+    private readonly deps: {
+      db: Kysely<Database>;
+      config: Config;
+      logger: Logger;
+      storage: ObjectStorage;
+      users: UsersService;
+      certificates: IndexedCertificates;
+      certification: CertificationPipeline;
+      links: ArtworkLinks;
+    },
+  ) {}
+
+  get links(): ArtworkLinks {
+    return this.deps.links;
+  }
+
+  // ---- create ----
+
+  async create(actor: Actor, input: ArtworkCreate, file: UploadedFile | undefined) {
+    const { db, config, storage, users, certification } = this.deps;
+    const artistId = await this.artistFor(actor, input.artist_id);
+
+    if (file && input.image_url !== undefined) {
+      throw ApiError.validation([{ field: "image_url", code: "invalid_union", message: "send either the image file or image_url, not both" }]);
+    }
+    if (!file && input.image_url === undefined) {
+      throw ApiError.validation([{ field: "image", code: "required", message: "send the image: image_url (JSON) or an image file (multipart/form-data)" }]);
+    }
+    let image: { key: string; sha256: string; contentType: string; bytes: number; body: Buffer } | null = null;
+    const id = newId("artwork");
+    if (file) {
+      if (file.bytes.length === 0) throw ApiError.validation([{ field: file.field, code: "too_small", message: "the image file is empty" }]);
+      if (file.bytes.length > MAX_IMAGE_BYTES) throw new ApiError(413, "payload_too_large", "The image exceeds 20 MiB");
+      const type = sniffImageType(file.bytes);
+      if (!type) {
+        throw new ApiError(415, "unsupported_media_type", "The image must be a JPEG, PNG, WebP or GIF file (recognized by its content, not its name)");
+      }
+      image = { key: `artworks/${id}/${file.sha256}.${type.extension}`, sha256: file.sha256, contentType: type.contentType, bytes: file.bytes.length, body: file.bytes };
+    } else {
+      checkImageUrl(input.image_url!, config.allowPrivateWebhookUrls);
+    }
+
+    // The file first: if the transaction then fails, the object is removed again; nothing else was written.
+    if (image) await storage.put(image.key, image.body, image.contentType);
+    try {
+      const artwork = await db.transaction().execute(async (trx) => {
+        const created = await repo.insert(trx, {
+          id,
+          artist_id: artistId,
+          title: input.title,
+          year: input.year,
+          medium: input.medium,
+          dimensions: JSON.stringify(input.dimensions),
+          description: input.description ?? null,
+          price_cents: input.price_usd === undefined || input.price_usd === null ? null : usdToCents(input.price_usd),
+          for_sale: input.for_sale ?? false,
+          status: "pending_certification",
+          image_source_url: image ? null : input.image_url!,
+          image_storage_key: image?.key ?? null,
+          image_sha256: image?.sha256 ?? null,
+          image_content_type: image?.contentType ?? null,
+          image_bytes: image?.bytes ?? null,
+          certificate_hash: null,
+          token_id: null,
+          certified_at: null,
+          certified_by: null,
+          certification_tx_hash: null,
+          certification_confirmed_at: null,
+          certification_lease_until: new Date(Date.now() + config.certification.leaseMs),
+          certification_error: null,
+          failed_at: null,
+          deleted_at: null,
+        });
+        await repo.insertProvenance(trx, { artwork_id: id, event: "created", actor_id: actor.userId, occurred_at: created.created_at });
+        if (created.for_sale) await repo.insertProvenance(trx, { artwork_id: id, event: "listed", actor_id: actor.userId, occurred_at: created.created_at });
+        await certification.request(trx, id);
+        // Last: it locks the artist's row until the commit, and an artist's uploads may run at once.
+        await users.adjustArtworksCount(trx, artistId, 1);
+        return created;
+      });
+      return {
+        id: artwork.id,
+        title: artwork.title,
+        artist_id: artwork.artist_id,
+        status: artwork.status,
+        certificate_hash: null,
+        estimated_certification_time: await this.estimatedCertificationTime(),
+        created_at: iso(artwork.created_at),
+      };
+    } catch (err) {
+      if (image) await storage.delete(image.key).catch(() => {});
+      throw err;
+    }
+  }
+
+  /** Whose artwork a new one is: the caller's own, or, for an admin, the artist named. */
+  private async artistFor(actor: Actor, requested: string | undefined): Promise<string> {
+    if (requested === undefined || requested === actor.userId) return actor.userId;
+    if (actor.role !== "admin") throw ApiError.forbidden("Artists register their own artworks; only admins may name another artist_id");
+    const artist = isId("user", requested) ? await this.deps.users.get(requested).catch(() => undefined) : undefined;
+    if (!artist) throw ApiError.validation([{ field: "artist_id", code: "not_found", message: "no such user" }]);
+    if (artist.role === "collector") throw ApiError.validation([{ field: "artist_id", code: "invalid_role", message: "the user is not an artist" }]);
+    if (artist.status !== "active") throw ApiError.validation([{ field: "artist_id", code: "invalid_state", message: "the artist is suspended" }]);
+    return artist.id;
+  }
+
+  /**
+   * An honest range from the latest certifications (request to certified, as recorded): their 10th
+   * to 90th percentile, e.g. "2-5 seconds"; a default before there are any.
+   */
+  async estimatedCertificationTime(): Promise<string> {
+    if (this.estimate && this.estimate.until > Date.now()) return this.estimate.text;
+    const seconds = (await repo.recentCertificationSeconds(this.deps.db, ESTIMATE_SAMPLE)).sort((a, b) => a - b);
+    this.estimate = { text: formatEstimate(seconds), until: Date.now() + ESTIMATE_CACHE_MS };
+    return this.estimate.text;
+  }
+
+  // ---- read ----
+
+  async list(filter: { medium?: string; price_min?: number; price_max?: number; artist_id?: string; verified?: boolean; for_sale?: boolean; q?: string }, page: Page) {
+    const { rows, total } = await repo.search(
+      this.deps.db,
+      {
+        medium: filter.medium,
+        // Filters in dollars match cents inclusively at both ends.
+        priceMinCents: filter.price_min === undefined ? undefined : BigInt(Math.ceil(filter.price_min * 100 - 1e-6)),
+        priceMaxCents: filter.price_max === undefined ? undefined : BigInt(Math.floor(filter.price_max * 100 + 1e-6)),
+        artistId: filter.artist_id,
+        verified: filter.verified,
+        forSale: filter.for_sale,
+        q: filter.q,
+      },
+      page,
+    );
+    return paginated(rows.map((a) => this.toListItem(a)), page, total);
+  }
+
+  private toListItem(a: Artwork) {
+    return {
+      id: a.id,
+      title: a.title,
+      artist_id: a.artist_id,
+      year: a.year,
+      medium: a.medium,
+      price_usd: a.price_cents === null ? null : centsToUsd(a.price_cents),
+      for_sale: a.for_sale,
+      verified: a.status === "certified",
+      fractional_available: false,
+      thumbnail_url: this.deps.links.image(a.id),
+      status: a.status,
+      created_at: iso(a.created_at),
+    };
+  }
+
+  async detail(id: string) {
+    const a = isId("artwork", id) ? await repo.findActive(this.deps.db, id) : undefined;
+    if (!a) throw ApiError.notFound("Artwork");
+    const links = this.deps.links;
+    const { thumbnail_url, ...item } = this.toListItem(a);
+    return {
+      ...item,
+      artist: { id: a.artist_id, name: a.artist_name },
+      dimensions: a.dimensions,
+      description: a.description,
+      certificate_hash: a.certificate_hash,
+      token_id: a.token_id === null ? null : Number(a.token_id),
+      certified_at: isoOrNull(a.certified_at),
+      certification_error: a.status === "certification_failed" ? a.certification_error : null,
+      image_url: links.image(a.id),
+      thumbnail_url,
+      image_sha256: a.image_sha256,
+      media: {
+        image_url: links.image(a.id),
+        thumbnail_url,
+        metadata_url: links.metadata(a.id),
+        certificate_url: links.certificate(a.id),
+        certificate_document_url: links.document(a.id),
+        verify_url: links.verify(a.id),
+      },
+      provenance: await this.provenance(a),
+      created_at: iso(a.created_at),
+      updated_at: iso(a.updated_at),
+    };
+  }
+
+  /**
+   * Off-chain events (created, listed, deleted, overrides, and the certification with its
+   * transaction) merged with the chain's later transfers of the certificate, in time order.
+   */
+  private async provenance(a: Artwork) {
+    const offChain = await repo.provenanceOf(this.deps.db, a.id);
+    let transfers: IndexedTransfer[] = [];
+    if (a.token_id !== null) {
+      try {
+        // The mint is the `certified` entry; what follows it is provenance of ownership.
+        transfers = (await this.deps.certificates.transfers(a.token_id)).filter((t) => !/^0x0{40}$/.test(t.from));
+      } catch (err) {
+        if (!(err instanceof IndexerNotReadyError)) throw err;
+      }
+    }
+    const entries = [
+      ...offChain.map((p) => ({ at: p.occurred_at.getTime(), entry: provenanceEntry(p) })),
+      ...transfers.map((t) => ({ at: t.at.getTime(), entry: { event: "transferred", date: isoDate(t.at), tx: t.txHash, from: t.from, to: t.to } })),
+    ];
+    return entries.sort((x, y) => x.at - y.at).map((e) => e.entry);
+  }
+
+  /** The stored image of an artwork (deleted ones too: the certificate still points at it). */
+  async image(id: string): Promise<{ body: Buffer; contentType: string; sha256: string }> {
+    const a = isId("artwork", id) ? await repo.findAny(this.deps.db, id) : undefined;
+    if (!a) throw ApiError.notFound("Artwork");
+    if (!a.image_storage_key || !a.image_sha256) throw new ApiError(404, "not_found", "The image has not been fetched from image_url yet");
+    const object = await this.deps.storage.get(a.image_storage_key);
+    if (!object) throw new Error(`image object ${a.image_storage_key} of ${a.id} is missing from storage`);
+    return { body: object.body, contentType: a.image_content_type ?? object.contentType, sha256: a.image_sha256 };
+  }
+
+  /**
+   * The certificate document as the artwork's record gives it now, with its canonical text and
+   * hash; null before the image is known. Deleted artworks included.
+   */
+  async certificateDocumentOf(id: string): Promise<{ artwork: Artwork; document: CertificateDocument; canonical: string; hash: `0x${string}` } | null> {
+    const a = isId("artwork", id) ? await repo.findAny(this.deps.db, id) : undefined;
+    if (!a) throw ApiError.notFound("Artwork");
+    if (!a.image_sha256) return null;
+    const document = certificateDocument(a, a.image_sha256);
+    const canonical = canonicalDocument(document);
+    return { artwork: a, document, canonical, hash: certificateHashOf(canonical) };
+  }
+
+  /** Whether the artwork exists (deleted ones included), and its state. */
+  async findAny(id: string): Promise<Artwork | undefined> {
+    return isId("artwork", id) ? repo.findAny(this.deps.db, id) : undefined;
+  }
+
+  /** ERC-721 metadata JSON: the token URI of the artwork's certificate. */
+  async tokenMetadata(id: string) {
+    const doc = await this.certificateDocumentOf(id);
+    if (!doc) throw new ApiError(404, "not_found", "The artwork's image has not been fetched yet, so its certificate document does not exist");
+    const { artwork: a, hash } = doc;
+    const artist = await this.deps.users.get(a.artist_id);
+    const d = a.dimensions;
+    return {
+      name: a.title,
+      description: a.description ?? "",
+      image: this.deps.links.image(a.id),
+      external_url: this.deps.links.verify(a.id),
+      attributes: [
+        { trait_type: "Artist", value: artist.display_name },
+        { trait_type: "Artist ID", value: a.artist_id },
+        { trait_type: "Year", value: a.year },
+        { trait_type: "Medium", value: a.medium },
+        { trait_type: "Dimensions", value: `${d.width} x ${d.height} ${d.unit}` },
+        { trait_type: "Certificate hash", value: hash },
+      ],
+      certificate_hash: hash,
+      certificate_document: this.deps.links.document(a.id),
+      image_sha256: a.image_sha256,
+    };
+  }
+
+  // ---- change ----
+
+  async update(actor: Actor, id: string, patch: ArtworkPatch) {
+    const immutable = IMMUTABLE_FIELDS.filter((f) => f in patch);
+    const { db } = this.deps;
+    return db.transaction().execute(async (trx) => {
+      const a = isId("artwork", id) ? await repo.lockAny(trx, id) : undefined;
+      if (!a || a.deleted_at) throw ApiError.notFound("Artwork");
+      this.requireOwnerOrAdmin(actor, a, "update");
+      if (immutable.length > 0) {
+        const errors: FieldError[] = immutable.map((field) => ({ field, code: "immutable_field", message: "is part of the certificate and cannot change" }));
+        throw new ApiError(409, "immutable_field", `${immutable.join(", ")} ${immutable.length > 1 ? "are" : "is"} part of the artwork's certificate and cannot change`, { errors });
+      }
+      const priceCents = patch.price_usd === undefined ? a.price_cents : patch.price_usd === null ? null : usdToCents(patch.price_usd);
+      const forSale = patch.for_sale ?? a.for_sale;
+      if (forSale && priceCents === null) {
+        throw ApiError.validation([{ field: patch.for_sale !== undefined ? "for_sale" : "price_usd", code: "invalid_state", message: "an artwork for sale needs a price_usd" }]);
+      }
+      const updated = (await repo.update(trx, a.id, {
+        ...(patch.price_usd !== undefined ? { price_cents: priceCents } : {}),
+        ...(patch.description !== undefined ? { description: patch.description } : {}),
+        ...(patch.for_sale !== undefined ? { for_sale: patch.for_sale } : {}),
+      }))!;
+      if (patch.for_sale !== undefined && patch.for_sale !== a.for_sale) {
+        await repo.insertProvenance(trx, { artwork_id: a.id, event: patch.for_sale ? "listed" : "delisted", actor_id: actor.userId, occurred_at: updated.updated_at });
+      }
+      return {
+        id: updated.id,
+        ...(patch.price_usd !== undefined ? { price_usd: updated.price_cents === null ? null : centsToUsd(updated.price_cents) } : {}),
+        ...(patch.description !== undefined ? { description: updated.description } : {}),
+        ...(patch.for_sale !== undefined ? { for_sale: updated.for_sale } : {}),
+        updated_at: iso(updated.updated_at),
+      };
+    });
+  }
+
+  /** Soft delete: the record leaves listings; its certificate, provenance and media stay. */
+  async remove(actor: Actor, id: string) {
+    const { db, users } = this.deps;
+    return db.transaction().execute(async (trx) => {
+      const a = isId("artwork", id) ? await repo.lockAny(trx, id) : undefined;
+      if (!a || a.deleted_at) throw ApiError.notFound("Artwork");
+      this.requireOwnerOrAdmin(actor, a, "delete");
+      const deleted = (await repo.update(trx, a.id, { deleted_at: new Date(), for_sale: false }))!;
+      await users.adjustArtworksCount(trx, a.artist_id, -1);
+      await repo.insertProvenance(trx, { artwork_id: a.id, event: "deleted", actor_id: actor.userId, occurred_at: deleted.deleted_at! });
+      return { deleted: true as const, id: a.id, certificate_preserved: true as const, deleted_at: iso(deleted.deleted_at!) };
+    });
+  }
+
+  private requireOwnerOrAdmin(actor: Actor, a: Artwork, action: string): void {
+    if (actor.role !== "admin" && actor.userId !== a.artist_id) throw ApiError.forbidden(`Only the artist or an admin may ${action} this artwork`);
+  }
+
+  /**
+   * Admin override: certifies a pending or failed artwork through the same pipeline, recording who
+   * and why; answers once the chain has it (200) or, after a bounded wait, with the pending state (202).
+   */
+  async adminVerify(adminId: string, id: string, input: { override_reason: string; inspector_id?: string | undefined }) {
+    const { db, config, certification } = this.deps;
+    await db.transaction().execute(async (trx) => {
+      const a = isId("artwork", id) ? await repo.lockAny(trx, id) : undefined;
+      if (!a) throw ApiError.notFound("Artwork");
+      if (a.deleted_at) throw ApiError.conflict("invalid_state", "The artwork is deleted");
+      if (a.status === "certified") throw ApiError.conflict("invalid_state", "The artwork is already certified");
+      await repo.update(trx, a.id, {
+        status: "pending_certification",
+        certified_by: adminId,
+        certification_attempts: 0,
+        certification_error: null,
+        failed_at: null,
+        certification_lease_until: new Date(Date.now() + config.certification.leaseMs),
+        // A retry of a failed certification is a new request; a pending one keeps its start.
+        ...(a.status === "certification_failed" ? { certification_requested_at: new Date() } : {}),
+      });
+      await repo.insertProvenance(trx, {
+        artwork_id: a.id,
+        event: "verification_override",
+        actor_id: adminId,
+        details: { reason: input.override_reason, ...(input.inspector_id ? { inspector_id: input.inspector_id } : {}) },
+      });
+      await certification.request(trx, a.id, { priority: -10 });
+    });
+    const certified = await certification.waitForCertified(id, ADMIN_VERIFY_WAIT_MS);
+    const a = (await repo.findAny(db, id))!;
+    const body = {
+      artwork_id: a.id,
+      status: a.status,
+      certificate_hash: a.certificate_hash,
+      certified_at: isoOrNull(a.certified_at),
+      certified_by: adminId,
+    };
+    return new Reply(certified ? 200 : 202, body);
+  }
+}
+
+function provenanceEntry(p: ArtworkProvenance) {
+  return {
+    event: p.event,
+    date: isoDate(p.occurred_at),
+    ...(p.tx_hash ? { tx: p.tx_hash } : p.actor_id ? { actor: p.actor_id } : {}),
+    ...(p.details ?? {}),
+  };
+}
+
+/** Refuses at once what the fetch would refuse for sure; names are resolved (and checked) by the pipeline. */
+function checkImageUrl(raw: string, allowPrivate: boolean): void {
+  const url = new URL(raw);
+  const refuse = (message: string) => {
+    throw ApiError.validation([{ field: "image_url", code: "invalid_url", message }]);
+  };
+  if (url.protocol !== "https:" && !(allowPrivate && url.protocol === "http:")) refuse("must be an https URL");
+  if (url.username || url.password) refuse("must not contain credentials");
+  const host = url.hostname.replace(/^\[|\]$/g, "");
+  if (!allowPrivate && /^[\d.]+$|:/.test(host) && !isPublicAddress(host)) refuse("must not point at a private, loopback or link-local address");
+  if (!allowPrivate && (host === "localhost" || host.endsWith(".localhost"))) refuse("must not point at localhost");
+}
+
+export function formatEstimate(sortedSeconds: number[]): string {
+  if (sortedSeconds.length === 0) return DEFAULT_ESTIMATE;
+  const at = (p: number) => sortedSeconds[Math.min(sortedSeconds.length - 1, Math.max(0, Math.ceil(p * sortedSeconds.length) - 1))]!;
+  const low = Math.max(1, Math.floor(at(0.1)));
+  const high = Math.max(low + 1, Math.ceil(at(0.9)));
+  if (high <= 120) return `${low}-${high} seconds`;
+  if (high <= 2 * 3600) return `${Math.max(1, Math.floor(low / 60))}-${Math.ceil(high / 60)} minutes`;
+  return `${Math.max(1, Math.floor(low / 3600))}-${Math.ceil(high / 3600)} hours`;
+}

@@ -1,0 +1,109 @@
+import { paginationQuery, paginationSchema } from "../../lib/pagination.ts";
+import { z } from "../../openapi/zod.ts";
+import { ALL_EVENTS, WEBHOOK_EVENTS } from "./events.ts";
+
+export const SUBSCRIPTION_STATUSES = ["active", "disabled"] as const;
+export const DELIVERY_STATUSES = ["pending", "succeeded", "failed"] as const;
+
+const timestamp = z.string().openapi({ format: "date-time", example: "2026-11-22T10:00:00.000Z" });
+const subscriptionId = z.string().openapi({ example: "whs_01JD3Y5V0Q3G7W7J6T4N4C2X1M" });
+const deliveryId = z.string().openapi({ example: "whd_01JD3Y5V0Q3G7W7J6T4N4C2X1M" });
+const pathParam = (name: string, example: string) =>
+  z.string().min(1).max(64).openapi({ param: { name, in: "path" }, example });
+
+export const subscriptionIdParams = z.object({ id: pathParam("id", "whs_01JD3Y5V0Q3G7W7J6T4N4C2X1M") });
+export const deliveryIdParams = z.object({
+  id: pathParam("id", "whs_01JD3Y5V0Q3G7W7J6T4N4C2X1M"),
+  delivery_id: pathParam("delivery_id", "whd_01JD3Y5V0Q3G7W7J6T4N4C2X1M"),
+});
+
+const url = z
+  .string()
+  .trim()
+  .min(1)
+  .max(2048)
+  .openapi({
+    format: "uri",
+    example: "https://example.com/hooks/art",
+    description: "https, resolving only to public addresses (checked now and before every delivery)",
+  });
+
+const events = z
+  .array(z.enum([...WEBHOOK_EVENTS, ALL_EVENTS]))
+  .min(1)
+  .max(WEBHOOK_EVENTS.length)
+  .superRefine((names, ctx) => {
+    const seen = new Set<string>();
+    names.forEach((name, i) => {
+      if (seen.has(name)) ctx.addIssue({ code: "custom", path: [i], message: `${name} is listed twice` });
+      seen.add(name);
+    });
+    if (names.includes(ALL_EVENTS) && names.length > 1) {
+      ctx.addIssue({ code: "custom", message: '"*" already subscribes to every event: send it alone' });
+    }
+  })
+  .openapi({ example: ["artwork.certified", "offer.accepted"], description: `Event names, or ["*"] for all: ${WEBHOOK_EVENTS.join(", ")}` });
+
+const description = z.string().trim().max(500).nullable().optional();
+
+export const subscriptionCreateSchema = z.strictObject({ url, events, description }).openapi("WebhookSubscriptionCreate");
+
+export const subscriptionPatchSchema = z
+  .strictObject({
+    url: url.optional(),
+    events: events.optional(),
+    description,
+    status: z.enum(SUBSCRIPTION_STATUSES).optional().openapi({ description: "disabled stops deliveries; active re-enables" }),
+  })
+  .refine((v) => Object.keys(v).length > 0, { message: "send at least one of url, events, description, status" })
+  .openapi("WebhookSubscriptionUpdate");
+
+export const subscriptionSchema = z
+  .object({
+    id: subscriptionId,
+    url: z.string(),
+    events: z.array(z.string()),
+    description: z.string().nullable(),
+    status: z.enum(SUBSCRIPTION_STATUSES),
+    disabled_reason: z.string().nullable().openapi({ description: "Why the subscription is disabled (null while active)" }),
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .openapi("WebhookSubscription");
+
+export const subscriptionWithSecretSchema = subscriptionSchema
+  .extend({
+    secret: z.string().openapi({ example: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", description: "The signing secret: shown only now; store it." }),
+    previous_secret_expires_at: timestamp
+      .nullable()
+      .openapi({ description: "Until then the replaced secret also signs every delivery (rotation only)" }),
+  })
+  .openapi("WebhookSubscriptionWithSecret");
+
+export const subscriptionListQuery = z.object({ ...paginationQuery() });
+export const subscriptionListSchema = z.object({ data: z.array(subscriptionSchema), pagination: paginationSchema }).openapi("WebhookSubscriptionList");
+
+export const subscriptionDeletedSchema = z.object({ id: subscriptionId, deleted: z.literal(true) }).openapi("WebhookSubscriptionDeleted");
+
+export const deliverySchema = z
+  .object({
+    id: deliveryId,
+    subscription_id: subscriptionId,
+    event_id: z.string().openapi({ example: "whe_01JD3Y5V0Q3G7W7J6T4N4C2X1M" }),
+    event: z.string().openapi({ example: "artwork.certified" }),
+    status: z.enum(DELIVERY_STATUSES),
+    attempts: z.number().int(),
+    last_response_code: z.number().int().nullable(),
+    last_response_body: z.string().nullable().openapi({ description: "The first 4 KiB of the last response body" }),
+    last_error: z.string().nullable(),
+    next_retry_at: timestamp.nullable().openapi({ description: "When the next attempt is due (pending deliveries)" }),
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .openapi("WebhookDelivery");
+
+export const deliveryListQuery = z.object({
+  status: z.enum(DELIVERY_STATUSES).optional(),
+  ...paginationQuery(),
+});
+export const deliveryListSchema = z.object({ data: z.array(deliverySchema), pagination: paginationSchema }).openapi("WebhookDeliveryList");

@@ -1,0 +1,95 @@
+/**
+ * Webhook URLs under the production policy (ALLOW_PRIVATE_WEBHOOK_URLS=false): https only, public
+ * addresses only, at registration, on change, and again before every delivery.
+ */
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig } from "../../api/src/config.ts";
+import { waitFor } from "../support/wait.ts";
+import { createUser, expectProblem, testApiSettings } from "./helpers.ts";
+import { useIsolatedTestApi, useReceiver } from "./webhooks.support.ts";
+
+const api = useIsolatedTestApi({ ALLOW_PRIVATE_WEBHOOK_URLS: "false", WEBHOOK_RETRY_SCHEDULE: "60" });
+const receiver = useReceiver();
+
+// A public address literal: accepted without DNS (nothing is ever sent to it here).
+const PUBLIC_URL = "https://93.184.216.34/hooks/art";
+
+describe("webhook URLs in strict mode", () => {
+  it("is what production runs: the development setting cannot be turned on there", () => {
+    const production = {
+      ...testApiSettings(),
+      NODE_ENV: "production",
+      RELAYER_PRIVATE_KEY: `0x${"11".repeat(32)}`,
+      PUBLIC_BASE_URL: "https://api.example.com",
+    };
+    expect(() => loadConfig({ ...production, ALLOW_PRIVATE_WEBHOOK_URLS: "true" })).toThrow(ConfigError);
+    expect(loadConfig(production).allowPrivateWebhookUrls).toBe(false);
+    expect(loadConfig({ ...testApiSettings(), NODE_ENV: "development" }).allowPrivateWebhookUrls).toBe(true);
+    expect(api.config.allowPrivateWebhookUrls).toBe(false);
+  });
+
+  it("refuses private, loopback, link-local, metadata and multicast addresses, localhost and plain http, storing nothing", async () => {
+    const user = await createUser(api);
+    const cases: [string, string][] = [
+      ["https://10.0.0.1/hook", "private_address"],
+      ["https://172.16.5.4/hook", "private_address"],
+      ["https://192.168.1.10/hook", "private_address"],
+      ["https://127.0.0.1/hook", "private_address"],
+      ["https://0x7f000001/hook", "private_address"], // 127.0.0.1 in disguise
+      ["https://[::1]/hook", "private_address"],
+      ["https://[::ffff:10.0.0.1]/hook", "private_address"],
+      ["https://[fd00::1]/hook", "private_address"],
+      ["https://[fe80::1]/hook", "private_address"],
+      ["https://169.254.169.254/latest/meta-data/", "private_address"], // cloud metadata
+      ["https://100.100.100.200/", "private_address"], // carrier-grade NAT range (another metadata address)
+      ["https://224.0.0.1/hook", "private_address"],
+      ["https://localhost/hook", "private_address"], // a name resolving to 127.0.0.1
+      [receiver.endpoint().replace("http:", "https:"), "private_address"],
+      [receiver.endpoint(), "scheme_not_allowed"],
+      ["http://93.184.216.34/hook", "scheme_not_allowed"],
+    ];
+    for (const [url, code] of cases) {
+      const res = await api.request("POST", "/v1/webhooks", { token: user.token, body: { url, events: ["*"] } });
+      expectProblem(res, 400, "validation_failed");
+      expect(res.body.errors, url).toEqual([expect.objectContaining({ field: "url", code })]);
+    }
+    const stored = await api.db.selectFrom("webhook_subscriptions").select("id").where("user_id", "=", user.id).execute();
+    expect(stored).toHaveLength(0);
+  });
+
+  it("accepts a public https URL and re-checks a changed one", async () => {
+    const user = await createUser(api);
+    const created = await api.request("POST", "/v1/webhooks", { token: user.token, body: { url: PUBLIC_URL, events: ["offer.created"] } });
+    expect(created.status).toBe(201);
+    const res = await api.request("PATCH", `/v1/webhooks/${created.body.id}`, { token: user.token, body: { url: "https://169.254.169.254/", events: ["*"] } });
+    expectProblem(res, 400, "validation_failed");
+    expect(res.body.errors).toEqual([expect.objectContaining({ field: "url", code: "private_address" })]);
+    const stored = await api.db.selectFrom("webhook_subscriptions").selectAll().where("id", "=", created.body.id).executeTakeFirstOrThrow();
+    expect(stored).toMatchObject({ url: PUBLIC_URL, events: ["offer.created"] });
+  });
+
+  it("checks the address again before sending: a URL that now points inside is never called", async () => {
+    const user = await createUser(api);
+    const created = await api.request("POST", "/v1/webhooks", { token: user.token, body: { url: PUBLIC_URL, events: ["offer.created"] } });
+    // As if its DNS now answered a loopback address (rebinding): the stored URL points at our receiver.
+    const inside = receiver.endpoint();
+    await api.db.updateTable("webhook_subscriptions").set({ url: inside }).where("id", "=", created.body.id).execute();
+    const ping = await api.request("POST", `/v1/webhooks/${created.body.id}/test`, { token: user.token });
+    expect(ping.status).toBe(202);
+    const refused = await waitFor(async () => {
+      const d = await api.request("GET", `/v1/webhooks/${created.body.id}/deliveries/${ping.body.id}`, { token: user.token });
+      return d.body.attempts === 1 && d.body.next_retry_at ? d.body : null;
+    });
+    expect(refused).toMatchObject({ status: "pending", last_response_code: null });
+    expect(refused.last_error).toMatch(/^refused \(scheme_not_allowed\): must be an https URL/);
+    await api.db.updateTable("webhook_subscriptions").set({ url: inside.replace("http:", "https:") }).where("id", "=", created.body.id).execute();
+    await api.request("POST", `/v1/webhooks/${created.body.id}/deliveries/${ping.body.id}/retry`, { token: user.token });
+    const again = await waitFor(async () => {
+      const d = await api.request("GET", `/v1/webhooks/${created.body.id}/deliveries/${ping.body.id}`, { token: user.token });
+      return d.body.attempts === 2 && d.body.status !== "pending" ? d.body : null;
+    });
+    expect(again).toMatchObject({ status: "failed", last_response_code: null }); // its one retry is used up
+    expect(again.last_error).toMatch(/^refused \(private_address\): the host 127\.0\.0\.1 resolves to a private/);
+    expect(receiver.requests(inside)).toHaveLength(0);
+  });
+});

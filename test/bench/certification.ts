@@ -1,0 +1,128 @@
+/**
+ * Certification latency and throughput on the real pieces (API, Postgres, Hardhat node, Ponder):
+ * the time from POST /v1/artworks to `certified` visible through the API, for artworks submitted
+ * one by one, and how many certifications per second complete when many are submitted at once.
+ * The reference promises "2 to 5 minutes".
+ */
+import os from "node:os";
+import path from "node:path";
+import { BENCH_ADMIN_KEY, type BenchContext, call, percentile, table } from "./context.ts";
+
+const SEQUENTIAL = Number(process.env.BENCH_CERT_SEQUENTIAL ?? 200);
+const BURST = Number(process.env.BENCH_CERT_BURST ?? 200);
+const POLL_MS = 10;
+
+/** A 1x1 PNG made unique by trailing bytes (the image hash is part of the certificate). */
+function image(n: number): Blob {
+  const png = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==", "base64");
+  return new Blob([Buffer.concat([png, Buffer.from(`bench-${n}-${Date.now()}`)])], { type: "image/png" });
+}
+
+async function submit(baseUrl: string, token: string, n: number): Promise<string> {
+  const form = new FormData();
+  form.append("title", `Bench ${n}`);
+  form.append("year", "2020");
+  form.append("medium", "Digital print");
+  form.append("dimensions", JSON.stringify({ width: 40, height: 30, unit: "cm" }));
+  form.append("image", image(n), `bench-${n}.png`);
+  const res = await fetch(new URL("/v1/artworks", baseUrl), { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form });
+  const body = (await res.json()) as { id?: string };
+  if (res.status !== 201 || !body.id) throw new Error(`POST /v1/artworks answered ${res.status}: ${JSON.stringify(body)}`);
+  return body.id;
+}
+
+async function certifiedCount(baseUrl: string, artistId: string): Promise<number> {
+  const list = await call(baseUrl, "GET", `/v1/artworks?artist_id=${artistId}&verified=true&limit=1`);
+  return list.pagination.total as number;
+}
+
+export async function benchCertification(ctx: BenchContext): Promise<string> {
+  await ctx.startIndexer();
+  // CERTIFICATION_CONCURRENCY and CERTIFICATION_BATCH_SIZE from the environment, to compare settings.
+  const tuning = Object.fromEntries(Object.entries(process.env).filter(([k, v]) => /^CERTIFICATION_(CONCURRENCY|BATCH_SIZE)$/.test(k) && v)) as Record<string, string>;
+  const api = await ctx.startApi({ STORAGE_DIR: path.join(ctx.dir, "storage"), ...tuning });
+  const admin = await call(api.url, "POST", "/v1/auth/token", { api_key: BENCH_ADMIN_KEY, scope: ["admin"] });
+  const artist = async (name: string) => {
+    const user = await call(api.url, "POST", "/v1/admin/users", { username: name, email: `${name}@example.test`, role: "artist" }, admin.token);
+    const token = await call(api.url, "POST", "/v1/auth/token", { api_key: user.api_key.secret, scope: ["write"] });
+    return { id: user.id as string, token: token.token as string };
+  };
+
+  // One by one: POST, then poll the detail until it says certified.
+  const solo = await artist("bench_sequential");
+  const latencies: number[] = [];
+  for (let i = 0; i < SEQUENTIAL; i++) {
+    const started = performance.now();
+    const id = await submit(api.url, solo.token, i);
+    for (;;) {
+      const detail = await call(api.url, "GET", `/v1/artworks/${id}`);
+      if (detail.status === "certified") break;
+      if (detail.status === "certification_failed") throw new Error(`${id} failed: ${detail.certification_error}`);
+      if (performance.now() - started > 60_000) throw new Error(`${id} not certified within 60 s`);
+      await new Promise((r) => setTimeout(r, POLL_MS));
+    }
+    latencies.push(performance.now() - started);
+  }
+  const sorted = [...latencies].sort((a, b) => a - b);
+  // What the API now tells a caller, from these certifications.
+  const estimated = await estimate(api.url, solo.token);
+
+  // All at once: submit BURST artworks concurrently, then count certified ones through the API.
+  const crowd = await artist("bench_burst");
+  const blockBefore = await blockNumber(ctx.rpcUrl);
+  const burstStarted = performance.now();
+  const ids = await Promise.all(Array.from({ length: BURST }, (_, i) => submit(api.url, crowd.token, 10_000 + i)));
+  const accepted = performance.now() - burstStarted;
+  let done = 0;
+  while (done < BURST) {
+    done = await certifiedCount(api.url, crowd.id);
+    if (performance.now() - burstStarted > 300_000) throw new Error(`only ${done}/${BURST} certified after 300 s`);
+    if (done < BURST) await new Promise((r) => setTimeout(r, POLL_MS));
+  }
+  const burstMs = performance.now() - burstStarted;
+  if (ids.length !== BURST) throw new Error("lost submissions");
+  // On the local chain each transaction is a block of its own: blocks used = certifyBatch transactions sent.
+  const blocks = (await blockNumber(ctx.rpcUrl)) - blockBefore;
+
+  const fmt = (ms: number) => (ms / 1000).toFixed(2);
+  const concurrency = tuning.CERTIFICATION_CONCURRENCY ?? "32 (default)";
+  const batch = tuning.CERTIFICATION_BATCH_SIZE ?? "40 (default)";
+  return [
+    `Certification: ${os.cpus().length} cores, Hardhat node (automine), Ponder over websocket, CERTIFICATION_CONCURRENCY=${concurrency}, CERTIFICATION_BATCH_SIZE=${batch}; multipart uploads of small PNGs`,
+    "",
+    table(
+      ["measure", "value"],
+      [
+        [`POST -> certified via the API, ${SEQUENTIAL} one by one: p50`, `${fmt(percentile(sorted, 50))} s`],
+        ["  p90", `${fmt(percentile(sorted, 90))} s`],
+        ["  p99", `${fmt(percentile(sorted, 99))} s`],
+        ["  max", `${fmt(sorted.at(-1)!)} s`],
+        [`${BURST} submitted at once: all accepted (201) after`, `${fmt(accepted)} s`],
+        [`  all ${BURST} certified after`, `${fmt(burstMs)} s`],
+        ["  certifications per second", (BURST / (burstMs / 1000)).toFixed(1)],
+        ["  transactions (blocks) they took", `${blocks} (${(BURST / blocks).toFixed(1)} certifications each)`],
+        ["estimated_certification_time answered after the sequential run", estimated],
+        ["reference (published)", "2 to 5 minutes"],
+      ],
+    ),
+  ].join("\n");
+}
+
+/** The estimate a new registration is given (its artwork is removed again). */
+async function estimate(baseUrl: string, token: string): Promise<string> {
+  const form = new FormData();
+  form.append("title", "Estimate probe");
+  form.append("year", "2020");
+  form.append("medium", "Digital print");
+  form.append("dimensions", JSON.stringify({ width: 1, height: 1, unit: "cm" }));
+  form.append("image", image(-1), "probe.png");
+  const res = await fetch(new URL("/v1/artworks", baseUrl), { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form });
+  const body = (await res.json()) as { id: string; estimated_certification_time: string };
+  await call(baseUrl, "DELETE", `/v1/artworks/${body.id}`, undefined, token);
+  return body.estimated_certification_time;
+}
+
+async function blockNumber(rpcUrl: string): Promise<number> {
+  const res = await fetch(rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] }) });
+  return Number.parseInt(((await res.json()) as { result: string }).result, 16);
+}

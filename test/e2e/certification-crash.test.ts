@@ -1,0 +1,152 @@
+/**
+ * Exactly one token per artwork across a crash between send and receipt: the API runs as a child
+ * process that SIGKILLs itself right after its certify transaction is sent (and its hash stored),
+ * then restarts. The restarted pipeline resumes from the stored hash without sending again, and the
+ * indexer's event certifies the artwork once, with one event.
+ */
+import { mkdtempSync } from "node:fs";
+import path from "node:path";
+import { sql } from "kysely";
+import { english, generateMnemonic, privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { createDb } from "../../api/src/db/connection.ts";
+import { binPath, childEnv, freePort, type ManagedProcess, spawnManaged, waitUntil } from "../../api/src/stack/processes.ts";
+import { ADMIN_API_KEY, createUser, send, type TestApi } from "../api/helpers.ts";
+import {
+  artworkInput,
+  createPlatformDatabase,
+  formFields,
+  freshRelayerKey,
+  pngImage,
+  postMultipart,
+  tokenIdOfArtwork,
+  transactionCount,
+} from "../support/artworks.ts";
+import { testEnvironment } from "../support/environment.ts";
+import { startIndexerForTest, type TestIndexer } from "../support/indexer.ts";
+import { waitFor } from "../support/wait.ts";
+
+const env = testEnvironment();
+let database: Awaited<ReturnType<typeof createPlatformDatabase>>;
+let indexer: TestIndexer;
+let relayerKey: `0x${string}`;
+let db: ReturnType<typeof createDb>;
+let storageDir: string;
+const custodyMnemonic = generateMnemonic(english);
+const children: ManagedProcess[] = [];
+
+beforeAll(async () => {
+  database = await createPlatformDatabase();
+  [indexer, relayerKey] = await Promise.all([startIndexerForTest({ target: { databaseUrl: database.databaseUrl } }), freshRelayerKey()]);
+  db = createDb(database.databaseUrl, 2);
+  storageDir = mkdtempSync(path.join(env.tempDir, "crash-storage-"));
+});
+
+afterAll(async () => {
+  for (const child of children) await child.stop("SIGKILL", 5_000);
+  await db?.destroy();
+  await indexer?.stop();
+  await database?.drop().catch(() => {});
+});
+
+/** The API as its own process (`node --import tsx api/src/server.ts`), as an operator runs it. */
+async function startApiProcess(name: string, settings: Record<string, string>): Promise<{ url: string; process: ManagedProcess }> {
+  const port = await freePort();
+  const child = spawnManaged({
+    name,
+    command: binPath("node"),
+    args: ["--import", "tsx", "api/src/server.ts"],
+    logFile: path.join(env.tempDir, `${name}.log`),
+    detached: false,
+    env: childEnv({
+      NODE_ENV: "test",
+      PORT: String(port),
+      LOG_LEVEL: "info",
+      DATABASE_URL: database.databaseUrl,
+      DATABASE_POOL_SIZE: "8",
+      CHAIN_RPC_URL: env.rpcUrl,
+      CHAIN_ID: String(env.chainId),
+      ART_CERTIFICATE_ADDRESS: env.artCertificateAddress,
+      ART_SHARES_ADDRESS: env.artSharesAddress,
+      RELAYER_PRIVATE_KEY: relayerKey,
+      CUSTODY_MNEMONIC: custodyMnemonic,
+      BOOTSTRAP_ADMIN_API_KEY: ADMIN_API_KEY,
+      INDEXER_URL: indexer.url,
+      INDEXER_VIEWS_SCHEMA: indexer.viewsSchema,
+      STORAGE_DIR: storageDir,
+      CERTIFICATION_LEASE_MS: "1000",
+      CERTIFICATION_SWEEP_INTERVAL_MS: "250",
+      REDIS_URL: "",
+      ...settings,
+    }),
+  });
+  children.push(child);
+  const url = `http://127.0.0.1:${port}`;
+  await waitUntil(async () => (await fetch(`${url}/healthz`)).ok, { timeoutMs: 60_000, what: `${name} on ${url}`, abort: child.exited });
+  return { url, process: child };
+}
+
+const apiAt = (url: string) => ({ url, request: (method: string, p: string, opts?: object) => send(url, method, p, opts) }) as unknown as TestApi;
+
+it("mints once and certifies once when the API is killed between sending certify and its receipt", async () => {
+  const relayer = privateKeyToAccount(relayerKey).address;
+  expect(await transactionCount(relayer)).toBe(0);
+
+  // 1. An API that dies right after its certify transaction is sent.
+  const doomed = await startApiProcess("api-crashing", { CERTIFICATION_CRASH_AFTER_SUBMIT: "true" });
+  const artist = await createUser(apiAt(doomed.url), { role: "artist" });
+  const form = formFields(artworkInput());
+  // The answer may or may not make it out before the process dies: the database says what was registered.
+  await postMultipart(doomed.url, artist.token, form, { bytes: pngImage() }).catch(() => undefined);
+  const exit = await doomed.process.exited;
+  expect(exit.signal).toBe("SIGKILL");
+
+  const [registered] = await db.selectFrom("artworks").selectAll().where("artist_id", "=", artist.id).execute();
+  expect(registered).toMatchObject({ status: "pending_certification", certification_attempts: 1 });
+  expect(registered!.certification_tx_hash).toMatch(/^0x[0-9a-f]{64}$/);
+  const id = registered!.id;
+  // The transaction was sent (and mined: the local chain mines on arrival); nothing was recorded as certified.
+  expect(await transactionCount(relayer)).toBe(1);
+  const tokenId = await tokenIdOfArtwork(id);
+  expect(tokenId).toBeGreaterThan(0n);
+
+  // 2. Restarted without the indexer's views: the sweep finds the lost attempt (lease expired) and
+  //    resumes it from the stored transaction hash, sending nothing. With no confirmation coming, it
+  //    keeps looking each time the lease runs out: a third attempt means the second one finished.
+  const blind = await startApiProcess("api-resuming", { INDEXER_VIEWS_SCHEMA: `absent_${indexer.viewsSchema}` });
+  const resumed = await waitFor(
+    async () => {
+      const row = await db.selectFrom("artworks").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
+      return row.certification_attempts >= 3 ? row : null;
+    },
+    { timeoutMs: 30_000, what: "the resumed attempts" },
+  );
+  expect(resumed.status).toBe("pending_certification");
+  expect(resumed.certification_error).toBeNull();
+  expect(await transactionCount(relayer)).toBe(1);
+  await blind.process.stop("SIGTERM");
+
+  // 3. Restarted normally: the indexer's event certifies it, once.
+  const healthy = await startApiProcess("api-restarted", {});
+  const detail = await waitFor(
+    async () => {
+      const res = await send(healthy.url, "GET", `/v1/artworks/${id}`);
+      return res.body?.status === "certified" ? res.body : null;
+    },
+    { timeoutMs: 20_000, what: "certification after the restart" },
+  );
+  expect(detail.token_id).toBe(Number(tokenId));
+  expect(await transactionCount(relayer)).toBe(1);
+  expect(await tokenIdOfArtwork(id)).toBe(tokenId);
+
+  const views = db.withSchema(indexer.viewsSchema) as unknown as typeof db;
+  const onChain = await sql<{ token_id: bigint; tx_hash: string }>`select token_id, tx_hash from ${sql.id(indexer.viewsSchema, "certificate")} where artwork_id = ${id}`.execute(views);
+  expect(onChain.rows).toHaveLength(1);
+  expect(onChain.rows[0]!.tx_hash).toBe(registered!.certification_tx_hash);
+  const events = await db.selectFrom("outbox_events").select("payload").where("event_type", "=", "artwork.certified").where(sql`payload->>'artwork_id'`, "=", id).execute();
+  expect(events).toHaveLength(1);
+  expect(events[0]!.payload).toMatchObject({ artwork_id: id, token_id: Number(tokenId), tx_hash: registered!.certification_tx_hash });
+  const certifiedEntries = await db.selectFrom("artwork_provenance").select("tx_hash").where("artwork_id", "=", id).where("event", "=", "certified").execute();
+  expect(certifiedEntries).toEqual([{ tx_hash: registered!.certification_tx_hash }]);
+  await healthy.process.stop("SIGTERM");
+}, 120_000);

@@ -1,0 +1,289 @@
+/**
+ * The certification pipeline end to end on real pieces: Postgres, the Hardhat chain, Ponder, the
+ * API over HTTP, and the verification page in a real headless Chromium. The API reaches the chain
+ * through a proxy this file can cut, to show RPC outages being retried.
+ */
+import { mkdtempSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import path from "node:path";
+import { sql } from "kysely";
+import { type BrowserContext, chromium } from "playwright-core";
+import { keccak256, stringToBytes } from "viem";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { privateKeyToAccount } from "viem/accounts";
+import { CERTIFY_TASK } from "../../api/src/modules/artworks/certification.ts";
+import { enqueue } from "../../api/src/jobs/queue.ts";
+import { adminToken, createUser, expectProblem, type TestUser } from "../api/helpers.ts";
+import {
+  artworkInput,
+  formFields,
+  pngImage,
+  postMultipart,
+  startImageServer,
+  tokenIdOfArtwork,
+  transactionCount,
+  useArtworkPlatform,
+} from "../support/artworks.ts";
+import { testEnvironment } from "../support/environment.ts";
+import { waitFor } from "../support/wait.ts";
+
+const env = testEnvironment();
+
+/** JSON-RPC proxy in front of the chain: `up = false` answers 503, as a node behind a failing load balancer. */
+const rpcProxy = { up: true, url: "", server: null as Server | null };
+beforeAll(async () => {
+  rpcProxy.server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    if (!rpcProxy.up) {
+      res.writeHead(503).end("upstream unavailable");
+      return;
+    }
+    const upstream = await fetch(env.rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: Buffer.concat(chunks) });
+    res.writeHead(upstream.status, { "content-type": "application/json" }).end(Buffer.from(await upstream.arrayBuffer()));
+  });
+  await new Promise<void>((resolve) => rpcProxy.server!.listen(0, "127.0.0.1", resolve));
+  rpcProxy.url = `http://127.0.0.1:${(rpcProxy.server!.address() as { port: number }).port}`;
+});
+afterAll(async () => {
+  rpcProxy.server?.closeAllConnections();
+  await new Promise((resolve) => rpcProxy.server?.close(resolve));
+});
+
+const p = useArtworkPlatform(() => ({ CHAIN_RPC_URL: rpcProxy.url }));
+
+let browser: BrowserContext;
+let images: Awaited<ReturnType<typeof startImageServer>>;
+beforeAll(async () => {
+  images = await startImageServer();
+  browser = await chromium.launchPersistentContext(mkdtempSync(path.join(env.tempDir, "chromium-")), {
+    executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
+    headless: true,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+});
+afterAll(async () => {
+  await browser?.close();
+  await images?.close();
+});
+
+const asForm = formFields;
+
+async function waitCertified(id: string, timeoutMs = 20_000) {
+  return waitFor(
+    async () => {
+      const res = await p.api.request("GET", `/v1/artworks/${id}`);
+      return res.body?.status === "certified" ? res.body : null;
+    },
+    { timeoutMs, what: `certification of ${id}` },
+  );
+}
+
+async function certifiedEvents(artworkId: string) {
+  return p.db
+    .selectFrom("outbox_events")
+    .selectAll()
+    .where("event_type", "=", "artwork.certified")
+    .where(sql`payload->>'artwork_id'`, "=", artworkId)
+    .execute();
+}
+
+/** The verification page as Chromium renders it. */
+async function openVerifyPage(artworkId: string) {
+  const page = await browser.newPage();
+  const errors: string[] = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  const response = await page.goto(`${p.api.url}/verify/${artworkId}`);
+  const text = async (selector: string) => (await page.locator(selector).textContent())?.trim() ?? null;
+  return {
+    page,
+    status: response?.status(),
+    verdict: await page.locator("#verdict").getAttribute("data-verdict"),
+    headline: await text("#verdict strong"),
+    onChainHash: (await page.locator("#onchain-hash").count()) ? await text("#onchain-hash") : null,
+    recomputedHash: (await page.locator("#recomputed-hash").count()) ? await text("#recomputed-hash") : null,
+    tokenId: (await page.locator("#token-id").count()) ? await text("#token-id") : null,
+    owner: (await page.locator("#owner").count()) ? await text("#owner") : null,
+    errors,
+  };
+}
+
+describe("certification end to end", () => {
+  let artist: TestUser;
+  beforeAll(async () => {
+    artist = await createUser(p.api, { role: "artist" });
+  });
+
+  it("create -> certified on-chain -> certificate -> outbox event -> verify page says match; a tampered record says mismatch", async () => {
+    images.respond((_req, res) => res.writeHead(200, { "content-type": "image/png" }).end(pngImage()));
+    const created = await p.api.request("POST", "/v1/artworks", {
+      token: artist.token,
+      body: artworkInput({ image_url: images.url("/e2e.png") }),
+    });
+    expect(created.status).toBe(201);
+    const id = created.body.id as string;
+    const detail = await waitCertified(id);
+
+    // The chain has exactly one token for it, owned by the artist's wallet.
+    const tokenId = await tokenIdOfArtwork(id);
+    expect(tokenId).toBe(BigInt(detail.token_id));
+    const wallet = (await p.db.selectFrom("users").select("wallet_address").where("id", "=", artist.id).executeTakeFirstOrThrow()).wallet_address.toLowerCase();
+    const certificate = await p.api.request("GET", `/v1/artworks/${id}/certificate`);
+    expect(certificate.status).toBe(200);
+    expect(certificate.body).toMatchObject({
+      artwork_id: id,
+      certificate_hash: detail.certificate_hash,
+      chain: "hardhat-local",
+      chain_id: 31337,
+      contract_address: env.artCertificateAddress.toLowerCase(),
+      token_id: Number(tokenId),
+      verified: true,
+      issuer: "Art Platform",
+      owner: wallet,
+    });
+
+    // One event, in the transaction that certified it, with the reference's fields and the chain's.
+    const events = await certifiedEvents(id);
+    expect(events).toHaveLength(1);
+    expect(events[0]!.payload).toEqual({
+      artwork_id: id,
+      certificate_hash: detail.certificate_hash,
+      certified_at: detail.certified_at,
+      token_id: Number(tokenId),
+      contract_address: env.artCertificateAddress.toLowerCase(),
+      chain_id: 31337,
+      tx_hash: certificate.body.tx_hash,
+    });
+    await waitFor(async () => (await p.db.selectFrom("outbox_events").select("dispatched_at").where("id", "=", events[0]!.id).executeTakeFirstOrThrow()).dispatched_at, {
+      what: "the event's dispatch",
+    });
+
+    const good = await openVerifyPage(id);
+    expect(good.status).toBe(200);
+    expect(good.verdict).toBe("match");
+    expect(good.headline).toMatch(/^Match/);
+    expect(good.onChainHash).toBe(detail.certificate_hash);
+    expect(good.recomputedHash).toBe(detail.certificate_hash);
+    expect(good.tokenId).toBe(String(tokenId));
+    expect(good.owner).toBe(wallet);
+    expect(good.errors).toEqual([]);
+    await good.page.screenshot({ path: path.join(env.tempDir, "verify-match.png"), fullPage: true });
+    await good.page.close();
+
+    // Someone edits the stored record behind the API's back: the document no longer hashes to the chain's.
+    await p.db.updateTable("artworks").set({ title: "A forged title" }).where("id", "=", id).execute();
+    const tampered = await openVerifyPage(id);
+    expect(tampered.verdict).toBe("mismatch");
+    expect(tampered.headline).toMatch(/^Mismatch/);
+    expect(tampered.onChainHash).toBe(detail.certificate_hash);
+    expect(tampered.recomputedHash).not.toBe(detail.certificate_hash);
+    await tampered.page.screenshot({ path: path.join(env.tempDir, "verify-mismatch.png"), fullPage: true });
+    await tampered.page.close();
+    expect((await p.api.request("GET", `/v1/artworks/${id}/certificate`)).body.verified).toBe(false);
+    const document = await (await fetch(`${p.api.url}/v1/artworks/${id}/certificate/document`)).text();
+    expect(keccak256(stringToBytes(document))).not.toBe(detail.certificate_hash);
+  });
+
+  it("escapes everything on the page: a title with markup is shown as text and runs nothing", async () => {
+    const title = `<img src=x onerror="document.title='pwned'"><script>window.__pwned = 1</script>"'&`;
+    const created = await postMultipart(p.api.url, artist.token, asForm(artworkInput({ title })), { bytes: pngImage() });
+    expect(created.status).toBe(201);
+    await waitCertified(created.body.id);
+    const view = await openVerifyPage(created.body.id);
+    expect(view.verdict).toBe("match");
+    expect(await view.page.locator("h1").textContent()).toBe(`Certificate of ${title}`);
+    expect(await view.page.evaluate(() => (globalThis as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+    expect(await view.page.title()).toBe(`Certificate of ${title}`);
+    expect(await view.page.locator("script").count()).toBe(0);
+    expect(await view.page.locator("img[src=x]").count()).toBe(0);
+    await view.page.close();
+  });
+
+  it("shows 'not certified' for a pending artwork and 404 for an unknown one", async () => {
+    images.respond((_req, res) => res.writeHead(503).end());
+    const pending = await p.api.request("POST", "/v1/artworks", { token: artist.token, body: artworkInput({ image_url: images.url("/later.png") }) });
+    const view = await openVerifyPage(pending.body.id);
+    expect(view.status).toBe(200);
+    expect(view.verdict).toBe("not_certified");
+    await view.page.close();
+    const unknown = await openVerifyPage("art_01JD3Y5V0Q3G7W7J6T4N4C2X1M");
+    expect(unknown.status).toBe(404);
+    expect(unknown.verdict).toBe("unknown");
+    await unknown.page.close();
+    await p.api.request("DELETE", `/v1/artworks/${pending.body.id}`, { token: artist.token });
+  });
+
+  it("mints one token when the same artwork's job runs three times at once", async () => {
+    const relayer = privateKeyToAccount(p.relayerKey).address;
+    // The image server holds every request until three have arrived: the three attempts overlap.
+    const png = pngImage();
+    const waiting: (() => void)[] = [];
+    images.respond((_req, res) => {
+      waiting.push(() => res.writeHead(200, { "content-type": "image/png" }).end(png));
+      if (waiting.length >= 3) for (const release of waiting.splice(0)) release();
+    });
+    const nonceBefore = await transactionCount(relayer);
+    const created = await p.api.request("POST", "/v1/artworks", { token: artist.token, body: artworkInput({ image_url: images.url("/race.png") }) });
+    const id = created.body.id as string;
+    // Two more jobs for the same artwork, beside the one the creation queued (no job key: no de-duplication).
+    await enqueue(p.db, CERTIFY_TASK, { artwork_id: id });
+    await enqueue(p.db, CERTIFY_TASK, { artwork_id: id });
+    setTimeout(() => {
+      for (const release of waiting.splice(0)) release();
+    }, 5_000).unref();
+
+    await waitCertified(id);
+    await waitFor(async () => ((await p.db.selectFrom("artworks").select("certification_attempts").where("id", "=", id).executeTakeFirstOrThrow()).certification_attempts >= 3 ? true : null), {
+      what: "all three attempts",
+    });
+    const sent = (await transactionCount(relayer)) - nonceBefore;
+    expect(sent).toBeGreaterThanOrEqual(1);
+    expect(sent).toBeLessThanOrEqual(3);
+    expect(await p.views.selectFrom("certificate").select("token_id").where("artwork_id", "=", id).execute()).toHaveLength(1);
+    expect(await tokenIdOfArtwork(id)).toBeGreaterThan(0n);
+    expect(await certifiedEvents(id)).toHaveLength(1);
+    expect(await p.db.selectFrom("artwork_provenance").select("id").where("artwork_id", "=", id).where("event", "=", "certified").execute()).toHaveLength(1);
+  });
+
+  it("retries RPC failures with backoff; an admin verify during the outage answers 202; certified once the chain is back", async () => {
+    rpcProxy.up = false;
+    try {
+      const created = await postMultipart(p.api.url, artist.token, asForm(artworkInput()), { bytes: pngImage() });
+      expect(created.status).toBe(201);
+      const id = created.body.id as string;
+      const retried = await waitFor(
+        async () => {
+          const row = await p.db.selectFrom("artworks").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
+          return row.certification_attempts >= 2 ? row : null;
+        },
+        { timeoutMs: 15_000, what: "two failed attempts" },
+      );
+      expect(retried.status).toBe("pending_certification");
+      expect(retried.certification_error).toMatch(/HTTP request failed|503|unavailable/i);
+
+      const admin = await adminToken(p.api);
+      const adminId = (await p.api.request("GET", "/v1/users/me", { token: admin })).body.id;
+      const started = Date.now();
+      const verify = await p.api.request("POST", `/v1/admin/artworks/${id}/verify`, { token: admin, body: { override_reason: "Chain outage; inspected" } });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(9_000);
+      expect(verify.status).toBe(202);
+      expect(verify.body).toEqual({ artwork_id: id, status: "pending_certification", certificate_hash: null, certified_at: null, certified_by: adminId });
+
+      rpcProxy.up = true;
+      const detail = await waitCertified(id, 30_000);
+      expect(detail.certificate_hash).toMatch(/^0x[0-9a-f]{64}$/);
+      const row = await p.db.selectFrom("artworks").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
+      expect(row).toMatchObject({ status: "certified", certified_by: adminId });
+      expect(await certifiedEvents(id)).toHaveLength(1);
+    } finally {
+      rpcProxy.up = true;
+    }
+  }, 60_000);
+
+  it("refuses the admin verify of an already certified artwork", async () => {
+    const created = await postMultipart(p.api.url, artist.token, asForm(artworkInput()), { bytes: pngImage() });
+    await waitCertified(created.body.id);
+    const admin = await adminToken(p.api);
+    expectProblem(await p.api.request("POST", `/v1/admin/artworks/${created.body.id}/verify`, { token: admin, body: { override_reason: "x" } }), 409, "invalid_state");
+  });
+});

@@ -1,0 +1,234 @@
+/**
+ * A platform of its own for artwork/certification tests: a fresh database (so the job queue, the
+ * sweep and the confirmation see only this file's artworks), a Ponder indexer on it, a relayer
+ * account of its own holding CERTIFIER_ROLE (so nonces are not shared with other files), and a
+ * storage directory. The chain and the contracts are the run's.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, readdirSync, statSync } from "node:fs";
+import path from "node:path";
+import type { Kysely } from "kysely";
+import { type Address, createPublicClient, createWalletClient, type Hex, http, keccak256, parseEther, toBytes, toHex } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll } from "vitest";
+import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
+import { type IndexerViews } from "../../api/src/chain/indexer-schema.ts";
+import { createDb } from "../../api/src/db/connection.ts";
+import { migrateToLatest } from "../../api/src/db/migrate.ts";
+import type { Database } from "../../api/src/db/database.ts";
+import { dropDatabase, ensureDatabase, withDatabase } from "../../api/src/stack/postgres.ts";
+import { startTestApi, type TestApi, type TestResponse } from "../api/helpers.ts";
+import { testEnvironment } from "./environment.ts";
+import { startIndexerForTest, type TestIndexer } from "./indexer.ts";
+
+export interface ArtworkPlatform {
+  api: TestApi;
+  /** This platform's database (not the run's shared one). */
+  db: Kysely<Database>;
+  views: Kysely<IndexerViews>;
+  indexer: TestIndexer;
+  databaseUrl: string;
+  storageDir: string;
+  relayerKey: Hex;
+  /** Settings every API of this platform gets (for child processes). */
+  env: Record<string, string>;
+}
+
+const env = () => testEnvironment();
+export const publicClient = () => createPublicClient({ transport: http(env().rpcUrl) });
+
+/** A fresh relayer key, funded, with CERTIFIER_ROLE granted by the deployer (account #0, shared: retried on nonce races). */
+export async function freshRelayerKey(): Promise<Hex> {
+  const key = generatePrivateKey();
+  const address = privateKeyToAccount(key).address;
+  const client = publicClient();
+  await client.request({ method: "hardhat_setBalance", params: [address, toHex(parseEther("1000"))] } as never);
+  const admin = createWalletClient({ account: privateKeyToAccount(env().relayerPrivateKey), transport: http(env().rpcUrl) });
+  const role = await client.readContract({ address: env().artCertificateAddress, abi: artCertificateAbi, functionName: "CERTIFIER_ROLE" });
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const hash = await admin.writeContract({
+        chain: null,
+        address: env().artCertificateAddress,
+        abi: artCertificateAbi,
+        functionName: "grantRole",
+        args: [role, address],
+      });
+      const receipt = await client.waitForTransactionReceipt({ hash });
+      if (receipt.status === "success") return key;
+    } catch (error) {
+      if (attempt >= 8) throw error;
+    }
+    await new Promise((r) => setTimeout(r, 50 * attempt));
+  }
+}
+
+/**
+ * A migrated database of its own. Migrated before Ponder touches it: Ponder keeps Kysely migration
+ * tables of its own (in `ponder_sync`), which Kysely's migrator would take for the API's.
+ */
+export async function createPlatformDatabase(): Promise<{ databaseUrl: string; drop(): Promise<void> }> {
+  const name = `art_${randomBytes(5).toString("hex")}`;
+  await ensureDatabase(env().serverUrl, name);
+  const databaseUrl = withDatabase(env().databaseUrl, name);
+  const db = createDb(databaseUrl, 1);
+  try {
+    await migrateToLatest(db);
+  } finally {
+    await db.destroy();
+  }
+  return { databaseUrl, drop: () => dropDatabase(env().serverUrl, name) };
+}
+
+/** Starts the platform for the calling test file (beforeAll) and stops it after (afterAll). */
+export function useArtworkPlatform(overrides: Record<string, string> | (() => Record<string, string>) = {}): ArtworkPlatform {
+  let current: ArtworkPlatform | undefined;
+  let drop: (() => Promise<void>) | undefined;
+  beforeAll(async () => {
+    const database = await createPlatformDatabase();
+    drop = database.drop;
+    const [indexer, relayerKey] = await Promise.all([startIndexerForTest({ target: { databaseUrl: database.databaseUrl } }), freshRelayerKey()]);
+    const storageDir = mkdtempSync(path.join(env().tempDir, "storage-"));
+    const settings = {
+      DATABASE_URL: database.databaseUrl,
+      INDEXER_URL: indexer.url,
+      INDEXER_VIEWS_SCHEMA: indexer.viewsSchema,
+      STORAGE_DIR: storageDir,
+      RELAYER_PRIVATE_KEY: relayerKey,
+      CERTIFICATION_SWEEP_INTERVAL_MS: "1000",
+      CERTIFICATION_RETRY_BASE_MS: "200",
+      CERTIFICATION_CONCURRENCY: "8",
+      DATABASE_POOL_SIZE: "10",
+      ...(typeof overrides === "function" ? overrides() : overrides),
+    };
+    const api = await startTestApi(settings);
+    const db = createDb(database.databaseUrl, 4);
+    const views = db.withTables<IndexerViews>().withSchema(indexer.viewsSchema) as unknown as Kysely<IndexerViews>;
+    current = { api, db, views, indexer, databaseUrl: database.databaseUrl, storageDir, relayerKey, env: settings };
+  });
+  afterAll(async () => {
+    await current?.api.close();
+    await current?.indexer.stop();
+    await current?.db.destroy();
+    await drop?.().catch(() => {});
+  });
+  return new Proxy({} as ArtworkPlatform, {
+    get(_target, property) {
+      if (!current) throw new Error("The artwork platform runs only inside tests (after beforeAll)");
+      return Reflect.get(current, property);
+    },
+  });
+}
+
+/** A valid 1x1 PNG; `salt` appended after IEND makes each image (and its hash) distinct. */
+export function pngImage(salt = randomBytes(8).toString("hex")): Buffer {
+  const png = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==", "base64");
+  return Buffer.concat([png, Buffer.from(salt)]);
+}
+
+export const jpegImage = () => Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), randomBytes(64)]);
+export const gifImage = () => Buffer.concat([Buffer.from("GIF89a"), randomBytes(32)]);
+export const webpImage = () => Buffer.concat([Buffer.from("RIFF"), Buffer.from([0x20, 0, 0, 0]), Buffer.from("WEBPVP8 "), randomBytes(32)]);
+
+export function artworkInput(extra: Record<string, unknown> = {}) {
+  return {
+    title: `Harbour at Dawn ${randomBytes(3).toString("hex")}`,
+    year: 2021,
+    medium: "Oil on canvas",
+    dimensions: { width: 60, height: 80, unit: "cm" },
+    description: "Morning light over the harbour.",
+    price_usd: 12500.5,
+    ...extra,
+  };
+}
+
+/** JSON fields as multipart text parts (objects as JSON text); null leaves a field out. */
+export function formFields(input: Record<string, unknown>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(input)
+      .filter(([, v]) => v !== null && v !== undefined)
+      .map(([k, v]) => [k, typeof v === "object" ? JSON.stringify(v) : String(v)]),
+  );
+}
+
+/** POST /v1/artworks as multipart/form-data: `fields` as text parts, `image` as the file part. */
+export async function postMultipart(
+  baseUrl: string,
+  token: string,
+  fields: Record<string, string>,
+  image?: { bytes: Buffer; filename?: string; type?: string },
+  headers: Record<string, string> = {},
+): Promise<TestResponse> {
+  const form = new FormData();
+  for (const [k, v] of Object.entries(fields)) form.append(k, v);
+  if (image) form.append("image", new Blob([image.bytes], { type: image.type ?? "image/png" }), image.filename ?? "artwork.png");
+  const res = await fetch(new URL("/v1/artworks", baseUrl), { method: "POST", headers: { authorization: `Bearer ${token}`, ...headers }, body: form });
+  const text = await res.text();
+  let body: unknown;
+  try {
+    body = text ? JSON.parse(text) : undefined;
+  } catch {
+    body = undefined;
+  }
+  return { status: res.status, headers: res.headers, body, text };
+}
+
+/** Every file under `dir` (the storage), to prove a refused request stored nothing. */
+export function filesUnder(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string) => {
+    for (const entry of readdirSync(d)) {
+      const full = path.join(d, entry);
+      if (statSync(full).isDirectory()) walk(full);
+      else out.push(full);
+    }
+  };
+  walk(dir);
+  return out.sort();
+}
+
+/** The token id the contract holds for `artworkId` (0 when none). */
+export async function tokenIdOfArtwork(artworkId: string): Promise<bigint> {
+  return publicClient().readContract({
+    address: env().artCertificateAddress,
+    abi: artCertificateAbi,
+    functionName: "tokenIdOfArtwork",
+    args: [keccak256(toBytes(artworkId))],
+  });
+}
+
+export async function transactionCount(address: Address): Promise<number> {
+  return publicClient().getTransactionCount({ address, blockTag: "pending" });
+}
+
+/** A local HTTP server whose answer a test changes as it goes (image_url targets; loopback is allowed outside production). */
+export async function startImageServer(): Promise<{
+  url: (path?: string) => string;
+  respond: (handler: (req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse) => void) => void;
+  requests: () => number;
+  close: () => Promise<void>;
+}> {
+  const { createServer } = await import("node:http");
+  let handler: (req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse) => void = (_req, res) => {
+    res.writeHead(404).end();
+  };
+  let count = 0;
+  const server = createServer((req, res) => {
+    count++;
+    handler(req, res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as { port: number }).port;
+  return {
+    url: (p = "/image.png") => `http://127.0.0.1:${port}${p}`,
+    respond: (h) => {
+      handler = h;
+    },
+    requests: () => count,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { recordEvent, redispatchStaleEvents } from "../../api/src/jobs/outbox.ts";
 import { randomBytes } from "node:crypto";
+import { newId } from "../../api/src/lib/ids.ts";
+import { waitFor } from "../support/wait.ts";
 import { testEnvironment } from "./environment.ts";
 import { createUser, expectProblem, send, startTestApi, useTestApi, uniqueName } from "./helpers.ts";
 
@@ -101,30 +103,30 @@ describe("outbox", () => {
     expect(await api.db.selectFrom("outbox_events").select("id").where("event_type", "=", type).execute()).toHaveLength(0);
 
     const id = await api.db.transaction().execute((trx) => recordEvent(trx, type, { n: 2 }));
-    const deadline = Date.now() + 15_000;
-    let row;
-    do {
-      row = await api.db.selectFrom("outbox_events").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
-      if (row.dispatched_at) break;
-      await new Promise((r) => setTimeout(r, 50));
-    } while (Date.now() < deadline);
+    const row = await waitFor(
+      async () => {
+        const r = await api.db.selectFrom("outbox_events").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
+        return r.dispatched_at ? r : undefined;
+      },
+      { timeoutMs: 15_000, what: "the event dispatched" },
+    );
     expect(row.dispatched_at).toBeInstanceOf(Date);
     expect(row.payload).toEqual({ n: 2 });
   });
 
   it("hands out again an event whose dispatch job was lost", async () => {
     const type = uniqueName("test.stale");
-    const id = `whe_01JD3Y5V0Q3G7W7J6T4N4${Math.random().toString(36).slice(2, 7).toUpperCase().replace(/[ILOU]/g, "X").padEnd(5, "X")}`;
+    const id = newId("webhookEvent");
     // As if the job had been taken by a worker that died: the event exists, no job does.
     await api.db.insertInto("outbox_events").values({ id, event_type: type, payload: JSON.stringify({ n: 3 }), created_at: new Date(Date.now() - 10 * 60_000) }).execute();
     expect(await redispatchStaleEvents(api.db)).toBeGreaterThanOrEqual(1);
-    const deadline = Date.now() + 15_000;
-    let row;
-    do {
-      row = await api.db.selectFrom("outbox_events").select("dispatched_at").where("id", "=", id).executeTakeFirstOrThrow();
-      if (row.dispatched_at) break;
-      await new Promise((r) => setTimeout(r, 50));
-    } while (Date.now() < deadline);
+    const row = await waitFor(
+      async () => {
+        const r = await api.db.selectFrom("outbox_events").select("dispatched_at").where("id", "=", id).executeTakeFirstOrThrow();
+        return r.dispatched_at ? r : undefined;
+      },
+      { timeoutMs: 15_000, what: "the stale event dispatched" },
+    );
     expect(row.dispatched_at).toBeInstanceOf(Date);
   });
 });

@@ -1,4 +1,4 @@
-import type { ColumnType, Generated, Insertable, Selectable, Updateable } from "kysely";
+import type { ColumnType, Generated, Insertable, Kysely, Selectable, Transaction, Updateable } from "kysely";
 
 type Timestamp = ColumnType<Date, Date | string | undefined, Date | string>;
 type NullableTimestamp = ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
@@ -203,3 +203,6 @@ export type WebhookSubscription = Selectable<WebhookSubscriptionsTable>;
 export type WebhookDelivery = Selectable<WebhookDeliveriesTable>;
 export type Artwork = Selectable<ArtworksTable>;
 export type ArtworkProvenance = Selectable<ArtworkProvenanceTable>;
+
+/** What repositories take first: the pool, or the transaction a service opened. */
+export type Db = Kysely<Database> | Transaction<Database>;

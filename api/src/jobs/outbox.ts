@@ -1,10 +1,8 @@
-import { type Kysely, sql, type Transaction } from "kysely";
+import { type Kysely, sql } from "kysely";
 import type { Logger } from "pino";
-import type { Database } from "../db/database.ts";
+import type { Database, Db } from "../db/database.ts";
 import { newId } from "../lib/ids.ts";
 import { enqueue, type Task } from "./queue.ts";
-
-type Db = Kysely<Database> | Transaction<Database>;
 
 export const OUTBOX_DISPATCH_TASK = "outbox_dispatch";
 

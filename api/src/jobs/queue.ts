@@ -1,10 +1,8 @@
-import { type Kysely, sql, type Transaction } from "kysely";
+import { sql } from "kysely";
 import type pg from "pg";
 import type { Logger as PinoLogger } from "pino";
 import { Logger as WorkerLogger, type Runner, run, runMigrations, type Task, type TaskList } from "graphile-worker";
-import type { Database } from "../db/database.ts";
-
-type Db = Kysely<Database> | Transaction<Database>;
+import type { Database, Db } from "../db/database.ts";
 
 export interface EnqueueOptions {
   runAt?: Date;

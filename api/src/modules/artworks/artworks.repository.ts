@@ -1,8 +1,6 @@
-import { type Insertable, type Kysely, sql, type Transaction, type Updateable } from "kysely";
-import type { Artwork, ArtworkProvenance, ArtworksTable, Database } from "../../db/database.ts";
+import { type Insertable, sql, type Transaction, type Updateable } from "kysely";
+import type { Artwork, ArtworkProvenance, ArtworksTable, Database, Db } from "../../db/database.ts";
 import { offsetOf, type Page } from "../../lib/pagination.ts";
-
-type Db = Kysely<Database> | Transaction<Database>;
 
 export type NewArtwork = Insertable<ArtworksTable>;
 

@@ -1,7 +1,5 @@
-import { type Kysely, sql, type Transaction } from "kysely";
-import type { Database } from "../../db/database.ts";
-
-type Db = Kysely<Database> | Transaction<Database>;
+import { sql } from "kysely";
+import type { Database, Db } from "../../db/database.ts";
 
 export function findTokenByHash(db: Db, tokenHash: string) {
   return db

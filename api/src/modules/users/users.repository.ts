@@ -1,8 +1,6 @@
-import { type Kysely, sql, type Transaction } from "kysely";
-import type { Database, NewUser, Role, Tier, User, UserStatus, UserUpdate } from "../../db/database.ts";
+import { sql } from "kysely";
+import type { Database, NewUser, Role, Tier, User, UserStatus, UserUpdate, Db } from "../../db/database.ts";
 import { offsetOf, type Page } from "../../lib/pagination.ts";
-
-type Db = Kysely<Database> | Transaction<Database>;
 
 export function findById(db: Db, id: string): Promise<User | undefined> {
   return db.selectFrom("users").selectAll().where("id", "=", id).executeTakeFirst();

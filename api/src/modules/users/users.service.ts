@@ -1,13 +1,11 @@
-import type { Kysely, Transaction } from "kysely";
+import type { Kysely } from "kysely";
 import type { CustodyWallet } from "../../chain/custody.ts";
-import type { Database, Role, User, UserStatus } from "../../db/database.ts";
+import type { Database, Role, User, UserStatus, Db } from "../../db/database.ts";
 import { ApiError } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
 import { type Page, paginated } from "../../lib/pagination.ts";
 import { iso, isoOrNull } from "../../lib/time.ts";
 import * as repo from "./users.repository.ts";
-
-type Db = Kysely<Database> | Transaction<Database>;
 
 export class UsersService {
   constructor(

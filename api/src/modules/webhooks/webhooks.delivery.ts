@@ -1,14 +1,12 @@
 import type { IncomingHttpHeaders } from "node:http";
-import type { Kysely, Transaction } from "kysely";
+import type { Kysely } from "kysely";
 import type { Logger } from "pino";
-import type { Database } from "../../db/database.ts";
+import type { Database, Db } from "../../db/database.ts";
 import { enqueue, type Task } from "../../jobs/queue.ts";
 import { OutboundError, type OutboundPolicy, outboundRequest, UnsafeUrlError } from "../../lib/outbound.ts";
 import { iso } from "../../lib/time.ts";
 import { signWebhook } from "./signature.ts";
 import * as repo from "./webhooks.repository.ts";
-
-type Db = Kysely<Database> | Transaction<Database>;
 
 export const WEBHOOK_DELIVER_TASK = "webhook_deliver";
 export const WEBHOOK_USER_AGENT = "ArtPlatform-Webhooks/1.0";

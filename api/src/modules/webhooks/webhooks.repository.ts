@@ -1,16 +1,7 @@
-import { type Kysely, sql, type Transaction, type Updateable } from "kysely";
-import type {
-  Database,
-  WebhookDelivery,
-  WebhookDeliveriesTable,
-  WebhookDeliveryStatus,
-  WebhookSubscription,
-  WebhookSubscriptionsTable,
-} from "../../db/database.ts";
+import { sql, type Transaction, type Updateable } from "kysely";
+import type { Database, WebhookDelivery, WebhookDeliveriesTable, WebhookDeliveryStatus, WebhookSubscription, WebhookSubscriptionsTable, Db } from "../../db/database.ts";
 import { newId } from "../../lib/ids.ts";
 import { offsetOf, type Page } from "../../lib/pagination.ts";
-
-type Db = Kysely<Database> | Transaction<Database>;
 
 /** The start time before which an attempt in flight is abandoned (its process died). */
 const leaseExpired = (leaseMs: number) => sql<Date>`now() - make_interval(secs => ${leaseMs / 1000})`;

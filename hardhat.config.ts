@@ -18,7 +18,15 @@ export default defineConfig({
     },
   },
   paths: {
-    tests: { nodejs: "test/contracts" },
+    tests: { nodejs: "test/contracts", solidity: "test/contracts" },
+  },
+  // `hardhat test` runs both: node:test (*.test.ts) and the Solidity fuzz/invariant tests (*.t.sol).
+  // Bounded so that `npm test` stays quick on 2 cores; raise them for a deeper run, e.g. before a release.
+  test: {
+    solidity: {
+      fuzz: { runs: 256 },
+      invariant: { runs: 64, depth: 32 },
+    },
   },
   networks: {
     hardhatMainnet: { type: "edr-simulated", chainType: "l1" },

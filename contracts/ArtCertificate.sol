@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 pragma solidity 0.8.34;
 
-import {AccessControl} from "@openzeppelin/contracts/access/AccessControl.sol";
+import {AccessControlDefaultAdminRules} from "@openzeppelin/contracts/access/extensions/AccessControlDefaultAdminRules.sol";
 import {ERC2981} from "@openzeppelin/contracts/token/common/ERC2981.sol";
 import {ERC721} from "@openzeppelin/contracts/token/ERC721/ERC721.sol";
 import {ERC721URIStorage} from "@openzeppelin/contracts/token/ERC721/extensions/ERC721URIStorage.sol";
@@ -10,22 +10,28 @@ import {IArtCertificate} from "./interfaces/IArtCertificate.sol";
 /// @title ArtCertificate
 /// @notice One ERC-721 certificate per artwork registered on the platform, with ERC-2981 royalties and
 /// EIP-4906 metadata updates. Certificates are minted by the platform's relayer (`CERTIFIER_ROLE`),
-/// can never be minted twice for the same artwork, and are never burned.
-contract ArtCertificate is IArtCertificate, ERC721URIStorage, ERC2981, AccessControl {
+/// can never be minted twice for the same artwork, and are never burned. `DEFAULT_ADMIN_ROLE` has one
+/// holder and moves in two steps, after a delay (AccessControlDefaultAdminRules).
+contract ArtCertificate is IArtCertificate, ERC721URIStorage, ERC2981, AccessControlDefaultAdminRules {
     /// @inheritdoc IArtCertificate
     bytes32 public constant CERTIFIER_ROLE = keccak256("CERTIFIER_ROLE");
 
     /// @notice The highest royalty a certificate can carry, in basis points (10%).
     uint96 public constant MAX_ROYALTY_BPS = 1000;
 
+    // Time to notice and cancel a mistaken or unauthorized admin transfer; the admin can change it.
+    uint48 private constant INITIAL_ADMIN_DELAY = 3 days;
+
     uint256 private _totalCertified;
     mapping(uint256 tokenId => Certificate) private _certificates;
     mapping(bytes32 artworkKey => uint256 tokenId) private _tokenIdOfArtwork;
 
-    /// @param admin The account granted `DEFAULT_ADMIN_ROLE` (manages roles and token URIs).
-    constructor(address admin) ERC721("Art Platform Certificate", "ARTC") {
-        _grantRole(DEFAULT_ADMIN_ROLE, admin);
-    }
+    /// @param admin The account granted `DEFAULT_ADMIN_ROLE` (manages roles and token URIs); it can hand
+    /// the role over with `beginDefaultAdminTransfer`, accepted by the new admin after 3 days.
+    constructor(address admin)
+        ERC721("Art Platform Certificate", "ARTC")
+        AccessControlDefaultAdminRules(INITIAL_ADMIN_DELAY, admin)
+    {}
 
     /// @inheritdoc IArtCertificate
     function certify(
@@ -96,11 +102,12 @@ contract ArtCertificate is IArtCertificate, ERC721URIStorage, ERC2981, AccessCon
         return _totalCertified;
     }
 
-    /// @notice ERC-165: ERC-721 (+ metadata), ERC-2981, EIP-4906 (0x49064906), AccessControl and IArtCertificate.
+    /// @notice ERC-165: ERC-721 (+ metadata), ERC-2981, EIP-4906 (0x49064906), AccessControl (+ default admin
+    /// rules) and IArtCertificate.
     function supportsInterface(bytes4 interfaceId)
         public
         view
-        override(ERC721URIStorage, ERC2981, AccessControl)
+        override(ERC721URIStorage, ERC2981, AccessControlDefaultAdminRules)
         returns (bool)
     {
         return interfaceId == type(IArtCertificate).interfaceId || super.supportsInterface(interfaceId);

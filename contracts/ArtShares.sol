@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 pragma solidity 0.8.34;
 
-import {AccessControl} from "@openzeppelin/contracts/access/AccessControl.sol";
+import {AccessControlDefaultAdminRules} from "@openzeppelin/contracts/access/extensions/AccessControlDefaultAdminRules.sol";
 import {ERC1155} from "@openzeppelin/contracts/token/ERC1155/ERC1155.sol";
 import {ERC1155Supply} from "@openzeppelin/contracts/token/ERC1155/extensions/ERC1155Supply.sol";
+import {ERC1155Utils} from "@openzeppelin/contracts/token/ERC1155/utils/ERC1155Utils.sol";
 import {IArtCertificate} from "./interfaces/IArtCertificate.sol";
 import {IArtShares} from "./interfaces/IArtShares.sol";
 
@@ -11,20 +12,27 @@ import {IArtShares} from "./interfaces/IArtShares.sol";
 /// @notice Fractional shares of certified artworks: ERC-1155 token id `n` is the share class of
 /// `ArtCertificate` token `n`. The platform's relayer (`SHARE_ISSUER_ROLE`) creates each class once
 /// with a fixed cap and mints shares per purchase; holders trade them with the ERC-1155 transfers.
-contract ArtShares is IArtShares, ERC1155Supply, AccessControl {
+/// `DEFAULT_ADMIN_ROLE` has one holder and moves in two steps, after a delay (AccessControlDefaultAdminRules).
+contract ArtShares is IArtShares, ERC1155Supply, AccessControlDefaultAdminRules {
     /// @inheritdoc IArtShares
     bytes32 public constant SHARE_ISSUER_ROLE = keccak256("SHARE_ISSUER_ROLE");
+
+    // Time to notice and cancel a mistaken or unauthorized admin transfer; the admin can change it.
+    uint48 private constant INITIAL_ADMIN_DELAY = 3 days;
 
     IArtCertificate private immutable _certificate;
     mapping(uint256 tokenId => uint256 cap) private _shareCaps;
     mapping(bytes32 purchaseKey => bool minted) private _purchaseMinted;
 
-    /// @param admin The account granted `DEFAULT_ADMIN_ROLE` (manages roles and the metadata URI).
+    /// @param admin The account granted `DEFAULT_ADMIN_ROLE` (manages roles and the metadata URI); it can
+    /// hand the role over with `beginDefaultAdminTransfer`, accepted by the new admin after 3 days.
     /// @param certificate_ The `ArtCertificate` contract whose tokens are fractionalized.
     /// @param uri_ The ERC-1155 metadata URI template, with `{id}` replaced by clients.
-    constructor(address admin, IArtCertificate certificate_, string memory uri_) ERC1155(uri_) {
+    constructor(address admin, IArtCertificate certificate_, string memory uri_)
+        ERC1155(uri_)
+        AccessControlDefaultAdminRules(INITIAL_ADMIN_DELAY, admin)
+    {
         _certificate = certificate_;
-        _grantRole(DEFAULT_ADMIN_ROLE, admin);
     }
 
     /// @inheritdoc IArtShares
@@ -43,16 +51,21 @@ contract ArtShares is IArtShares, ERC1155Supply, AccessControl {
         external
         onlyRole(SHARE_ISSUER_ROLE)
     {
+        // The key first: a retried purchase that took the last shares must read as minted, not as sold out.
+        if (_purchaseMinted[purchaseKey]) revert ArtSharesPurchaseAlreadyMinted(purchaseKey);
         uint256 cap = _shareCaps[tokenId];
         if (cap == 0) revert ArtSharesUnknownClass(tokenId);
         if (amount == 0) revert ArtSharesZeroAmount();
         uint256 available = cap - totalSupply(tokenId);
         if (amount > available) revert ArtSharesCapExceeded(tokenId, amount, available);
-        if (_purchaseMinted[purchaseKey]) revert ArtSharesPurchaseAlreadyMinted(purchaseKey);
+        if (to == address(0)) revert ERC1155InvalidReceiver(address(0));
 
+        // `_mint` would call the recipient's hook before our event: record and emit everything first, so a
+        // reentrant call sees the purchase minted and the supply taken, and the hook runs last.
         _purchaseMinted[purchaseKey] = true;
-        _mint(to, tokenId, amount, "");
+        _update(address(0), to, _singleton(tokenId), _singleton(amount));
         emit SharesMinted(tokenId, to, purchaseKey, amount);
+        ERC1155Utils.checkOnERC1155Received(_msgSender(), address(0), to, tokenId, amount, "");
     }
 
     /// @notice Replaces the ERC-1155 metadata URI template (`{id}` is replaced by clients).
@@ -76,8 +89,18 @@ contract ArtShares is IArtShares, ERC1155Supply, AccessControl {
         return address(_certificate);
     }
 
-    /// @notice ERC-165: ERC-1155 (+ metadata URI), AccessControl and IArtShares.
-    function supportsInterface(bytes4 interfaceId) public view override(ERC1155, AccessControl) returns (bool) {
+    /// @notice ERC-165: ERC-1155 (+ metadata URI), AccessControl (+ default admin rules) and IArtShares.
+    function supportsInterface(bytes4 interfaceId)
+        public
+        view
+        override(ERC1155, AccessControlDefaultAdminRules)
+        returns (bool)
+    {
         return interfaceId == type(IArtShares).interfaceId || super.supportsInterface(interfaceId);
+    }
+
+    function _singleton(uint256 value) private pure returns (uint256[] memory array) {
+        array = new uint256[](1);
+        array[0] = value;
     }
 }

@@ -21,16 +21,18 @@ interface IArtShares {
     /// @notice Emitted right after the share class of certificate `tokenId` was created with `cap` shares.
     event ShareClassCreated(uint256 indexed tokenId, uint256 cap);
     /// @notice Emitted right after `amount` shares of `tokenId` were minted to `to` for purchase `purchaseKey`
-    /// (next to the ERC-1155 `TransferSingle`).
+    /// (after the ERC-1155 `TransferSingle`, before the recipient's `onERC1155Received` hook).
     event SharesMinted(uint256 indexed tokenId, address indexed to, bytes32 indexed purchaseKey, uint256 amount);
 
     /// @notice Creates the share class of certified token `tokenId` with a fixed `cap`.
     /// Only callable by holders of `SHARE_ISSUER_ROLE`.
     function createShareClass(uint256 tokenId, uint256 cap) external;
 
-    /// @notice Mints `amount` shares of `tokenId` to `to` for purchase `purchaseKey`. Reverts past the
-    /// cap and when `purchaseKey` already minted. A contract recipient must accept ERC-1155 tokens
-    /// (`onERC1155Received`). Only callable by holders of `SHARE_ISSUER_ROLE`.
+    /// @notice Mints `amount` shares of `tokenId` to `to` for purchase `purchaseKey`. Reverts with
+    /// `ArtSharesPurchaseAlreadyMinted` when `purchaseKey` already minted (checked before anything else,
+    /// so a retried purchase always learns it was settled), else past the cap. A contract recipient must
+    /// accept ERC-1155 tokens (`onERC1155Received`); its hook runs last, after the purchase, the supply
+    /// and `SharesMinted` are recorded. Only callable by holders of `SHARE_ISSUER_ROLE`.
     function mintShares(address to, uint256 tokenId, uint256 amount, bytes32 purchaseKey) external;
 
     /// @notice The fixed cap of `tokenId`'s share class, 0 when it has none.

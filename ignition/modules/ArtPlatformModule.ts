@@ -5,7 +5,9 @@ import ArtSharesModule from "./ArtSharesModule.js";
 /**
  * The whole on-chain platform: both contracts, and the minter roles granted to parameter `relayer`
  * (default: the deployer). The grants are sent from the deployer (account 0), so the `admin`
- * parameters of the two modules must be the deployer when this module is used.
+ * parameters of the two modules must be the deployer when this module is used. In production, hand
+ * DEFAULT_ADMIN_ROLE to a multisig afterwards: beginDefaultAdminTransfer, then acceptDefaultAdminTransfer
+ * after the delay (README, "Admin keys and upgrades").
  */
 export default buildModule("ArtPlatformModule", (m) => {
   const { artCertificate } = m.useModule(ArtCertificateModule);

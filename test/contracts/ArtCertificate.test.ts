@@ -4,7 +4,7 @@ import { describe, it } from "node:test";
 import { artifacts, network } from "hardhat";
 import { getAddress, keccak256, parseEventLogs, toBytes, zeroAddress, zeroHash } from "viem";
 
-import { interfaceId, named } from "./helpers.js";
+import { ACCESS_CONTROL_DEFAULT_ADMIN_RULES_ID, ADMIN_DELAY_SECONDS, interfaceId, named } from "./helpers.js";
 
 const { viem, networkHelpers } = await network.create();
 const publicClient = await viem.getPublicClient();
@@ -296,6 +296,43 @@ describe("ArtCertificate", () => {
       );
     });
 
+    it("test_constructor_revertsForZeroAdmin", async () => {
+      await assert.rejects(viem.deployContract("ArtCertificate", [zeroAddress]), /AccessControlInvalidDefaultAdmin/);
+    });
+
+    it("test_grantRole_revertsForDefaultAdminRole", async () => {
+      const { certificate } = await networkHelpers.loadFixture(deployCertificate);
+      // The admin role has one holder and moves only in two steps (beginDefaultAdminTransfer).
+      for (const write of [certificate.write.grantRole, certificate.write.revokeRole]) {
+        await viem.assertions.revertWithCustomError(
+          write([DEFAULT_ADMIN_ROLE, bob.account.address]),
+          certificate,
+          "AccessControlEnforcedDefaultAdminRules",
+        );
+      }
+      assert.equal(await certificate.read.defaultAdmin(), getAddress(admin.account.address));
+      assert.equal(await certificate.read.owner(), getAddress(admin.account.address));
+    });
+
+    it("test_beginDefaultAdminTransfer_movesTheAdminAfterTheDelay", async () => {
+      const { certificate } = await networkHelpers.loadFixture(deployCertificate);
+      assert.equal(await certificate.read.defaultAdminDelay(), ADMIN_DELAY_SECONDS);
+      await certificate.write.beginDefaultAdminTransfer([bob.account.address]);
+      const [, acceptSchedule] = await certificate.read.pendingDefaultAdmin();
+      await viem.assertions.revertWithCustomErrorWithArgs(
+        certificate.write.acceptDefaultAdminTransfer({ account: bob.account }),
+        certificate,
+        "AccessControlEnforcedDefaultAdminDelay",
+        [acceptSchedule],
+      );
+      await networkHelpers.time.increaseTo(acceptSchedule + 1);
+      await certificate.write.acceptDefaultAdminTransfer({ account: bob.account });
+      assert.equal(await certificate.read.hasRole([DEFAULT_ADMIN_ROLE, bob.account.address]), true);
+      assert.equal(await certificate.read.hasRole([DEFAULT_ADMIN_ROLE, admin.account.address]), false);
+      // Roles granted by the old admin stay: the relayer keeps certifying across an admin handover.
+      assert.equal(await certificate.read.hasRole([CERTIFIER_ROLE, relayer.account.address]), true);
+    });
+
     it("test_grantRole_revertsForNonAdmin", async () => {
       const { certificate } = await networkHelpers.loadFixture(deployCertificate);
       await viem.assertions.revertWithCustomErrorWithArgs(
@@ -363,12 +400,17 @@ describe("ArtCertificate", () => {
         .map((item) => (item.type === "function" ? item.name : ""))
         .sort();
       assert.deepEqual(writes, [
+        "acceptDefaultAdminTransfer",
         "approve",
+        "beginDefaultAdminTransfer",
+        "cancelDefaultAdminTransfer",
         "certify",
         "certifyBatch",
+        "changeDefaultAdminDelay",
         "grantRole",
         "renounceRole",
         "revokeRole",
+        "rollbackDefaultAdminDelay",
         "safeTransferFrom",
         "safeTransferFrom",
         "setApprovalForAll",
@@ -421,6 +463,7 @@ describe("ArtCertificate", () => {
         erc2981: "0x2a55205a",
         erc4906: "0x49064906",
         accessControl: "0x7965db0b",
+        accessControlDefaultAdminRules: ACCESS_CONTROL_DEFAULT_ADMIN_RULES_ID,
         artCertificate: interfaceId(abi),
       } as const;
       for (const [name, id] of Object.entries(supported)) {

@@ -2,11 +2,12 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
 import { artifacts, network } from "hardhat";
-import { getAddress, keccak256, toBytes, zeroAddress, zeroHash } from "viem";
+import { decodeErrorResult, getAddress, keccak256, parseEventLogs, toBytes, zeroAddress, zeroHash } from "viem";
 
-import { interfaceId, named } from "./helpers.js";
+import { ACCESS_CONTROL_DEFAULT_ADMIN_RULES_ID, ADMIN_DELAY_SECONDS, interfaceId, named } from "./helpers.js";
 
 const { viem, networkHelpers } = await network.create();
+const publicClient = await viem.getPublicClient();
 const { admin, relayer, alice, bob, carol } = named(await viem.getWalletClients(), "admin", "relayer", "alice", "bob", "carol");
 
 const SHARE_ISSUER_ROLE = keccak256(toBytes("SHARE_ISSUER_ROLE"));
@@ -201,6 +202,68 @@ describe("ArtShares", () => {
       assert.equal(await shares.read.totalSupply([1n]), 10n);
     });
 
+    it("test_mintShares_revertsWithPurchaseAlreadyMintedWhenRetriedAtTheCap", async () => {
+      const { shares } = await networkHelpers.loadFixture(deploySharesWithClass);
+      const key = purchaseKey("pur_last_shares");
+      await shares.write.mintShares([bob.account.address, 1n, 100n, key], asRelayer);
+      // The class is sold out by this very purchase: its retry must say "already minted" (done), never
+      // "cap exceeded" (which the API would take as a failed purchase and refund).
+      await viem.assertions.revertWithCustomErrorWithArgs(
+        shares.write.mintShares([bob.account.address, 1n, 100n, key], asRelayer),
+        shares,
+        "ArtSharesPurchaseAlreadyMinted",
+        [key],
+      );
+      assert.equal(await shares.read.totalSupply([1n]), 100n);
+    });
+
+    it("test_mintShares_emitsSharesMintedBeforeTheReceiverHook", async () => {
+      const { shares } = await networkHelpers.loadFixture(deploySharesWithClass);
+      const receiver = await viem.deployContract("ERC1155ReceiverMock", [shares.address]);
+      const key = purchaseKey("pur_contract_wallet");
+      await receiver.write.watch([key, false]);
+      const hash = await shares.write.mintShares([receiver.address, 1n, 30n, key], asRelayer);
+
+      const { logs } = await publicClient.waitForTransactionReceipt({ hash });
+      const events = parseEventLogs({ abi: [...shares.abi, ...receiver.abi], logs });
+      assert.deepEqual(
+        events.map((event) => event.eventName),
+        ["TransferSingle", "SharesMinted", "Received"],
+      );
+      // When the hook ran, the purchase and the supply were already recorded.
+      assert.deepEqual(events[2]?.args, { id: 1n, value: 30n, purchaseMinted: true, totalSupply: 30n });
+      assert.equal(await shares.read.balanceOf([receiver.address, 1n]), 30n);
+    });
+
+    it("test_mintShares_reentrantMintOfTheSamePurchaseReverts", async () => {
+      const { shares } = await networkHelpers.loadFixture(deploySharesWithClass);
+      const receiver = await viem.deployContract("ERC1155ReceiverMock", [shares.address]);
+      // A hostile recipient holding the issuer role tries to mint the same purchase from inside its hook.
+      await shares.write.grantRole([SHARE_ISSUER_ROLE, receiver.address]);
+      const key = purchaseKey("pur_reentrant");
+      await receiver.write.watch([key, true]);
+      await shares.write.mintShares([receiver.address, 1n, 30n, key], asRelayer);
+
+      const reentryError = await receiver.read.reentryError();
+      assert.deepEqual(decodeErrorResult({ abi: shares.abi, data: reentryError }), {
+        abiItem: shares.abi.find((item) => item.type === "error" && item.name === "ArtSharesPurchaseAlreadyMinted"),
+        errorName: "ArtSharesPurchaseAlreadyMinted",
+        args: [key],
+      });
+      assert.equal(await shares.read.totalSupply([1n]), 30n);
+    });
+
+    it("test_mintShares_revertsToZeroAddress", async () => {
+      const { shares } = await networkHelpers.loadFixture(deploySharesWithClass);
+      await viem.assertions.revertWithCustomErrorWithArgs(
+        shares.write.mintShares([zeroAddress, 1n, 1n, purchaseKey("pur_1")], asRelayer),
+        shares,
+        "ERC1155InvalidReceiver",
+        [zeroAddress],
+      );
+      assert.equal(await shares.read.purchaseMinted([purchaseKey("pur_1")]), false);
+    });
+
     it("test_mintShares_purchaseKeyMintsOnceAcrossClasses", async () => {
       const { certificate, shares } = await networkHelpers.loadFixture(deploySharesWithClass);
       await certificate.write.certify(
@@ -280,6 +343,31 @@ describe("ArtShares", () => {
     });
   });
 
+  describe("admin", () => {
+    it("test_beginDefaultAdminTransfer_movesTheAdminAfterTheDelay", async () => {
+      const { shares } = await networkHelpers.loadFixture(deploySharesWithClass);
+      assert.equal(await shares.read.defaultAdminDelay(), ADMIN_DELAY_SECONDS);
+      await viem.assertions.revertWithCustomError(
+        shares.write.grantRole([DEFAULT_ADMIN_ROLE, carol.account.address]),
+        shares,
+        "AccessControlEnforcedDefaultAdminRules",
+      );
+      await shares.write.beginDefaultAdminTransfer([carol.account.address]);
+      const [, acceptSchedule] = await shares.read.pendingDefaultAdmin();
+      await networkHelpers.time.increaseTo(acceptSchedule + 1);
+      await shares.write.acceptDefaultAdminTransfer({ account: carol.account });
+      assert.equal(await shares.read.owner(), getAddress(carol.account.address));
+      // The new admin rotates the issuer; the old one can no longer.
+      await shares.write.revokeRole([SHARE_ISSUER_ROLE, relayer.account.address], { account: carol.account });
+      await viem.assertions.revertWithCustomErrorWithArgs(
+        shares.write.grantRole([SHARE_ISSUER_ROLE, relayer.account.address]),
+        shares,
+        "AccessControlUnauthorizedAccount",
+        [getAddress(admin.account.address), DEFAULT_ADMIN_ROLE],
+      );
+    });
+  });
+
   describe("transfers", () => {
     it("test_safeTransferFrom_holdersTradeShares", async () => {
       const { shares } = await networkHelpers.loadFixture(deploySharesWithClass);
@@ -355,6 +443,7 @@ describe("ArtShares", () => {
         erc1155: "0xd9b67a26",
         erc1155MetadataURI: "0x0e89341c",
         accessControl: "0x7965db0b",
+        accessControlDefaultAdminRules: ACCESS_CONTROL_DEFAULT_ADMIN_RULES_ID,
         artShares: interfaceId(abi),
       } as const;
       for (const [name, id] of Object.entries(supported)) {

@@ -4,6 +4,11 @@
 /// <reference path="../../artifacts/contracts/ArtShares.sol/artifacts.d.ts" />
 import { toFunctionSelector, type Abi } from "viem";
 
+/** ERC-165 id of OpenZeppelin's IAccessControlDefaultAdminRules (its ten functions, without IAccessControl's). */
+export const ACCESS_CONTROL_DEFAULT_ADMIN_RULES_ID = "0x31498786";
+/** The initial delay of a DEFAULT_ADMIN_ROLE transfer in both contracts: 3 days. */
+export const ADMIN_DELAY_SECONDS = 3 * 24 * 60 * 60;
+
 /** Names the first items of `items` in order, e.g. Hardhat's wallet clients #0, #1, ... as accounts. */
 export function named<T, Name extends string>(items: readonly T[], ...names: Name[]): Record<Name, T> {
   return Object.fromEntries(

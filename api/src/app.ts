@@ -9,7 +9,7 @@ import type { PublicClient } from "viem";
 import type { Config } from "./config.ts";
 import type { Database } from "./db/database.ts";
 import { IdempotencyStore } from "./http/idempotency.ts";
-import { errorHandler, notFound, requestId, requireJsonBody } from "./http/problem.ts";
+import { bodyErrors, errorHandler, notFound, requestId, requireJsonBody } from "./http/problem.ts";
 import type { RateLimiter } from "./http/rate-limit.ts";
 import { ApiRouter } from "./http/route.ts";
 import { registerAdminRoutes } from "./modules/admin/admin.routes.ts";
@@ -25,7 +25,7 @@ import { registerUsersRoutes } from "./modules/users/users.routes.ts";
 import type { UsersService } from "./modules/users/users.service.ts";
 import { registerWebhooksRoutes } from "./modules/webhooks/webhooks.routes.ts";
 import type { WebhooksService } from "./modules/webhooks/webhooks.service.ts";
-import { buildOpenApiDocument, swaggerInit, swaggerPage } from "./openapi/document.ts";
+import { buildOpenApiDocument, swaggerInit, swaggerPage, swaggerPageCsp } from "./openapi/document.ts";
 
 export interface AppDeps {
   config: Config;
@@ -70,7 +70,7 @@ export function createApp(deps: AppDeps): Express {
   const registry = new OpenAPIRegistry();
   const router = express.Router();
   router.use(requireJsonBody);
-  router.use(express.json({ limit: "1mb", strict: true, type: ["application/json", "application/*+json"] }));
+  router.use(bodyErrors(express.json({ limit: "1mb", strict: true, type: ["application/json", "application/*+json"] })));
   const api = new ApiRouter({
     router,
     registry,
@@ -94,7 +94,10 @@ export function createApp(deps: AppDeps): Express {
   app.use(router);
 
   const swaggerDir = path.dirname(require.resolve("swagger-ui-dist/package.json"));
+  const docsCsp = swaggerPageCsp(new URL(config.publicBaseUrl).origin);
   app.get("/docs", (_req, res) => {
+    res.setHeader("Content-Security-Policy", docsCsp);
+    res.setHeader("X-Content-Type-Options", "nosniff");
     res.type("html").send(swaggerPage("/v1/openapi.json"));
   });
   app.get("/docs/init.js", (_req, res) => {

@@ -33,6 +33,7 @@ const envSchema = z.object({
   INDEXER_URL: z.url().optional(),
   INDEXER_VIEWS_SCHEMA: z.string().regex(/^[a-z_][a-z0-9_]*$/).default("chain"),
   INDEXER_MAX_LAG_BLOCKS: z.coerce.number().int().min(0).default(5),
+  INDEXER_STALL_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
 
   BOOTSTRAP_ADMIN_API_KEY: z.string().min(20).max(200).optional(),
   REDIS_URL: z.string().optional(),
@@ -46,12 +47,17 @@ const envSchema = z.object({
     .default("5,30,120,600,3600,21600,86400,86400"),
   WEBHOOK_TIMEOUT_SECONDS: z.coerce.number().positive().max(60).default(10),
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(200).default(10),
+  // Unset: half of WEBHOOK_CONCURRENCY (at least 1), so one user's slow receivers leave the rest to others.
+  WEBHOOK_MAX_IN_FLIGHT_PER_USER: z.coerce.number().int().min(1).max(200).optional(),
+  WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION: z.coerce.number().int().min(1).max(200).default(4),
   SIWE_DOMAINS: z.string().optional(),
   JOBS_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(10),
 
   STORAGE_DIR: z.string().default(".data/storage"),
   ARTWORK_ROYALTY_BPS: z.coerce.number().int().min(0).max(1000).default(500),
   IMAGE_FETCH_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(15_000),
+  IMAGE_FETCH_CONCURRENCY: z.coerce.number().int().min(1).max(200).default(16),
+  IMAGE_FETCH_PER_USER: z.coerce.number().int().min(1).max(200).default(4),
   CERTIFICATION_CONCURRENCY: z.coerce.number().int().min(1).max(200).default(32),
   CERTIFICATION_BATCH_SIZE: z.coerce.number().int().min(1).max(100).default(40),
   CERTIFICATION_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(12),
@@ -84,14 +90,29 @@ export interface Config {
     artSharesAddress: `0x${string}` | null;
     startBlock: number;
   };
-  indexer: { url: string | null; viewsSchema: string; maxLagBlocks: number };
+  indexer: {
+    url: string | null;
+    viewsSchema: string;
+    maxLagBlocks: number;
+    /** Behind the head without progress (or more than maxLagBlocks behind) for this long: stalled; certifications are then confirmed from the chain. */
+    stallTimeoutMs: number;
+  };
   bootstrapAdminApiKey: string | null;
   redisUrl: string | null;
   /** `keyPrefix` namespaces the counters in a shared Redis (one per deployment). */
   rateLimit: { tokenPerMinute: number; anonymousPerMinute: number; keyPrefix: string };
   allowPrivateWebhookUrls: boolean;
-  /** Delays before each retry of a failed delivery (jittered ±10 %), a timeout per attempt, and parallel sends. */
-  webhooks: { retryScheduleSeconds: number[]; timeoutMs: number; concurrency: number };
+  /**
+   * Delays before each retry of a failed delivery (jittered ±10 %), a timeout per attempt, parallel
+   * sends per process, and the attempts in flight at once (all processes) per user and per subscription.
+   */
+  webhooks: {
+    retryScheduleSeconds: number[];
+    timeoutMs: number;
+    concurrency: number;
+    maxInFlightPerUser: number;
+    maxInFlightPerSubscription: number;
+  };
   /** Domains a SIWE message may be bound to (EIP-4361 `domain`: host[:port]). */
   siweDomains: string[];
   jobs: { concurrency: number };
@@ -101,6 +122,10 @@ export interface Config {
     /** ERC-2981 royalty of every certificate, paid to the artist's wallet. */
     royaltyBps: number;
     imageFetchTimeoutMs: number;
+    /** image_url downloads at once per process (a job runner of their own, outside the certification slots). */
+    imageFetchConcurrency: number;
+    /** One artist's downloads in flight at once across all processes: slow URLs of one cannot take every slot. */
+    imageFetchPerUser: number;
     /** Certification jobs run at once (a job queue of their own, beside the general one). */
     concurrency: number;
     /** Most certifications in one `certifyBatch` transaction. */
@@ -173,6 +198,8 @@ export function loadConfig(source: NodeJS.ProcessEnv | Record<string, string | u
     }
   }
 
+  const webhookUserCap = e.WEBHOOK_MAX_IN_FLIGHT_PER_USER ?? Math.max(1, Math.floor(e.WEBHOOK_CONCURRENCY / 2));
+
   const baseHost = new URL(publicBaseUrl).host;
   const siweDomains = e.SIWE_DOMAINS
     ? e.SIWE_DOMAINS.split(",").map((d) => d.trim()).filter(Boolean)
@@ -199,7 +226,12 @@ export function loadConfig(source: NodeJS.ProcessEnv | Record<string, string | u
       artSharesAddress: (e.ART_SHARES_ADDRESS as `0x${string}` | undefined) ?? null,
       startBlock: e.CONTRACTS_START_BLOCK,
     },
-    indexer: { url: e.INDEXER_URL ?? null, viewsSchema: e.INDEXER_VIEWS_SCHEMA, maxLagBlocks: e.INDEXER_MAX_LAG_BLOCKS },
+    indexer: {
+      url: e.INDEXER_URL ?? null,
+      viewsSchema: e.INDEXER_VIEWS_SCHEMA,
+      maxLagBlocks: e.INDEXER_MAX_LAG_BLOCKS,
+      stallTimeoutMs: e.INDEXER_STALL_TIMEOUT_MS,
+    },
     bootstrapAdminApiKey: e.BOOTSTRAP_ADMIN_API_KEY ?? null,
     redisUrl: e.REDIS_URL ?? null,
     rateLimit: { tokenPerMinute: e.RATE_LIMIT_TOKEN_PER_MINUTE, anonymousPerMinute: e.RATE_LIMIT_ANONYMOUS_PER_MINUTE, keyPrefix: e.RATE_LIMIT_KEY_PREFIX },
@@ -208,6 +240,8 @@ export function loadConfig(source: NodeJS.ProcessEnv | Record<string, string | u
       retryScheduleSeconds: e.WEBHOOK_RETRY_SCHEDULE.split(",").map(Number),
       timeoutMs: Math.round(e.WEBHOOK_TIMEOUT_SECONDS * 1000),
       concurrency: e.WEBHOOK_CONCURRENCY,
+      maxInFlightPerUser: webhookUserCap,
+      maxInFlightPerSubscription: Math.min(e.WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION, webhookUserCap),
     },
     siweDomains,
     jobs: { concurrency: e.JOBS_CONCURRENCY },
@@ -215,6 +249,8 @@ export function loadConfig(source: NodeJS.ProcessEnv | Record<string, string | u
     certification: {
       royaltyBps: e.ARTWORK_ROYALTY_BPS,
       imageFetchTimeoutMs: e.IMAGE_FETCH_TIMEOUT_MS,
+      imageFetchConcurrency: e.IMAGE_FETCH_CONCURRENCY,
+      imageFetchPerUser: e.IMAGE_FETCH_PER_USER,
       concurrency: e.CERTIFICATION_CONCURRENCY,
       batchSize: e.CERTIFICATION_BATCH_SIZE,
       maxAttempts: e.CERTIFICATION_MAX_ATTEMPTS,

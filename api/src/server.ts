@@ -6,6 +6,7 @@ import { createApp } from "./app.ts";
 import { IndexedCertificates } from "./chain/certificates.ts";
 import { createChainClients } from "./chain/clients.ts";
 import { CustodyWallet } from "./chain/custody.ts";
+import { IndexerLagMonitor } from "./chain/indexer-lag.ts";
 import { readIndexerStatus } from "./chain/indexer-schema.ts";
 import { Relayer } from "./chain/relayer.ts";
 import { type Config, ConfigError, loadConfig } from "./config.ts";
@@ -19,7 +20,8 @@ import { migrateJobQueue, startJobQueue } from "./jobs/queue.ts";
 import { LocalDiskStorage } from "./lib/storage.ts";
 import { AdminService } from "./modules/admin/admin.service.ts";
 import { ArtworkLinks, ArtworksService } from "./modules/artworks/artworks.service.ts";
-import { CERTIFY_TASK, CertificationPipeline } from "./modules/artworks/certification.ts";
+import { CERTIFY_TASK, CertificationPipeline, FETCH_IMAGE_TASK } from "./modules/artworks/certification.ts";
+import { ImageFetcher } from "./modules/artworks/image-fetch.ts";
 import { AuthService } from "./modules/auth/auth.service.ts";
 import { CertificatesService } from "./modules/certificates/certificates.service.ts";
 import type { IndexerProbe } from "./modules/health/health.routes.ts";
@@ -70,10 +72,10 @@ export async function startServer(config: Config): Promise<RunningServer> {
     logger,
     relayer,
     publicClient,
-    storage,
     certificates: indexedCertificates,
     metadataUrl: links.metadata,
   });
+  const imageFetcher = new ImageFetcher({ db, config, logger, storage, certification });
   const artworks = new ArtworksService({ db, config, logger, storage, users, certificates: indexedCertificates, certification, links });
   const certificates = new CertificatesService({ config, logger, publicClient, certificates: indexedCertificates, artworks });
 
@@ -81,17 +83,26 @@ export async function startServer(config: Config): Promise<RunningServer> {
   if (bootstrap) logger.info({ user_id: bootstrap.userId }, "created the bootstrap admin");
 
   // The views schema is what the API's reads see; Ponder's HTTP status covers the time before it exists.
-  const indexer: IndexerProbe = {
-    indexedBlock: async () =>
-      (
-        await readIndexerStatus({
-          db,
-          viewsSchema: config.indexer.viewsSchema,
-          url: config.indexer.url ?? undefined,
-          chainId: config.chain.id,
-        })
-      ).indexedBlock,
-  };
+  const indexedBlock = async () =>
+    (
+      await readIndexerStatus({
+        db,
+        viewsSchema: config.indexer.viewsSchema,
+        url: config.indexer.url ?? undefined,
+        chainId: config.chain.id,
+      })
+    ).indexedBlock;
+  // Ponder's own /ready stays 200 when its feed silently stops: judged here against the chain head,
+  // and while it lags the pipeline confirms certifications from the chain.
+  const indexerLag = new IndexerLagMonitor({
+    readIndexed: indexedBlock,
+    readHead: () => publicClient.getBlockNumber({ cacheTime: 0 }),
+    maxLagBlocks: config.indexer.maxLagBlocks,
+    stallMs: config.indexer.stallTimeoutMs,
+    onSample: (state) => certification.onIndexerLag(state),
+    logger: logger.child({ component: "indexer-lag" }),
+  });
+  const indexer: IndexerProbe = { indexedBlock, lag: () => indexerLag.state, stallTimeoutMs: config.indexer.stallTimeoutMs };
 
   const rateLimiter = createRateLimiter({
     tokenPerMinute: config.rateLimit.tokenPerMinute,
@@ -156,7 +167,17 @@ export async function startServer(config: Config): Promise<RunningServer> {
     pollIntervalMs: 2000,
     tasks: { [CERTIFY_TASK]: certification.task },
   });
+  // Downloads of image_url wait on other people's servers: a runner of their own, so certification
+  // slots never wait on a URL (a per-artist cap inside keeps one artist from taking every slot).
+  const imageFetchJobs = await startJobQueue({
+    pool,
+    concurrency: config.certification.imageFetchConcurrency,
+    logger,
+    pollIntervalMs: 1000,
+    tasks: { [FETCH_IMAGE_TASK]: imageFetcher.task },
+  });
   certification.start();
+  indexerLag.start();
 
   let closing: Promise<void> | null = null;
   return {
@@ -169,8 +190,9 @@ export async function startServer(config: Config): Promise<RunningServer> {
           server.closeIdleConnections();
         });
         await webhookSender.stopRecovery();
+        await indexerLag.stop();
         await certification.stop();
-        await Promise.all([jobs.stop(), webhookJobs.stop(), certificationJobs.stop()]);
+        await Promise.all([jobs.stop(), webhookJobs.stop(), certificationJobs.stop(), imageFetchJobs.stop()]);
         await certificationPool.end();
         await rateLimiter.close();
         await db.destroy();

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { adminToken, createUser, expectProblem, useTestApi, uniqueName } from "./helpers.ts";
+import { createPlatformDatabase } from "../support/artworks.ts";
+import { adminToken, createUser, expectProblem, startTestApi, type TestApi, useTestApi, uniqueName } from "./helpers.ts";
 
 const api = useTestApi();
 
@@ -80,5 +81,50 @@ describe("admin users", () => {
     const dup = await api.request("POST", "/v1/admin/users", { token: admin, body: { username: user.username, email: "other@example.test" } });
     expectProblem(dup, 409, "conflict");
     expectProblem(await api.request("POST", "/v1/admin/users", { token: admin, body: { username: "x", email: "not-an-email" } }), 400, "validation_failed");
+  });
+});
+
+describe("the last active admin (issue 12)", () => {
+  const activeAdmins = (db: TestApi["db"]) =>
+    db.selectFrom("users").select("id").where("role", "=", "admin").where("status", "=", "active").execute().then((rows) => rows.map((r) => r.id).sort());
+
+  it("two admins removing each other at once: exactly one succeeds and one active admin remains", async () => {
+    // A database of its own: the run's shared one has admins of other test files.
+    const database = await createPlatformDatabase();
+    let own: TestApi | undefined;
+    try {
+      own = await startTestApi({ DATABASE_URL: database.databaseUrl });
+      const api = own;
+      const first = { token: await adminToken(api), id: "" };
+      first.id = (await api.request("GET", "/v1/users/me", { token: first.token })).body.id;
+      const second = await createUser(api, { role: "admin", scope: ["admin"] });
+      const admins = [first, second];
+      expect(await activeAdmins(api.db)).toEqual([first.id, second.id].sort());
+
+      for (const change of [{ role: "collector" }, { status: "suspended" }, { role: "artist" }, { status: "suspended" }, { role: "collector" }]) {
+        const results = await Promise.all([
+          api.request("PATCH", `/v1/admin/users/${second.id}`, { token: first.token, body: change }),
+          api.request("PATCH", `/v1/admin/users/${first.id}`, { token: second.token, body: change }),
+        ]);
+        const winners = results.flatMap((r, i) => (r.status === 200 ? [i] : []));
+        expect(winners).toHaveLength(1);
+        const loser = results[1 - winners[0]!]!;
+        // Refused as the last admin, or (when it arrived after the change) as no longer an admin.
+        if (loser.status === 409) expectProblem(loser, 409, "invalid_state");
+        else if (loser.status === 403) expect(["forbidden", "account_suspended"]).toContain(loser.body.code);
+        else throw new Error(`unexpected ${loser.status} ${loser.text}`);
+
+        const winner = admins[winners[0]!]!;
+        const removed = admins[1 - winners[0]!]!;
+        expect(await activeAdmins(api.db)).toEqual([winner.id]);
+        // Restore the pair for the next round.
+        const restored = await api.request("PATCH", `/v1/admin/users/${removed.id}`, { token: winner.token, body: { role: "admin", status: "active" } });
+        expect(restored.status).toBe(200);
+        expect(await activeAdmins(api.db)).toEqual([first.id, second.id].sort());
+      }
+    } finally {
+      await own?.close();
+      await database.drop();
+    }
   });
 });

@@ -444,6 +444,7 @@ describe("failed certification and admin verification", () => {
     expect(failed.certification_error).toMatch(/did not return a JPEG, PNG, WebP or GIF/);
     const event = await p.db.selectFrom("outbox_events").selectAll().where("event_type", "=", "artwork.certification_failed").where(sql`payload->>'artwork_id'`, "=", id).executeTakeFirstOrThrow();
     expect(event.payload).toEqual({ artwork_id: id, reason: failed.certification_error, failed_at: expect.any(String) });
+    expect(event.audience).toEqual([artist.id]); // only the artist's webhook subscriptions (and admins' all-users ones) get it
 
     const admin = await createUser(p.api, { role: "admin", scope: ["admin"] });
     expectProblem(await p.api.request("POST", `/v1/admin/artworks/${id}/verify`, { token: artist.token, body: { override_reason: "x" } }), 403, "insufficient_scope");

@@ -118,6 +118,124 @@ describe("/v1/api-keys", () => {
   });
 });
 
+describe("DELETE /v1/auth/token (issue 7)", () => {
+  it("lets a token of any scope revoke itself", async () => {
+    const user = await createUser(api, { scope: ["artworks:read"] });
+    const res = await api.request("DELETE", "/v1/auth/token", { token: user.token });
+    expect(res.status).toBe(200);
+    expect(res.body.revoked).toBe(true);
+    const stored = await api.db.selectFrom("access_tokens").select("revoked_at").where("user_id", "=", user.id).execute();
+    expect(stored).toHaveLength(1);
+    expect(stored[0]!.revoked_at).toBeInstanceOf(Date);
+    expectProblem(await api.request("GET", `/v1/users/${user.id}`, { token: user.token }), 401, "token_revoked");
+  });
+});
+
+describe("API keys cannot raise privileges (issue 7, 2)", () => {
+  const exchange = (apiKey: string, scope: string[]) => api.request("POST", "/v1/auth/token", { body: { api_key: apiKey, scope } });
+  const keyRow = (id: string) => api.db.selectFrom("api_keys").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
+  const keysOf = async (userId: string) =>
+    Number((await api.db.selectFrom("api_keys").select((eb) => eb.fn.countAll<string>().as("n")).where("user_id", "=", userId).executeTakeFirstOrThrow()).n);
+
+  it("refuses to make keys with a narrow token, so users:write cannot be turned into write", async () => {
+    const user = await createUser(api, { scope: ["users:write"] });
+    const before = await keysOf(user.id);
+    const res = await api.request("POST", "/v1/api-keys", { token: user.token, body: { name: "escalate" } });
+    expectProblem(res, 403, "insufficient_scope");
+    expect(await keysOf(user.id)).toBe(before);
+    const revoke = await api.request("DELETE", `/v1/api-keys/key_01JD3Y5V0Q3G7W7J6T4N4C2X1M`, { token: user.token });
+    expectProblem(revoke, 403, "insufficient_scope");
+  });
+
+  it("caps a key at its maker's scopes: an admin's write token makes no key that grants admin", async () => {
+    const admin = await createUser(api, { role: "admin", scope: ["write"] });
+    const rootKey = await api.db.selectFrom("api_keys").select("id").where("user_id", "=", admin.id).executeTakeFirstOrThrow();
+    const created = await api.request("POST", "/v1/api-keys", { token: admin.token, body: { name: "ci" } });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ scopes: ["write"], parent_key_id: rootKey.id });
+    expect(await keyRow(created.body.id)).toMatchObject({ scopes: ["write"], parent_api_key_id: rootKey.id });
+
+    expectProblem(await exchange(created.body.secret, ["admin"]), 403, "insufficient_scope");
+    expectProblem(await exchange(created.body.secret, ["admin:read"]), 403, "insufficient_scope");
+    expectProblem(await exchange(created.body.secret, ["write", "admin:write"]), 403, "insufficient_scope");
+    const allowed = await exchange(created.body.secret, ["artworks:write", "read"]);
+    expect(allowed.status).toBe(201);
+    expectProblem(await api.request("GET", "/v1/admin/users", { token: allowed.body.token }), 403, "insufficient_scope");
+    // The platform-issued first key still follows the role.
+    expect((await exchange(admin.apiKey, ["admin"])).status).toBe(201);
+
+    const list = await api.request("GET", "/v1/api-keys", { token: admin.token });
+    expect(list.status).toBe(200);
+    const listed = new Map(list.body.data.map((k: { id: string }) => [k.id, k]));
+    expect(listed.get(created.body.id)).toMatchObject({ scopes: ["write"], parent_key_id: rootKey.id });
+    expect(listed.get(rootKey.id)).toMatchObject({ scopes: ["admin"], parent_key_id: null });
+  });
+
+  it("makes narrower keys on request, never wider ones, and a narrow key's tokens stay narrow", async () => {
+    const user = await createUser(api, { scope: ["write"] });
+    const before = await keysOf(user.id);
+    expectProblem(await api.request("POST", "/v1/api-keys", { token: user.token, body: { scope: ["admin"] } }), 403, "insufficient_scope");
+    expect(await keysOf(user.id)).toBe(before);
+
+    const narrow = await api.request("POST", "/v1/api-keys", { token: user.token, body: { name: "reader", scope: ["artworks:read"] } });
+    expect(narrow.status).toBe(201);
+    expect(narrow.body.scopes).toEqual(["artworks:read"]);
+    expect((await keyRow(narrow.body.id)).scopes).toEqual(["artworks:read"]);
+    expectProblem(await exchange(narrow.body.secret, ["read"]), 403, "insufficient_scope");
+    expectProblem(await exchange(narrow.body.secret, ["users:write"]), 403, "insufficient_scope");
+    const token = await exchange(narrow.body.secret, ["artworks:read"]);
+    expect(token.status).toBe(201);
+    // Its token cannot make keys at all (the coarse write scope is needed).
+    expectProblem(await api.request("POST", "/v1/api-keys", { token: token.body.token, body: {} }), 403, "insufficient_scope");
+    expect(await keysOf(user.id)).toBe(before + 1);
+  });
+
+  it("revokes the keys made from a revoked key's tokens, transitively, with their tokens", async () => {
+    const user = await createUser(api, { scope: ["write"] });
+    const child = await api.request("POST", "/v1/api-keys", { token: user.token, body: { name: "child" } });
+    const childToken = (await exchange(child.body.secret, ["write"])).body.token as string;
+    const grandchild = await api.request("POST", "/v1/api-keys", { token: childToken, body: { name: "grandchild" } });
+    expect(grandchild.status).toBe(201);
+    expect(grandchild.body.parent_key_id).toBe(child.body.id);
+    const grandchildToken = (await exchange(grandchild.body.secret, ["read"])).body.token as string;
+    expect((await api.request("GET", "/v1/users/me", { token: grandchildToken })).status).toBe(200);
+
+    expect((await api.request("DELETE", `/v1/api-keys/${child.body.id}`, { token: user.token })).status).toBe(200);
+    expect((await keyRow(child.body.id)).revoked_at).toBeInstanceOf(Date);
+    expect((await keyRow(grandchild.body.id)).revoked_at).toBeInstanceOf(Date);
+    const tokens = await api.db
+      .selectFrom("access_tokens")
+      .select(["api_key_id", "revoked_at"])
+      .where("api_key_id", "in", [child.body.id, grandchild.body.id])
+      .execute();
+    expect(tokens).toHaveLength(2);
+    for (const t of tokens) expect(t.revoked_at).toBeInstanceOf(Date);
+    expectProblem(await api.request("GET", "/v1/users/me", { token: grandchildToken }), 401, "token_revoked");
+    expectProblem(await exchange(grandchild.body.secret, ["read"]), 401, "unauthenticated");
+    // The key the user's own token came from is untouched.
+    expect((await keyRow(child.body.parent_key_id)).revoked_at).toBeNull();
+    expect((await api.request("GET", "/v1/users/me", { token: user.token })).status).toBe(200);
+  });
+
+  it("leaves no live key behind when keys are made from a key's tokens while it is revoked", async () => {
+    const user = await createUser(api, { scope: ["write"] });
+    const parent = await api.request("POST", "/v1/api-keys", { token: user.token, body: { name: "parent" } });
+    const parentToken = (await exchange(parent.body.secret, ["write"])).body.token as string;
+    const results = await Promise.all([
+      ...Array.from({ length: 4 }, (_, i) => api.request("POST", "/v1/api-keys", { token: parentToken, body: { name: `racer-${i}` } })),
+      api.request("DELETE", `/v1/api-keys/${parent.body.id}`, { token: user.token }),
+      ...Array.from({ length: 4 }, (_, i) => api.request("POST", "/v1/api-keys", { token: parentToken, body: { name: `late-${i}` } })),
+    ]);
+    expect(results[4]!.status).toBe(200);
+    for (const r of results.filter((_, i) => i !== 4)) {
+      if (r.status !== 201) expect([401]).toContain(r.status);
+    }
+    const children = await api.db.selectFrom("api_keys").select(["id", "revoked_at"]).where("parent_api_key_id", "=", parent.body.id).execute();
+    expect(children.map((c) => c.id).sort()).toEqual(results.filter((r) => r.status === 201).map((r) => r.body.id).sort());
+    for (const c of children) expect(c.revoked_at).toBeInstanceOf(Date);
+  });
+});
+
 describe("conventions", () => {
   it("echoes a valid X-Request-Id, mints req_ ids otherwise, and answers unknown routes with problem+json", async () => {
     const echoed = await api.request("GET", "/v1/nope", { headers: { "x-request-id": "trace-123" } });

@@ -54,6 +54,7 @@ export function testApiSettings(overrides: Record<string, string> = {}): Record<
     // Each idle job worker polls the shared database: few of them per test server.
     WEBHOOK_CONCURRENCY: "2",
     CERTIFICATION_CONCURRENCY: "2",
+    IMAGE_FETCH_CONCURRENCY: "2",
     // Every test server counts on its own, also in a shared Redis; only the rate-limit test sets low limits.
     RATE_LIMIT_KEY_PREFIX: `rl-test-${randomBytes(4).toString("hex")}`,
     RATE_LIMIT_ANONYMOUS_PER_MINUTE: "100000",

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { artworkInput, formFields, postMultipart } from "../support/artworks.ts";
 import { createUser, expectProblem, useTestApi } from "./helpers.ts";
 
 const api = useTestApi();
@@ -30,6 +31,52 @@ describe("Idempotency-Key", () => {
     const theirs = await api.request("POST", "/v1/api-keys", { token: other.token, body: { name: "a" }, headers: { "idempotency-key": "k-1" } });
     expect(theirs.status).toBe(201);
     expect(theirs.body.id).not.toBe(first.body.id);
+  });
+
+  it("scopes keys to the user, not the token: another token of the same user replays (issue 8)", async () => {
+    const user = await createUser(api);
+    const second = await api.request("POST", "/v1/auth/token", { body: { api_key: user.apiKey, scope: ["write"] } });
+    expect(second.status).toBe(201);
+    const before = await countKeys(user.id);
+    const headers = { "idempotency-key": "per-user-1" };
+    const first = await api.request("POST", "/v1/api-keys", { token: user.token, body: { name: "once" }, headers });
+    const again = await api.request("POST", "/v1/api-keys", { token: second.body.token, body: { name: "once" }, headers });
+    expect(first.status).toBe(201);
+    expect(again.status).toBe(201);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(again.body.id).toBe(first.body.id);
+    expectProblem(await api.request("POST", "/v1/api-keys", { token: second.body.token, body: { name: "other" }, headers }), 422, "idempotency_key_reused");
+    expect(await countKeys(user.id)).toBe(before + 1);
+    const stored = await api.db.selectFrom("idempotency_keys").select("principal").where("key", "=", "per-user-1").where("principal", "=", `user:${user.id}`).execute();
+    expect(stored).toHaveLength(1);
+  });
+
+  it("never replays to a token of the same user with other scopes what the first token was given", async () => {
+    const admin = await createUser(api, { role: "admin", scope: ["admin"] });
+    const writer = await api.request("POST", "/v1/auth/token", { body: { api_key: admin.apiKey, scope: ["write"] } });
+    const headers = { "idempotency-key": "scoped-1" };
+    const first = await api.request("POST", "/v1/api-keys", { token: admin.token, body: { name: "ops" }, headers });
+    expect(first.status).toBe(201);
+    expect(first.body.scopes).toEqual(["admin"]);
+    const replay = await api.request("POST", "/v1/api-keys", { token: writer.body.token, body: { name: "ops" }, headers });
+    expectProblem(replay, 422, "idempotency_key_reused");
+    expect(replay.text).not.toContain(first.body.secret);
+  });
+
+  it("fingerprints the fields of a multipart request without a file (issue 9)", async () => {
+    const artist = await createUser(api, { role: "artist" });
+    const headers = { "Idempotency-Key": `form-${artist.id}` };
+    // No image and no image_url: the request runs and is refused (400), and that answer is stored.
+    const first = await postMultipart(api.url, artist.token, formFields(artworkInput({ title: "First form" })), undefined, headers);
+    expectProblem(first, 400, "validation_failed");
+    const same = await postMultipart(api.url, artist.token, formFields(artworkInput({ title: "First form" })), undefined, headers);
+    expectProblem(same, 400, "validation_failed");
+    expect(same.headers.get("idempotent-replayed")).toBe("true");
+    const other = await postMultipart(api.url, artist.token, formFields(artworkInput({ title: "Another form" })), undefined, headers);
+    expectProblem(other, 422, "idempotency_key_reused");
+    const stored = await api.db.selectFrom("idempotency_keys").select(["request_hash", "response_status"]).where("principal", "=", `user:${artist.id}`).where("key", "=", headers["Idempotency-Key"]).executeTakeFirstOrThrow();
+    expect(stored.response_status).toBe(400);
+    expect(await api.db.selectFrom("artworks").select("id").where("artist_id", "=", artist.id).execute()).toHaveLength(0);
   });
 
   it("runs a request exactly once when the same key races", async () => {

@@ -1,7 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isPublicAddress, OutboundError, outboundRequest, resolveTarget, UnsafeUrlError } from "../../api/src/lib/outbound.ts";
+import { checkUrl, isAllowedAddress, isPublicAddress, OutboundError, outboundRequest, resolveTarget, UnsafeUrlError } from "../../api/src/lib/outbound.ts";
 
 let server: http.Server;
 let base: string;
@@ -39,6 +39,53 @@ describe("isPublicAddress", () => {
     for (const ip of ["93.184.216.34", "8.8.8.8", "172.32.0.1", "2606:4700:4700::1111", "::ffff:8.8.8.8"]) {
       expect(isPublicAddress(ip), ip).toBe(true);
     }
+  });
+});
+
+/** Neither public nor loopback: refused under both policies (security review, issue 7 item 6). */
+const NEVER = [
+  "169.254.169.254", "10.0.0.1", "172.16.0.1", "192.168.1.1", "100.64.0.1", "fe80::1", "fd00::1", "224.0.0.1", "0.0.0.0", "::", "198.18.0.1",
+  "::ffff:0:a9fe:a9fe", // SIIT (RFC 6145) form of 169.254.169.254
+  "64:ff9b:1::a9fe:a9fe", "64:ff9b:1::808:808", // local-use NAT64 (RFC 8215), whatever it embeds
+  "2001::1", "2001:0:4136:e378:8000:63bf:3fff:fdd2", // Teredo
+  "::ffff:169.254.169.254", "::ffff:10.0.0.1", "64:ff9b::a9fe:a9fe", "64:ff9b::7f00:1", "2002:a9fe:a9fe::1", "::a9fe:a9fe", "2001:db8::1", "ff02::1",
+];
+const LOOPBACK = ["127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1"];
+const PUBLIC = ["93.184.216.34", "8.8.8.8", "2606:4700:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808"];
+const literal = (ip: string) => (ip.includes(":") ? `[${ip}]` : ip);
+
+describe("address policy", () => {
+  it("allows loopback only in development, public addresses in both modes, and nothing else in either", () => {
+    for (const ip of NEVER) {
+      expect(isAllowedAddress(ip, strict), `${ip} strict`).toBe(false);
+      expect(isAllowedAddress(ip, dev), `${ip} dev`).toBe(false);
+    }
+    for (const ip of LOOPBACK) {
+      expect(isAllowedAddress(ip, strict), `${ip} strict`).toBe(false);
+      expect(isAllowedAddress(ip, dev), `${ip} dev`).toBe(true);
+    }
+    for (const ip of PUBLIC) {
+      expect(isAllowedAddress(ip, strict), `${ip} strict`).toBe(true);
+      expect(isAllowedAddress(ip, dev), `${ip} dev`).toBe(true);
+    }
+  });
+
+  it("refuses every such address literal in a URL under both policies, before any connection (webhooks and image URLs)", async () => {
+    for (const ip of NEVER) {
+      for (const [name, policy] of [["strict", strict], ["dev", dev]] as const) {
+        const scheme = policy.allowPrivate ? "http" : "https";
+        const url = `${scheme}://${literal(ip)}/latest/meta-data`;
+        const refused = (await resolveTarget(url, policy).catch((e: unknown) => e)) as UnsafeUrlError;
+        expect(refused, `${url} ${name}`).toBeInstanceOf(UnsafeUrlError);
+        expect(refused.reason, `${url} ${name}`).toBe("private_address");
+        expect(() => checkUrl(url, policy), `${url} ${name}`).toThrow(UnsafeUrlError);
+      }
+    }
+    for (const ip of LOOPBACK) {
+      expect(isAllowedAddress((await resolveTarget(`http://${literal(ip)}:8080/`, dev)).address, dev), ip).toBe(true);
+      expect(((await resolveTarget(`https://${literal(ip)}/`, strict).catch((e: unknown) => e)) as UnsafeUrlError).reason).toBe("private_address");
+    }
+    expect((await resolveTarget("http://localhost:8080/", dev)).address).toMatch(/^(127\.0\.0\.1|::1)$/);
   });
 });
 

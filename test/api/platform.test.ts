@@ -24,16 +24,39 @@ describe("rate limits", () => {
   });
 });
 
-describe("rate limits per token", () => {
-  it("gives each token its own budget", async () => {
+describe("rate limits per user", () => {
+  it("gives each user one budget, shared by all its tokens (issue 13)", async () => {
     const limited = await startTestApi({ RATE_LIMIT_TOKEN_PER_MINUTE: "3" });
     try {
       const a = await createUser(limited, { scope: ["read"] });
       const b = await createUser(limited, { scope: ["read"] });
+      const aSecond = await limited.request("POST", "/v1/auth/token", { body: { api_key: a.apiKey, scope: ["read"] } });
+      expect(aSecond.status).toBe(201);
       const statuses = [];
       for (let i = 0; i < 5; i++) statuses.push((await limited.request("GET", "/v1/users/me", { token: a.token })).status);
       expect(statuses).toEqual([200, 200, 200, 429, 429]);
+      // A new token of the same user does not get a new budget.
+      expectProblem(await limited.request("GET", "/v1/users/me", { token: aSecond.body.token }), 429, "rate_limited");
       expect((await limited.request("GET", "/v1/users/me", { token: b.token })).status).toBe(200);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it("counts refused credentials against the caller's address (issue 13)", async () => {
+    const limited = await startTestApi({ RATE_LIMIT_ANONYMOUS_PER_MINUTE: "3" });
+    try {
+      const results = [];
+      for (let i = 0; i < 6; i++) results.push(await limited.request("GET", "/v1/users/me", { token: `at_guess_${i}` }));
+      expect(results.map((r) => r.status)).toEqual([401, 401, 401, 429, 429, 429]);
+      for (const r of results.slice(0, 3)) expectProblem(r, 401, "token_invalid");
+      for (const r of results.slice(3)) {
+        expectProblem(r, 429, "rate_limited");
+        expect(Number(r.headers.get("retry-after"))).toBeGreaterThan(0);
+      }
+      expect(results[0]!.headers.get("ratelimit-limit")).toBe("3");
+      // The address's budget is spent on a public endpoint too, with or without a token.
+      expectProblem(await limited.request("GET", "/v1/users/usr_01JD3Y5V0Q3G7W7J6T4N4C2X1M", { token: "at_guess_again" }), 429, "rate_limited");
     } finally {
       await limited.close();
     }
@@ -96,13 +119,13 @@ describe("outbox", () => {
     await api.db
       .transaction()
       .execute(async (trx) => {
-        await recordEvent(trx, type, { n: 1 });
+        await recordEvent(trx, type, { n: 1 }, []);
         throw new Error("roll back");
       })
       .catch(() => {});
     expect(await api.db.selectFrom("outbox_events").select("id").where("event_type", "=", type).execute()).toHaveLength(0);
 
-    const id = await api.db.transaction().execute((trx) => recordEvent(trx, type, { n: 2 }));
+    const id = await api.db.transaction().execute((trx) => recordEvent(trx, type, { n: 2 }, []));
     const row = await waitFor(
       async () => {
         const r = await api.db.selectFrom("outbox_events").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
@@ -118,7 +141,7 @@ describe("outbox", () => {
     const type = uniqueName("test.stale");
     const id = newId("webhookEvent");
     // As if the job had been taken by a worker that died: the event exists, no job does.
-    await api.db.insertInto("outbox_events").values({ id, event_type: type, payload: JSON.stringify({ n: 3 }), created_at: new Date(Date.now() - 10 * 60_000) }).execute();
+    await api.db.insertInto("outbox_events").values({ id, event_type: type, payload: JSON.stringify({ n: 3 }), audience: [], created_at: new Date(Date.now() - 10 * 60_000) }).execute();
     expect(await redispatchStaleEvents(api.db)).toBeGreaterThanOrEqual(1);
     const row = await waitFor(
       async () => {

@@ -87,6 +87,58 @@ describe("Sign-In with Ethereum", () => {
     expectProblem(await api.request("POST", "/v1/auth/siwe/verify", { body: { message: msg, signature: "not-hex" } }), 400, "validation_failed");
   });
 
+  it("refuses a message whose URI is not this service's (issue 14)", async () => {
+    const account = privateKeyToAccount(generatePrivateKey());
+    for (const uri of ["https://evil.example/login", "https://api.test.local.evil.example/", "http://api.test.local:8443/login"]) {
+      const msg = message(account.address, await nonce(), { uri });
+      const res = await api.request("POST", "/v1/auth/siwe/verify", { body: { message: msg, signature: await account.signMessage({ message: msg }) } });
+      expectProblem(res, 401, "unauthenticated");
+      expect(res.body.detail).toContain("URI");
+    }
+    expect(await api.db.selectFrom("users").select("id").where("wallet_address", "=", account.address).execute()).toHaveLength(0);
+    const ok = message(account.address, await nonce(), { uri: "https://api.test.local/some/page" });
+    expect((await api.request("POST", "/v1/auth/siwe/verify", { body: { message: ok, signature: await account.signMessage({ message: ok }) } })).status).toBe(201);
+  });
+
+  it("names a wallet's new user with a neutral handle that reveals nothing of the address (issue 14)", async () => {
+    const handles = [];
+    for (let i = 0; i < 2; i++) {
+      const account = privateKeyToAccount(generatePrivateKey());
+      const msg = message(account.address, await nonce());
+      const res = await api.request("POST", "/v1/auth/siwe/verify", { body: { message: msg, signature: await account.signMessage({ message: msg }) } });
+      expect(res.status).toBe(201);
+      const stored = await api.db.selectFrom("users").select(["id", "username", "display_name"]).where("wallet_address", "=", account.address).executeTakeFirstOrThrow();
+      const profile = await api.request("GET", `/v1/users/${stored.id}`);
+      expect(profile.body).toMatchObject({ username: stored.username, display_name: stored.display_name });
+      expect(stored.username).toMatch(/^[a-z]+-[a-z]+-\d{4}$/);
+      expect(stored.display_name).toMatch(/^[A-Z][a-z]+ [A-Z][a-z]+ \d{4}$/);
+      const hex = account.address.slice(2).toLowerCase();
+      for (const shown of [stored.username.toLowerCase(), stored.display_name.toLowerCase(), profile.text.toLowerCase()]) {
+        expect(shown).not.toContain(hex.slice(0, 6));
+        expect(shown).not.toContain(hex.slice(-6));
+        expect(shown).not.toContain(`0x${hex.slice(0, 4)}`);
+      }
+      handles.push(stored.username);
+    }
+    expect(handles[0]).not.toBe(handles[1]);
+  });
+
+  it("lets a narrow SIWE token log out (issue 7)", async () => {
+    const account = privateKeyToAccount(generatePrivateKey());
+    const msg = message(account.address, await nonce());
+    const signed = await api.request("POST", "/v1/auth/siwe/verify", {
+      body: { message: msg, signature: await account.signMessage({ message: msg }), scope: ["artworks:read"] },
+    });
+    expect(signed.status).toBe(201);
+    const out = await api.request("DELETE", "/v1/auth/token", { token: signed.body.token });
+    expect(out.status).toBe(200);
+    const user = await api.db.selectFrom("users").select("id").where("wallet_address", "=", account.address).executeTakeFirstOrThrow();
+    const tokens = await api.db.selectFrom("access_tokens").select("revoked_at").where("user_id", "=", user.id).execute();
+    expect(tokens).toHaveLength(1);
+    expect(tokens[0]!.revoked_at).toBeInstanceOf(Date);
+    expectProblem(await api.request("GET", "/v1/artworks", { token: signed.body.token }), 401, "token_revoked");
+  });
+
   it("lets exactly one of two racing sign-ins consume a nonce", async () => {
     const account = privateKeyToAccount(generatePrivateKey());
     const msg = message(account.address, await nonce());

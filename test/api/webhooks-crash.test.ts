@@ -66,7 +66,7 @@ it("re-sends a delivery interrupted by a crash under the same delivery id, and s
   expect(stuck.in_flight_since).toBeInstanceOf(Date);
 
   // An event committed while no API process runs.
-  const eventId = await db.transaction().execute((trx) => recordEvent(trx, "offer.created", { offer_id: "off_crash" }));
+  const eventId = await db.transaction().execute((trx) => recordEvent(trx, "offer.created", { offer_id: "off_crash" }, [user.id]));
 
   const restarted = await startTestApi({ DATABASE_URL: database.url, WEBHOOK_TIMEOUT_SECONDS: "2", WEBHOOK_RETRY_SCHEDULE: "1,1,1" });
   cleanups.push(() => restarted.close());

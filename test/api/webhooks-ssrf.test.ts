@@ -9,7 +9,15 @@ import { createUser, expectProblem, testApiSettings } from "./helpers.ts";
 import { useIsolatedTestApi, useReceiver } from "./webhooks.support.ts";
 
 const api = useIsolatedTestApi({ ALLOW_PRIVATE_WEBHOOK_URLS: "false", WEBHOOK_RETRY_SCHEDULE: "60" });
+// What `npm start` runs: ALLOW_PRIVATE_WEBHOOK_URLS on.
+const devApi = useIsolatedTestApi({ ALLOW_PRIVATE_WEBHOOK_URLS: "true", WEBHOOK_RETRY_SCHEDULE: "60" });
 const receiver = useReceiver();
+
+/** Neither public nor loopback: refused in both modes (security review, issue 7 item 6). */
+const INTERNAL_HOSTS = [
+  "169.254.169.254", "10.0.0.1", "172.16.0.1", "192.168.1.1", "100.64.0.1", "[fe80::1]", "[fd00::1]", "224.0.0.1", "0.0.0.0", "[::]", "198.18.0.1",
+  "[::ffff:0:a9fe:a9fe]", "[64:ff9b:1::a9fe:a9fe]", "[2001::a9fe:a9fe]",
+];
 
 // A public address literal: accepted without DNS (nothing is ever sent to it here).
 const PUBLIC_URL = "https://93.184.216.34/hooks/art";
@@ -43,6 +51,7 @@ describe("webhook URLs in strict mode", () => {
       ["https://169.254.169.254/latest/meta-data/", "private_address"], // cloud metadata
       ["https://100.100.100.200/", "private_address"], // carrier-grade NAT range (another metadata address)
       ["https://224.0.0.1/hook", "private_address"],
+      ...INTERNAL_HOSTS.map((host): [string, string] => [`https://${host}/latest/meta-data/`, "private_address"]),
       ["https://localhost/hook", "private_address"], // a name resolving to 127.0.0.1
       [receiver.endpoint().replace("http:", "https:"), "private_address"],
       [receiver.endpoint(), "scheme_not_allowed"],
@@ -91,5 +100,44 @@ describe("webhook URLs in strict mode", () => {
     expect(again).toMatchObject({ status: "failed", last_response_code: null }); // its one retry is used up
     expect(again.last_error).toMatch(/^refused \(private_address\): the host 127\.0\.0\.1 resolves to a private/);
     expect(receiver.requests(inside)).toHaveLength(0);
+  });
+});
+
+describe("webhook URLs in development mode (ALLOW_PRIVATE_WEBHOOK_URLS)", () => {
+  it("allows loopback and plain http only: private, link-local, metadata, multicast and reserved addresses stay refused", async () => {
+    expect(devApi.config.allowPrivateWebhookUrls).toBe(true);
+    const user = await createUser(devApi);
+    for (const host of INTERNAL_HOSTS) {
+      for (const url of [`http://${host}/latest/meta-data/`, `https://${host}/hook`]) {
+        const res = await devApi.request("POST", "/v1/webhooks", { token: user.token, body: { url, events: ["*"] } });
+        expectProblem(res, 400, "validation_failed");
+        expect(res.body.errors, url).toEqual([expect.objectContaining({ field: "url", code: "private_address" })]);
+      }
+    }
+    expect(await devApi.db.selectFrom("webhook_subscriptions").select("id").where("user_id", "=", user.id).execute()).toHaveLength(0);
+
+    const endpoint = receiver.endpoint();
+    const loopback = await devApi.request("POST", "/v1/webhooks", { token: user.token, body: { url: endpoint, events: ["*"] } });
+    expect(loopback.status).toBe(201);
+    const changed = await devApi.request("PATCH", `/v1/webhooks/${loopback.body.id}`, { token: user.token, body: { url: "http://169.254.169.254/latest/meta-data/" } });
+    expectProblem(changed, 400, "validation_failed");
+    const stored = await devApi.db.selectFrom("webhook_subscriptions").select("url").where("user_id", "=", user.id).execute();
+    expect(stored).toEqual([{ url: endpoint }]);
+  });
+
+  it("never delivers to an internal address that got into the database: the check before sending applies the same policy", async () => {
+    const user = await createUser(devApi);
+    const created = await devApi.request("POST", "/v1/webhooks", { token: user.token, body: { url: receiver.endpoint(), events: ["offer.created"] } });
+    expect(created.status).toBe(201);
+    await devApi.db.updateTable("webhook_subscriptions").set({ url: "http://169.254.169.254/latest/meta-data/" }).where("id", "=", created.body.id).execute();
+    const ping = await devApi.request("POST", `/v1/webhooks/${created.body.id}/test`, { token: user.token });
+    expect(ping.status).toBe(202);
+    const refused = await waitFor(async () => {
+      const d = await devApi.request("GET", `/v1/webhooks/${created.body.id}/deliveries/${ping.body.id}`, { token: user.token });
+      // attempts and last_error are written by separate statements: wait for the second.
+      return d.body.attempts === 1 && d.body.last_error !== null ? d.body : null;
+    });
+    expect(refused).toMatchObject({ last_response_code: null, last_response_body: null });
+    expect(refused.last_error).toMatch(/^refused \(private_address\): the host 169\.254\.169\.254 resolves to an address that is neither public nor loopback/);
   });
 });

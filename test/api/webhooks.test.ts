@@ -7,6 +7,7 @@ import { enqueue } from "../../api/src/jobs/queue.ts";
 import { WEBHOOK_EVENTS } from "../../api/src/modules/webhooks/events.ts";
 import { verifyWebhookSignature } from "../../api/src/modules/webhooks/signature.ts";
 import { MAX_SUBSCRIPTIONS_PER_USER } from "../../api/src/modules/webhooks/webhooks.service.ts";
+import { artworkInput } from "../support/artworks.ts";
 import { waitFor } from "../support/wait.ts";
 import { createUser, expectProblem, type TestApi, type TestUser } from "./helpers.ts";
 import { type ReceivedRequest, type Reply, useIsolatedTestApi, useReceiver } from "./webhooks.support.ts";
@@ -18,7 +19,7 @@ const receiver = useReceiver();
 async function subscribe(a: TestApi, user: TestUser, body: Record<string, unknown>) {
   const res = await a.request("POST", "/v1/webhooks", { token: user.token, body });
   if (res.status !== 201) throw new Error(`subscription failed: ${res.status} ${res.text}`);
-  return res.body as { id: string; secret: string; url: string; events: string[]; status: string };
+  return res.body as { id: string; secret: string; url: string; events: string[]; status: string; all_users: boolean };
 }
 
 async function delivery(subscriptionId: string, deliveryId: string, user: TestUser) {
@@ -34,8 +35,9 @@ function waitForDelivery(subscriptionId: string, deliveryId: string, user: TestU
   }, { timeoutMs, what: `delivery ${deliveryId}` });
 }
 
-async function emit(type: string, payload: Record<string, unknown>): Promise<string> {
-  return api.db.transaction().execute((trx) => recordEvent(trx, type, payload));
+/** Records an event that concerns `audience` (user ids), as a producer does. */
+async function emit(type: string, payload: Record<string, unknown>, audience: string[]): Promise<string> {
+  return api.db.transaction().execute((trx) => recordEvent(trx, type, payload, audience));
 }
 
 /** Waits until the event's dispatch (the fan-out) has run after `since`. */
@@ -46,7 +48,7 @@ async function dispatched(eventId: string, since = new Date(0)): Promise<void> {
   }, { what: `dispatch of ${eventId}` });
 }
 
-/** No test here emits this event: subscriptions to it receive only their own pings. */
+/** No test here emits this event for these subscriptions' owners: they receive only their own pings. */
 const QUIET = ["artwork.certification_failed"];
 
 const countSubscriptions = async (userId: string) =>
@@ -265,7 +267,7 @@ describe("delivery", () => {
     await api.request("PATCH", `/v1/webhooks/${subDisabled.id}`, { token: user.token, body: { status: "disabled" } });
 
     const payload = { offer_id: "off_1", listing_id: "lst_1", amount_usd: 1250.5, accepted_at: "2026-11-22T10:00:00.000Z", id: "spoofed" };
-    const eventId = await emit("offer.accepted", payload);
+    const eventId = await emit("offer.accepted", payload, [user.id]);
     const [m] = await receiver.waitForRequests(matching, 1);
     const [a] = await receiver.waitForRequests(all, 1);
     for (const [req, sub] of [[m!, subMatching], [a!, subAll]] as const) {
@@ -279,7 +281,7 @@ describe("delivery", () => {
     const first = (await api.db.selectFrom("outbox_events").select("dispatched_at").where("id", "=", eventId).executeTakeFirstOrThrow()).dispatched_at!;
     await enqueue(api.db, OUTBOX_DISPATCH_TASK, { event_id: eventId });
     await dispatched(eventId, first);
-    await emit("offer.created", { offer_id: "off_2" });
+    await emit("offer.created", { offer_id: "off_2" }, [user.id]);
     await receiver.waitForRequests(other, 1);
     await receiver.waitForRequests(matching, 2);
     const rows = await api.db
@@ -298,11 +300,11 @@ describe("delivery", () => {
 
   it("does not deliver internal events or events from before the subscription", async () => {
     const user = await createUser(api);
-    const early = await emit("payment.completed", { tx_id: "txn_early" });
+    const early = await emit("payment.completed", { tx_id: "txn_early" }, [user.id]);
     const url = receiver.endpoint();
     const sub = await subscribe(api, user, { url, events: ["*"] });
-    await emit("internal.cache_flushed", { n: 1 });
-    await emit("payment.completed", { tx_id: "txn_late" });
+    await emit("internal.cache_flushed", { n: 1 }, [user.id]);
+    await emit("payment.completed", { tx_id: "txn_late" }, [user.id]);
     const [req] = await receiver.waitForRequests(url, 1);
     expect(JSON.parse(req!.body).tx_id).toBe("txn_late");
     await dispatched(early);
@@ -371,12 +373,12 @@ describe("delivery", () => {
     const gone = await api.request("GET", `/v1/webhooks/${sub.id}`, { token: user.token });
     expect(gone.body).toMatchObject({ status: "disabled", disabled_reason: "The endpoint answered 410 Gone" });
 
-    await dispatched(await emit("ticket.purchased", { ticket_id: "tkt_1" })); // nobody listens now
+    await dispatched(await emit("ticket.purchased", { ticket_id: "tkt_1" }, [user.id])); // nobody listens now
     expectProblem(await api.request("POST", `/v1/webhooks/${sub.id}/deliveries/${ping.body.id}/retry`, { token: user.token }), 409, "invalid_state");
 
     const enabled = await api.request("PATCH", `/v1/webhooks/${sub.id}`, { token: user.token, body: { status: "active" } });
     expect(enabled.body).toMatchObject({ status: "active", disabled_reason: null });
-    await emit("ticket.purchased", { ticket_id: "tkt_2" });
+    await emit("ticket.purchased", { ticket_id: "tkt_2" }, [user.id]);
     const requests = await receiver.waitForRequests(url, 2);
     expect(JSON.parse(requests[1]!.body)).toMatchObject({ event: "ticket.purchased", ticket_id: "tkt_2" });
     expect(requests).toHaveLength(2);
@@ -514,5 +516,98 @@ describe("delivery", () => {
       server.closeAllConnections();
       await new Promise((r) => server.close(r));
     }
+  });
+});
+
+describe("audience", () => {
+  const deliveredTo = async (eventId: string) =>
+    (await api.db.selectFrom("webhook_deliveries").select("subscription_id").where("event_id", "=", eventId).execute()).map((d) => d.subscription_id).sort();
+
+  it("sends a user's artwork events only to that user's subscriptions, and to an admin's all-users subscription", async () => {
+    const alice = await createUser(api, { role: "artist" });
+    const bob = await createUser(api, { role: "artist" });
+    const admin = await createUser(api, { role: "admin", scope: ["admin"] });
+    const [aliceUrl, bobUrl, adminUrl] = [receiver.endpoint(), receiver.endpoint(), receiver.endpoint()];
+    const aliceSub = await subscribe(api, alice, { url: aliceUrl, events: ["*"] });
+    const bobSub = await subscribe(api, bob, { url: bobUrl, events: ["*"] });
+    const adminSub = await subscribe(api, admin, { url: adminUrl, events: ["*"], all_users: true });
+    expect([aliceSub.all_users, bobSub.all_users, adminSub.all_users]).toEqual([false, false, true]);
+    try {
+      // Alice's artwork fails certification (its image URL answers a web page): the pipeline records the event.
+      const image = receiver.endpoint(() => ({ status: 200, headers: { "content-type": "image/png" }, body: "<html>a login page</html>" }));
+      const created = await api.request("POST", "/v1/artworks", { token: alice.token, body: artworkInput({ image_url: image }) });
+      expect(created.status).toBe(201);
+      const [toAlice] = await receiver.waitForRequests(aliceUrl, 1, 30_000);
+      const failed = JSON.parse(toAlice!.body);
+      expect(failed).toMatchObject({ event: "artwork.certification_failed", artwork_id: created.body.id, reason: expect.any(String) });
+      const [toAdmin] = await receiver.waitForRequests(adminUrl, 1);
+      expect(JSON.parse(toAdmin!.body)).toEqual(failed);
+      expectSignedBy(toAdmin!, adminSub.secret);
+
+      // The event names Alice; its fan-out (finished: deliveries are written in one transaction) reached no one else.
+      const stored = await api.db.selectFrom("outbox_events").select(["audience", "dispatched_at"]).where("id", "=", failed.id).executeTakeFirstOrThrow();
+      expect(stored.audience).toEqual([alice.id]);
+      await dispatched(failed.id);
+      expect(await deliveredTo(failed.id)).toEqual([aliceSub.id, adminSub.id].sort());
+
+      // An event that concerns Bob (and a user with no subscription) reaches Bob and the admin, not Alice.
+      const collector = await createUser(api);
+      const bobs = await emit("payment.completed", { tx_id: "txn_bob", amount_usd: 10 }, [bob.id, collector.id]);
+      await dispatched(bobs);
+      expect(await deliveredTo(bobs)).toEqual([bobSub.id, adminSub.id].sort());
+      const [toBob] = await receiver.waitForRequests(bobUrl, 1);
+      expect(JSON.parse(toBob!.body)).toMatchObject({ id: bobs, event: "payment.completed" });
+      await receiver.waitForRequests(adminUrl, 2);
+      expect(receiver.requests(aliceUrl).map((r) => JSON.parse(r.body).id)).toEqual([failed.id]);
+      expect(receiver.requests(bobUrl).map((r) => JSON.parse(r.body).id)).toEqual([bobs]);
+    } finally {
+      await api.request("DELETE", `/v1/webhooks/${adminSub.id}`, { token: admin.token });
+    }
+  });
+
+  it("lets only admins (with the admin:read scope) subscribe to every user's events", async () => {
+    const artist = await createUser(api, { role: "artist" });
+    const url = receiver.endpoint();
+    expectProblem(await api.request("POST", "/v1/webhooks", { token: artist.token, body: { url, events: ["*"], all_users: true } }), 403, "forbidden");
+    expect(await countSubscriptions(artist.id)).toBe(0);
+    const own = await subscribe(api, artist, { url, events: QUIET });
+    expectProblem(await api.request("PATCH", `/v1/webhooks/${own.id}`, { token: artist.token, body: { all_users: true } }), 403, "forbidden");
+    const unchanged = await api.db.selectFrom("webhook_subscriptions").select("all_users").where("id", "=", own.id).executeTakeFirstOrThrow();
+    expect(unchanged.all_users).toBe(false);
+    expectProblem(await api.request("POST", "/v1/webhooks", { token: artist.token, body: { url, events: QUIET, all_users: "yes" } }), 400, "validation_failed");
+
+    // An admin's token without admin:read may not widen a subscription either.
+    const admin = await createUser(api, { role: "admin", scope: ["webhooks:write"] });
+    expectProblem(await api.request("POST", "/v1/webhooks", { token: admin.token, body: { url, events: QUIET, all_users: true } }), 403, "insufficient_scope");
+    const adminSub = await subscribe(api, admin, { url, events: QUIET });
+    const wide = await createUser(api, { role: "admin", scope: ["admin"] });
+    const widened = await subscribe(api, wide, { url, events: QUIET, all_users: true });
+    expect(widened.all_users).toBe(true);
+    const narrowed = await api.request("PATCH", `/v1/webhooks/${widened.id}`, { token: wide.token, body: { all_users: false } });
+    expect(narrowed.status).toBe(200);
+    expect(narrowed.body.all_users).toBe(false);
+    const stored = await api.db.selectFrom("webhook_subscriptions").select(["id", "all_users"]).where("id", "in", [adminSub.id, widened.id]).execute();
+    expect(stored.every((s) => s.all_users === false)).toBe(true);
+
+    // The flag is documented in the OpenAPI document, from the same zod schemas.
+    const doc = await api.request("GET", "/v1/openapi.json");
+    for (const name of ["WebhookSubscriptionCreate", "WebhookSubscriptionUpdate", "WebhookSubscription"]) {
+      expect(doc.body.components.schemas[name].properties.all_users).toMatchObject({ type: "boolean", description: expect.any(String) });
+    }
+  });
+
+  it("stops sending every user's events to a subscription whose owner is no longer an admin", async () => {
+    const admin = await createUser(api, { role: "admin", scope: ["admin"] });
+    const user = await createUser(api);
+    const url = receiver.endpoint();
+    const sub = await subscribe(api, admin, { url, events: ["ticket.purchased"], all_users: true });
+    const first = await emit("ticket.purchased", { ticket_id: "tkt_a" }, [user.id]);
+    await dispatched(first);
+    expect(await deliveredTo(first)).toContain(sub.id);
+    await api.db.updateTable("users").set({ role: "collector" }).where("id", "=", admin.id).execute();
+    const second = await emit("ticket.purchased", { ticket_id: "tkt_b" }, [user.id]);
+    await dispatched(second);
+    expect(await deliveredTo(second)).not.toContain(sub.id);
+    expect((await receiver.waitForRequests(url, 1)).map((r) => JSON.parse(r.body).id)).toEqual([first]);
   });
 });

@@ -67,7 +67,7 @@ export async function benchWebhooks(ctx: BenchContext): Promise<string> {
           const due = started + (n * 1000) / scenario.rate;
           if (due > performance.now()) await new Promise((r) => setTimeout(r, due - performance.now()));
         }
-        const id = await db.transaction().execute((trx) => recordEvent(trx, "offer.created", { offer_id: `off_bench_${n}`, amount_usd: 100 }));
+        const id = await db.transaction().execute((trx) => recordEvent(trx, "offer.created", { offer_id: `off_bench_${n}`, amount_usd: 100 }, [user.id]));
         committed.set(id, performance.now());
       }
     };

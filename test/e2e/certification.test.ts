@@ -7,7 +7,7 @@ import { mkdtempSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import path from "node:path";
 import { sql } from "kysely";
-import { type BrowserContext, chromium } from "playwright-core";
+import type { BrowserContext } from "playwright-core";
 import { keccak256, stringToBytes } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { privateKeyToAccount } from "viem/accounts";
@@ -24,6 +24,7 @@ import {
   transactionCount,
   useArtworkPlatform,
 } from "../support/artworks.ts";
+import { launchChromiumContext } from "../support/browser.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { waitFor } from "../support/wait.ts";
 
@@ -56,11 +57,7 @@ let browser: BrowserContext;
 let images: Awaited<ReturnType<typeof startImageServer>>;
 beforeAll(async () => {
   images = await startImageServer();
-  browser = await chromium.launchPersistentContext(mkdtempSync(path.join(env.tempDir, "chromium-")), {
-    executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
-    headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  browser = await launchChromiumContext({ userDataDir: mkdtempSync(path.join(env.tempDir, "chromium-")) });
 });
 afterAll(async () => {
   await browser?.close();
@@ -154,6 +151,7 @@ describe("certification end to end", () => {
       chain_id: 31337,
       tx_hash: certificate.body.tx_hash,
     });
+    expect(events[0]!.audience).toEqual([artist.id]); // only the artist's webhook subscriptions (and admins' all-users ones) get it
     await waitFor(async () => (await p.db.selectFrom("outbox_events").select("dispatched_at").where("id", "=", events[0]!.id).executeTakeFirstOrThrow()).dispatched_at, {
       what: "the event's dispatch",
     });

@@ -16,6 +16,7 @@ import { type IndexerViews } from "../../api/src/chain/indexer-schema.ts";
 import { createDb } from "../../api/src/db/connection.ts";
 import { migrateToLatest } from "../../api/src/db/migrate.ts";
 import type { Database } from "../../api/src/db/database.ts";
+import type { IndexerTarget } from "../../api/src/stack/indexer.ts";
 import { dropDatabase, ensureDatabase, withDatabase } from "../../api/src/stack/postgres.ts";
 import { startTestApi, type TestApi, type TestResponse } from "../api/helpers.ts";
 import { testEnvironment } from "./environment.ts";
@@ -80,14 +81,23 @@ export async function createPlatformDatabase(): Promise<{ databaseUrl: string; d
   return { databaseUrl, drop: () => dropDatabase(env().serverUrl, name) };
 }
 
-/** Starts the platform for the calling test file (beforeAll) and stops it after (afterAll). */
-export function useArtworkPlatform(overrides: Record<string, string> | (() => Record<string, string>) = {}): ArtworkPlatform {
+/**
+ * Starts the platform for the calling test file (beforeAll) and stops it after (afterAll).
+ * `indexerTarget` changes what the indexer reads (e.g. a websocket behind a proxy the test controls).
+ */
+export function useArtworkPlatform(
+  overrides: Record<string, string> | (() => Record<string, string>) = {},
+  options: { indexerTarget?: () => Partial<IndexerTarget> } = {},
+): ArtworkPlatform {
   let current: ArtworkPlatform | undefined;
   let drop: (() => Promise<void>) | undefined;
   beforeAll(async () => {
     const database = await createPlatformDatabase();
     drop = database.drop;
-    const [indexer, relayerKey] = await Promise.all([startIndexerForTest({ target: { databaseUrl: database.databaseUrl } }), freshRelayerKey()]);
+    const [indexer, relayerKey] = await Promise.all([
+      startIndexerForTest({ target: { ...options.indexerTarget?.(), databaseUrl: database.databaseUrl } }),
+      freshRelayerKey(),
+    ]);
     const storageDir = mkdtempSync(path.join(env().tempDir, "storage-"));
     const settings = {
       DATABASE_URL: database.databaseUrl,
@@ -98,6 +108,7 @@ export function useArtworkPlatform(overrides: Record<string, string> | (() => Re
       CERTIFICATION_SWEEP_INTERVAL_MS: "1000",
       CERTIFICATION_RETRY_BASE_MS: "200",
       CERTIFICATION_CONCURRENCY: "8",
+      IMAGE_FETCH_CONCURRENCY: "4",
       DATABASE_POOL_SIZE: "10",
       ...(typeof overrides === "function" ? overrides() : overrides),
     };

@@ -38,6 +38,10 @@ export interface ApiKeysTable {
   name: string | null;
   secret_hash: string;
   secret_hint: string;
+  /** The most a token of this key may hold; null: whatever the user's role allows (keys the platform issues). */
+  scopes: string[] | null;
+  /** The key whose token made this one: revoking that key revokes this one. */
+  parent_api_key_id: string | null;
   created_at: Timestamp;
   last_used_at: NullableTimestamp;
   revoked_at: NullableTimestamp;
@@ -79,6 +83,8 @@ export interface OutboxEventsTable {
   id: string;
   event_type: string;
   payload: unknown;
+  /** The ids of the users the event concerns: only their subscriptions (and admins' all-users ones) get it. */
+  audience: string[];
   created_at: Timestamp;
   dispatched_at: NullableTimestamp;
 }
@@ -98,6 +104,8 @@ export interface WebhookSubscriptionsTable {
   previous_secret: string | null;
   previous_secret_expires_at: NullableTimestamp;
   failing_since: NullableTimestamp;
+  /** An admin's subscription to every user's events, not only its owner's. */
+  all_users: Generated<boolean>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -160,9 +168,13 @@ export interface ArtworksTable {
   certification_tx_hash: string | null;
   certification_requested_at: Timestamp;
   certification_confirmed_at: NullableTimestamp;
+  /** When the indexer showed the certificate; null while one confirmed from the chain (the indexer lagging) awaits it. */
+  certification_indexed_at: NullableTimestamp;
   certification_attempts: Generated<number>;
   certification_lease_until: NullableTimestamp;
   certification_error: string | null;
+  /** Set while a download of image_source_url runs: counts against the artist's cap of downloads in flight. */
+  image_fetch_lease_until: NullableTimestamp;
   failed_at: NullableTimestamp;
   created_at: Timestamp;
   updated_at: Timestamp;

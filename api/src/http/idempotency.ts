@@ -13,8 +13,13 @@ export type IdempotencyClaim =
   | { kind: "claimed" }
   | { kind: "replay"; status: number; body: unknown };
 
-export function requestFingerprint(method: string, path: string, body: unknown): string {
-  return sha256Hex(`${method} ${path}\n${canonicalize(body ?? null) ?? "null"}`);
+/**
+ * The request a key stands for. Keys belong to the user, so the caller's scopes count too: a replay
+ * never hands a token what a token with other scopes was given (an API key capped at those scopes).
+ */
+export function requestFingerprint(method: string, path: string, body: unknown, scopes: readonly string[] = []): string {
+  const granted = scopes.length > 0 ? ` ${[...scopes].sort().join(",")}` : "";
+  return sha256Hex(`${method} ${path}${granted}\n${canonicalize(body ?? null) ?? "null"}`);
 }
 
 /**

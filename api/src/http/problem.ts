@@ -92,19 +92,48 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
   };
 }
 
+const CLIENT_ERROR_CODES: Record<number, string> = { 403: "forbidden", 404: "not_found", 413: "payload_too_large", 415: "unsupported_media_type" };
+
 function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
-  const e = err as { type?: string; status?: number; code?: string; message?: string };
-  // body-parser's errors
-  if (e?.type === "entity.too.large") return new ApiError(413, "payload_too_large", "The request body exceeds the 1 MiB limit");
-  if (e?.type === "entity.parse.failed") return new ApiError(400, "invalid_json", "The request body is not valid JSON");
-  if (e?.type === "encoding.unsupported" || e?.type === "charset.unsupported") {
-    return new ApiError(415, "unsupported_media_type", e.message ?? "Unsupported encoding");
+  const e = err as { status?: number; statusCode?: number; expose?: boolean; message?: string };
+  // The router's decodeURIComponent of a path parameter (`/v1/artworks/%ff`): a URIError it gives status 400.
+  if (err instanceof URIError && (e.status ?? e.statusCode) === 400) {
+    return ApiError.invalidParameter([{ field: "path", code: "invalid_encoding", message: "contains a malformed percent-escape" }]);
+  }
+  // Any other client error of Express's own pieces (http-errors mark those with `expose`) keeps its
+  // status; another library's `status` (an RPC's 429) is not the client's.
+  const clientStatus = e?.expose === true ? (e.status ?? e.statusCode) : undefined;
+  if (typeof clientStatus === "number" && clientStatus >= 400 && clientStatus < 500) {
+    return new ApiError(clientStatus, CLIENT_ERROR_CODES[clientStatus] ?? "invalid_parameter", e.message || "The request could not be processed");
   }
   if (isUnavailable(err)) {
     return new ApiError(503, "service_unavailable", "A dependency is temporarily unavailable; retry shortly", { headers: { "Retry-After": "5" } });
   }
   return new ApiError(500, "internal_error", "An unexpected error occurred; quote the request_id when reporting it");
+}
+
+/**
+ * Wraps a body parser (express.json): what it refuses is a problem of the request body (not JSON,
+ * too large, an unknown encoding, a body that does not decompress as its Content-Encoding says, a
+ * wrong length), told apart here from every other error; its own failures (5xx) pass on as they are.
+ */
+export function bodyErrors(parser: RequestHandler): RequestHandler {
+  return (req, res, next) => parser(req, res, (err?: unknown) => (err === undefined ? next() : next(toBodyError(err))));
+}
+
+function toBodyError(err: unknown): unknown {
+  const e = err as { type?: string; status?: number; statusCode?: number; expose?: boolean; message?: string };
+  if (e?.type === "entity.too.large") return new ApiError(413, "payload_too_large", "The request body exceeds the 1 MiB limit");
+  if (e?.type === "entity.parse.failed") return new ApiError(400, "invalid_json", "The request body is not valid JSON");
+  if (e?.type === "encoding.unsupported" || e?.type === "charset.unsupported") {
+    return new ApiError(415, "unsupported_media_type", e.message ?? "Unsupported encoding");
+  }
+  const status = e?.status ?? e?.statusCode;
+  if (e?.expose !== true || typeof status !== "number" || status < 400 || status >= 500) return err;
+  // body-parser gives zlib's error (gzip, deflate, br) status 400 and no type of its own.
+  const detail = e.type ? `The request body could not be read: ${e.message}` : "The request body does not match its Content-Encoding: it could not be decompressed";
+  return new ApiError(400, "invalid_json", detail);
 }
 
 function isUnavailable(err: unknown): boolean {

@@ -15,13 +15,14 @@ export interface RateLimitDecision {
 }
 
 export interface RateLimiter {
-  consume(kind: "token" | "anonymous", key: string): Promise<RateLimitDecision>;
+  consume(kind: "user" | "anonymous", key: string): Promise<RateLimitDecision>;
   close(): Promise<void>;
 }
 
 /**
- * Fixed one-minute windows per bearer token (or per client IP when anonymous). In memory by
- * default; in Redis when REDIS_URL is set, so several API instances share one budget.
+ * Fixed one-minute windows per user, shared by all its tokens and keys (per client IP when
+ * anonymous or when a credential is refused). In memory by default; in Redis when REDIS_URL is
+ * set, so several API instances share one budget.
  */
 export function createRateLimiter(opts: {
   tokenPerMinute: number;
@@ -36,7 +37,7 @@ export function createRateLimiter(opts: {
       ? new RateLimiterRedis({ storeClient: redis, points, duration: 60, keyPrefix, useRedisPackage: false })
       : new RateLimiterMemory({ points, duration: 60, keyPrefix });
   const limiters = {
-    token: { limiter: make(opts.tokenPerMinute, `${opts.keyPrefix}:token`), limit: opts.tokenPerMinute },
+    user: { limiter: make(opts.tokenPerMinute, `${opts.keyPrefix}:user`), limit: opts.tokenPerMinute },
     anonymous: { limiter: make(opts.anonymousPerMinute, `${opts.keyPrefix}:anon`), limit: opts.anonymousPerMinute },
   };
 

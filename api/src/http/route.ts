@@ -4,10 +4,10 @@ import type { ZodType } from "zod";
 import type { Role } from "../db/database.ts";
 import { ApiError, type FieldError } from "../lib/errors.ts";
 import type { AuthContext } from "../modules/auth/auth.context.ts";
-import { type FineScope, scopeSatisfies } from "../modules/auth/scopes.ts";
+import { type Scope, scopeCovers } from "../modules/auth/scopes.ts";
 import { type IdempotencyStore, requestFingerprint } from "./idempotency.ts";
 import { type MultipartSpec, parseMultipart, type UploadedFile } from "./multipart.ts";
-import type { RateLimiter } from "./rate-limit.ts";
+import type { RateLimitDecision, RateLimiter } from "./rate-limit.ts";
 import { problemResponses } from "./problem.ts";
 
 export type Authenticator = (req: Request, opts: { allowApiKey: boolean }) => Promise<AuthContext | null>;
@@ -15,7 +15,8 @@ export type Authenticator = (req: Request, opts: { allowApiKey: boolean }) => Pr
 export type RouteAuth =
   /** Anyone; a bearer, if sent, must still be valid (CONTRACT §2). */
   | { public: true }
-  | { scope: FineScope; roles?: readonly Role[]; allowApiKey?: boolean };
+  /** A bearer holding `scope` (fine or coarse); `null`: any valid bearer (a token revoking itself). */
+  | { scope: Scope | null; roles?: readonly Role[]; allowApiKey?: boolean };
 
 export interface RouteContext<B, Q, P> {
   req: Request;
@@ -55,8 +56,11 @@ interface RouteDefBase<B, Q, P> {
   multipart?: MultipartSpec;
   /** The success body's media type when it is not JSON: the handler returns a `Reply` with the bytes. */
   produces?: string;
-  /** Other documented success answers (a handler picks one by returning a `Reply` with its status). */
-  alternatives?: Record<number, { description: string; schema?: ZodType }>;
+  /**
+   * Other documented answers (a handler picks one by returning a `Reply` with its status): other
+   * successes, or an error page that is not problem+json (`contentType`, default JSON).
+   */
+  alternatives?: Record<number, { description: string; schema?: ZodType; contentType?: string }>;
 }
 
 /**
@@ -107,23 +111,20 @@ export class ApiRouter {
   private async handle<A extends RouteAuth, B, Q, P>(def: RouteDef<A, B, Q, P>, req: Request, res: Response): Promise<void> {
     const { authenticate, rateLimiter, idempotency } = this.deps;
     const needsAuth = !("public" in def.auth);
-    const auth = await authenticate(req, { allowApiKey: needsAuth && "allowApiKey" in def.auth && def.auth.allowApiKey === true });
-
-    const decision = auth
-      ? await rateLimiter.consume("token", auth.principal)
-      : await rateLimiter.consume("anonymous", `ip:${req.ip}`);
-    res.setHeader("RateLimit-Limit", String(decision.limit));
-    res.setHeader("RateLimit-Remaining", String(decision.remaining));
-    res.setHeader("RateLimit-Reset", String(decision.resetSeconds));
-    if (!decision.allowed) {
-      throw new ApiError(429, "rate_limited", `Rate limit of ${decision.limit} requests per minute exceeded; retry in ${decision.resetSeconds} s`, {
-        headers: { "Retry-After": String(decision.resetSeconds) },
-      });
+    let auth: AuthContext | null;
+    try {
+      auth = await authenticate(req, { allowApiKey: needsAuth && "allowApiKey" in def.auth && def.auth.allowApiKey === true });
+    } catch (err) {
+      // A refused credential counts against the caller's address: guessing tokens is rate limited too.
+      if (err instanceof ApiError && (err.status === 401 || err.status === 403)) enforceRateLimit(res, await rateLimiter.consume("anonymous", `ip:${req.ip}`));
+      throw err;
     }
+
+    enforceRateLimit(res, auth ? await rateLimiter.consume("user", auth.principal) : await rateLimiter.consume("anonymous", `ip:${req.ip}`));
 
     if (!("public" in def.auth)) {
       if (!auth) throw ApiError.unauthenticated();
-      if (!scopeSatisfies(auth.scopes, def.auth.scope)) {
+      if (def.auth.scope !== null && !scopeCovers(auth.scopes, def.auth.scope)) {
         throw new ApiError(403, "insufficient_scope", `This endpoint requires the ${def.auth.scope} scope`, {
           required_scope: def.auth.scope,
         });
@@ -137,7 +138,8 @@ export class ApiRouter {
     const query = parse(def.query, req.query, "query") as Q;
     let rawBody: unknown = req.body;
     let file: UploadedFile | undefined;
-    if (req.is("multipart/form-data")) {
+    const multipart = Boolean(req.is("multipart/form-data"));
+    if (multipart) {
       if (!def.multipart) throw new ApiError(415, "unsupported_media_type", "Send the body as application/json");
       const form = await parseMultipart(req, def.multipart);
       rawBody = def.multipart.toBody(form.fields);
@@ -152,8 +154,9 @@ export class ApiRouter {
       if (key.length < 1 || key.length > 255 || !/^[\x21-\x7e]+$/.test(key)) {
         throw ApiError.invalidParameter([{ field: "Idempotency-Key", code: "invalid_string", message: "must be 1-255 printable ASCII characters" }]);
       }
-      const fingerprinted = file ? { body: rawBody, [file.field]: file.sha256 } : req.body;
-      const claim = await idempotency.claim(principal, key, req.method, req.path, requestFingerprint(req.method, req.path, fingerprinted));
+      // A multipart request's fields are in rawBody (req.body is unset): they count, with or without a file.
+      const fingerprinted = multipart ? { body: rawBody, ...(file ? { [file.field]: file.sha256 } : {}) } : req.body;
+      const claim = await idempotency.claim(principal, key, req.method, req.path, requestFingerprint(req.method, req.path, fingerprinted, auth?.scopes));
       if (claim.kind === "replay") {
         res.setHeader("Idempotent-Replayed", "true");
         sendResult(res, claim.status, claim.body);
@@ -222,7 +225,7 @@ export class ApiRouter {
         def.description,
         "public" in def.auth
           ? "Public: works without a token (a token, if sent, must be valid)."
-          : `Requires a bearer token with the \`${def.auth.scope}\` scope${def.auth.roles ? ` and the role ${def.auth.roles.join(" or ")}` : ""}${def.auth.allowApiKey ? "; the API key itself is also accepted as the bearer" : ""}.`,
+          : `Requires a bearer token${def.auth.scope === null ? " (any scope)" : ` with the \`${def.auth.scope}\` scope`}${def.auth.roles ? ` and the role ${def.auth.roles.join(" or ")}` : ""}${def.auth.allowApiKey ? "; the API key itself is also accepted as the bearer" : ""}.`,
       ]
         .filter(Boolean)
         .join("\n\n"),
@@ -236,11 +239,22 @@ export class ApiRouter {
         ...Object.fromEntries(
           Object.entries(def.alternatives ?? {}).map(([code, alt]) => [
             code,
-            alt.schema ? { description: alt.description, content: { "application/json": { schema: alt.schema } } } : { description: alt.description },
+            alt.schema ? { description: alt.description, content: { [alt.contentType ?? "application/json"]: { schema: alt.schema } } } : { description: alt.description },
           ]),
         ),
         ...problemResponses([...extraErrors]),
       },
+    });
+  }
+}
+
+function enforceRateLimit(res: Response, decision: RateLimitDecision): void {
+  res.setHeader("RateLimit-Limit", String(decision.limit));
+  res.setHeader("RateLimit-Remaining", String(decision.remaining));
+  res.setHeader("RateLimit-Reset", String(decision.resetSeconds));
+  if (!decision.allowed) {
+    throw new ApiError(429, "rate_limited", `Rate limit of ${decision.limit} requests per minute exceeded; retry in ${decision.resetSeconds} s`, {
+      headers: { "Retry-After": String(decision.resetSeconds) },
     });
   }
 }

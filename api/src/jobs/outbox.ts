@@ -10,15 +10,19 @@ export interface OutboxEvent {
   id: string;
   type: string;
   payload: Record<string, unknown>;
+  /** The ids of the users the event concerns (see recordEvent). */
+  audience: string[];
   createdAt: Date;
 }
 
 /**
  * Records a domain event in the caller's transaction, with the job that dispatches it: both exist
  * exactly when the change commits, so no event is lost to a crash and none reports a rolled-back change.
+ * `audience` names the users the event concerns (ids): only their webhook subscriptions, and admins'
+ * all-users ones, receive it; an empty audience keeps the event from every other user.
  */
-export async function recordEvent(db: Db, type: string, payload: Record<string, unknown>): Promise<string> {
-  const { id } = await insertEvent(db, type, payload, false);
+export async function recordEvent(db: Db, type: string, payload: Record<string, unknown>, audience: readonly string[]): Promise<string> {
+  const { id } = await insertEvent(db, type, payload, audience, false);
   await enqueue(db, OUTBOX_DISPATCH_TASK, { event_id: id }, { maxAttempts: 25 });
   return id;
 }
@@ -27,17 +31,24 @@ export async function recordEvent(db: Db, type: string, payload: Record<string, 
  * Records an event that its one consumer handles in the caller's transaction (a webhook ping to one
  * subscription): stored like any other, marked dispatched, never handed to the subscribers.
  */
-export async function recordUndispatchedEvent(db: Db, type: string, payload: Record<string, unknown>): Promise<OutboxEvent> {
-  return insertEvent(db, type, payload, true);
+export async function recordUndispatchedEvent(db: Db, type: string, payload: Record<string, unknown>, audience: readonly string[]): Promise<OutboxEvent> {
+  return insertEvent(db, type, payload, audience, true);
 }
 
-async function insertEvent(db: Db, type: string, payload: Record<string, unknown>, dispatched: boolean): Promise<OutboxEvent> {
+async function insertEvent(db: Db, type: string, payload: Record<string, unknown>, audience: readonly string[], dispatched: boolean): Promise<OutboxEvent> {
+  const users = [...new Set(audience)];
   const row = await db
     .insertInto("outbox_events")
-    .values({ id: newId("webhookEvent"), event_type: type, payload: JSON.stringify(payload), dispatched_at: dispatched ? sql<Date>`now()` : null })
+    .values({
+      id: newId("webhookEvent"),
+      event_type: type,
+      payload: JSON.stringify(payload),
+      audience: users,
+      dispatched_at: dispatched ? sql<Date>`now()` : null,
+    })
     .returning(["id", "created_at"])
     .executeTakeFirstOrThrow();
-  return { id: row.id, type, payload, createdAt: row.created_at };
+  return { id: row.id, type, payload, audience: users, createdAt: row.created_at };
 }
 
 /** An undispatched event older than this is handed out again (its job may sit behind a dead worker). */
@@ -89,7 +100,13 @@ export class OutboxDispatcher {
       this.logger.warn({ event_id: eventId }, "outbox event vanished before dispatch");
       return;
     }
-    const event: OutboxEvent = { id: row.id, type: row.event_type, payload: row.payload as Record<string, unknown>, createdAt: row.created_at };
+    const event: OutboxEvent = {
+      id: row.id,
+      type: row.event_type,
+      payload: row.payload as Record<string, unknown>,
+      audience: row.audience,
+      createdAt: row.created_at,
+    };
     for (const { type, handler } of this.handlers) {
       if (type === "*" || type === event.type) await handler(event, this.db);
     }

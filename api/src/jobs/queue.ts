@@ -29,6 +29,12 @@ export async function enqueue(db: Db, task: string, payload: unknown, opts: Enqu
   )`.execute(db);
 }
 
+/** Removes waiting jobs by key in the caller's transaction (a running one loses its key and is not retried). */
+export async function removeJobs(db: Db, jobKeys: readonly string[]): Promise<void> {
+  if (jobKeys.length === 0) return;
+  await sql`select graphile_worker.remove_job(k) from unnest(${[...jobKeys]}::text[]) as k`.execute(db);
+}
+
 export async function migrateJobQueue(pool: pg.Pool): Promise<void> {
   await runMigrations({ pgPool: pool });
 }

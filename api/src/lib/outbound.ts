@@ -2,6 +2,7 @@ import { lookup } from "node:dns/promises";
 import http from "node:http";
 import https from "node:https";
 import net from "node:net";
+import ipaddr from "ipaddr.js";
 
 /**
  * Requests to URLs that users give us (webhook endpoints, artwork image URLs), guarded against
@@ -23,77 +24,53 @@ export class UnsafeUrlError extends Error {
 }
 
 export interface OutboundPolicy {
-  /** Development only (ALLOW_PRIVATE_WEBHOOK_URLS): allows loopback/private addresses and plain http. */
+  /**
+   * Development only (ALLOW_PRIVATE_WEBHOOK_URLS): also allows loopback addresses and plain http.
+   * Never private, link-local or metadata addresses: /deliveries shows what they answer.
+   */
   allowPrivate: boolean;
 }
 
-const blocked = new net.BlockList();
-for (const [prefix, bits] of [
-  ["0.0.0.0", 8], // "this network"
-  ["10.0.0.0", 8],
-  ["100.64.0.0", 10], // carrier-grade NAT
-  ["127.0.0.0", 8],
-  ["169.254.0.0", 16], // link-local, cloud metadata (169.254.169.254)
-  ["172.16.0.0", 12],
-  ["192.0.0.0", 24],
-  ["192.0.2.0", 24],
-  ["192.88.99.0", 24],
-  ["192.168.0.0", 16],
-  ["198.18.0.0", 15],
-  ["198.51.100.0", 24],
-  ["203.0.113.0", 24],
-  ["224.0.0.0", 4], // multicast
-  ["240.0.0.0", 4], // reserved, broadcast
-] as const) {
-  blocked.addSubnet(prefix, bits, "ipv4");
-}
-for (const [prefix, bits] of [
-  ["::", 128],
-  ["::1", 128],
-  ["100::", 64], // discard
-  ["2001:db8::", 32], // documentation
-  ["fc00::", 7], // unique local
-  ["fe80::", 10], // link-local
-  ["fec0::", 10], // site-local (deprecated)
-  ["ff00::", 8], // multicast
-] as const) {
-  blocked.addSubnet(prefix, bits, "ipv6");
+/** Where an address leads: only `public` is allowed in production, `loopback` also in development. */
+export type AddressClass = "public" | "loopback" | "refused";
+
+const GLOBAL_UNICAST_V6 = ipaddr.IPv6.parseCIDR("2000::/3");
+const NAT64_WELL_KNOWN = ipaddr.IPv6.parseCIDR("64:ff9b::/96");
+
+/**
+ * Classifies an address literal by ipaddr.js's registry of special ranges (IANA): only its
+ * `unicast` is public. IPv4-mapped addresses (which the kernel connects to as IPv4) and the
+ * well-known NAT64 prefix (to whatever IPv4 it embeds) are judged by their IPv4 address; every
+ * other embedding (6to4, Teredo, local-use NAT64, SIIT) and IPv6 outside 2000::/3 is refused.
+ */
+export function classifyAddress(ip: string): AddressClass {
+  // net.isIP first: ipaddr.js would also read legacy forms (0x7f.1, 010.0.0.1) that no resolver returns.
+  if (!net.isIP(ip)) return "refused";
+  const address = ipaddr.parse(ip);
+  if (address.kind() === "ipv4") return classifyIpv4(address as ipaddr.IPv4);
+  const v6 = address as ipaddr.IPv6;
+  if (v6.isIPv4MappedAddress()) return classifyIpv4(v6.toIPv4Address());
+  // A NAT64 gateway never reaches the host's own loopback: only a public IPv4 behind it counts.
+  if (v6.match(NAT64_WELL_KNOWN)) return classifyIpv4(new ipaddr.IPv4(v6.toByteArray().slice(12))) === "public" ? "public" : "refused";
+  const range = v6.range();
+  if (range === "loopback") return "loopback";
+  return range === "unicast" && v6.match(GLOBAL_UNICAST_V6) ? "public" : "refused";
 }
 
-/** Whether `ip` is a public unicast address (IPv4-mapped, NAT64 and 6to4 forms judged by their IPv4). */
+function classifyIpv4(address: ipaddr.IPv4): AddressClass {
+  const range = address.range();
+  return range === "unicast" ? "public" : range === "loopback" ? "loopback" : "refused";
+}
+
+/** Whether `ip` is a public unicast address. */
 export function isPublicAddress(ip: string): boolean {
-  const family = net.isIP(ip);
-  if (family === 4) return !blocked.check(ip, "ipv4");
-  if (family !== 6) return false;
-  const embedded = embeddedIpv4(ip);
-  if (embedded) return !blocked.check(embedded, "ipv4");
-  return !blocked.check(ip, "ipv6");
+  return classifyAddress(ip) === "public";
 }
 
-function embeddedIpv4(ip: string): string | null {
-  const lower = ip.toLowerCase();
-  const dotted = /^(?:::ffff:|::ffff:0:|64:ff9b::|::)(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
-  if (dotted?.[1]) return dotted[1];
-  const groups = expandIpv6(lower);
-  if (!groups) return null;
-  const toV4 = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
-  // ::ffff:a.b.c.d (mapped), ::a.b.c.d (compatible), 64:ff9b::a.b.c.d (NAT64)
-  if (groups.slice(0, 5).every((g) => g === 0) && (groups[5] === 0xffff || groups[5] === 0)) return toV4(groups[6]!, groups[7]!);
-  if (groups[0] === 0x64 && groups[1] === 0xff9b && groups.slice(2, 6).every((g) => g === 0)) return toV4(groups[6]!, groups[7]!);
-  if (groups[0] === 0x2002) return toV4(groups[1]!, groups[2]!); // 6to4
-  return null;
-}
-
-function expandIpv6(ip: string): number[] | null {
-  if (ip.includes(".")) return null;
-  const [head, tail] = ip.split("::") as [string, string | undefined];
-  const parse = (part: string) => (part ? part.split(":").map((h) => Number.parseInt(h, 16)) : []);
-  const left = parse(head);
-  const right = tail === undefined ? [] : parse(tail);
-  const missing = 8 - left.length - right.length;
-  if (missing < 0 || (tail === undefined && missing !== 0)) return null;
-  const groups = [...left, ...Array(missing).fill(0), ...right];
-  return groups.some((g) => Number.isNaN(g)) ? null : groups;
+/** Whether the policy lets a request reach `ip`: public addresses, and loopback in development. */
+export function isAllowedAddress(ip: string, policy: OutboundPolicy): boolean {
+  const kind = classifyAddress(ip);
+  return kind === "public" || (policy.allowPrivate && kind === "loopback");
 }
 
 export interface ResolvedTarget {
@@ -102,8 +79,11 @@ export interface ResolvedTarget {
   family: 4 | 6;
 }
 
-/** Parses and resolves `raw`, refusing what the policy does not allow. */
-export async function resolveTarget(raw: string, policy: OutboundPolicy): Promise<ResolvedTarget> {
+/**
+ * The checks that need no DNS (scheme, credentials, an address literal, `localhost`): what
+ * `resolveTarget` would refuse for sure, for callers that resolve later (image URLs).
+ */
+export function checkUrl(raw: string, policy: OutboundPolicy): { url: URL; host: string } {
   let url: URL;
   try {
     url = new URL(raw);
@@ -115,6 +95,26 @@ export async function resolveTarget(raw: string, policy: OutboundPolicy): Promis
   }
   if (url.username || url.password) throw new UnsafeUrlError("credentials_in_url", "must not contain credentials");
   const host = url.hostname.replace(/^\[|\]$/g, "");
+  if (net.isIP(host)) refuseUnlessAllowed(host, [host], policy);
+  // RFC 6761: these names are loopback whatever a resolver says.
+  else if (!policy.allowPrivate && (host === "localhost" || host.endsWith(".localhost"))) throw new UnsafeUrlError("private_address", `the host ${host} is loopback`);
+  return { url, host };
+}
+
+/** Every answer must be allowed: a name that mixes public and private answers is refused. */
+function refuseUnlessAllowed(host: string, addresses: string[], policy: OutboundPolicy): void {
+  if (addresses.every((a) => isAllowedAddress(a, policy))) return;
+  throw new UnsafeUrlError(
+    "private_address",
+    policy.allowPrivate
+      ? `the host ${host} resolves to an address that is neither public nor loopback (ALLOW_PRIVATE_WEBHOOK_URLS allows loopback only)`
+      : `the host ${host} resolves to a private, loopback, link-local or reserved address`,
+  );
+}
+
+/** Parses and resolves `raw`, refusing what the policy does not allow. */
+export async function resolveTarget(raw: string, policy: OutboundPolicy): Promise<ResolvedTarget> {
+  const { url, host } = checkUrl(raw, policy);
   let addresses: { address: string; family: number }[];
   if (net.isIP(host)) addresses = [{ address: host, family: net.isIP(host) }];
   else {
@@ -125,10 +125,7 @@ export async function resolveTarget(raw: string, policy: OutboundPolicy): Promis
     }
   }
   if (addresses.length === 0) throw new UnsafeUrlError("unresolvable", `the host ${host} does not resolve`);
-  // Every answer must be public: a name that mixes public and private answers is refused.
-  if (!policy.allowPrivate && addresses.some((a) => !isPublicAddress(a.address))) {
-    throw new UnsafeUrlError("private_address", `the host ${host} resolves to a private, loopback, link-local or reserved address`);
-  }
+  refuseUnlessAllowed(host, addresses.map((a) => a.address), policy);
   const first = addresses[0]!;
   return { url, address: first.address, family: first.family === 6 ? 6 : 4 };
 }

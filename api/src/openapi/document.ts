@@ -15,12 +15,32 @@ export function buildOpenApiDocument(registry: OpenAPIRegistry, serverUrl: strin
         "Artworks certified on a blockchain, a marketplace, fractional ownership, a community, platform events and rewards.",
         "",
         "Errors are RFC 9457 problem+json with a stable `code`. Every POST accepts an `Idempotency-Key` header (Stripe semantics: a retry replays the stored response; the same key with a different body is 422; while the first is running, 409).",
-        "Responses carry `X-Request-Id` and `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`; a 429 carries `Retry-After`.",
+        "Idempotency keys belong to the user, whichever of its tokens sends them; a token with other scopes gets 422, not a replay (anonymous requests: keys per IP).",
+        "Responses carry `X-Request-Id` and `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`; a 429 carries `Retry-After`. Rate limits are per user: one budget shared by all of a user's tokens and keys; anonymous calls and refused credentials count against the caller's IP.",
         "Lists take `page` (from 1) and `limit` and answer `{data, pagination: {page, limit, total, has_more}}`.",
+        "String fields (body, query, path, form) refuse control characters (newline and tab are allowed in multiline text: descriptions, bio, reasons) and lone UTF-16 surrogates.",
       ].join("\n"),
     },
     servers: [{ url: serverUrl }],
   });
+}
+
+/**
+ * The Content-Security-Policy of /docs: Swagger UI's bundle, styles and init script from the API
+ * itself (no inline script), its inline style attributes and data: icons, and "Try it out" calls
+ * to the API (`apiOrigin`, the documented server, may differ from the origin the page came from).
+ */
+export function swaggerPageCsp(apiOrigin: string): string {
+  return [
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data:",
+    `connect-src 'self' ${apiOrigin}`,
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join("; ");
 }
 
 export function swaggerPage(specUrl: string): string {
@@ -41,5 +61,6 @@ export function swaggerPage(specUrl: string): string {
 }
 
 export function swaggerInit(specUrl: string): string {
-  return `window.ui = SwaggerUIBundle({ url: ${JSON.stringify(specUrl)}, dom_id: "#swagger-ui", deepLinking: true, persistAuthorization: true });\n`;
+  // validatorUrl null: the default sends the spec's URL to validator.swagger.io for a badge.
+  return `window.ui = SwaggerUIBundle({ url: ${JSON.stringify(specUrl)}, dom_id: "#swagger-ui", deepLinking: true, persistAuthorization: true, validatorUrl: null });\n`;
 }

@@ -114,6 +114,8 @@ export function spawnManaged(options: SpawnOptions): ManagedProcess {
         if (!hasExited) {
           try {
             process.kill(pid, signal);
+            // A stopped (SIGSTOP) process receives the signal only once it runs again.
+            process.kill(pid, "SIGCONT");
           } catch {
             // already gone
           }

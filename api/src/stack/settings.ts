@@ -25,6 +25,8 @@ export const HARDHAT_ACCOUNT_0_KEY: Hex = "0xac0974bec39a17e36ba4a6b4d238ff944ba
  *   CUSTODY_MNEMONIC          generated once into DATA_DIR/custody-mnemonic (local only)
  *   PONDER_PORT               42069 (the indexer's /health, /ready, /status)
  *   INDEXER_VIEWS_SCHEMA      chain
+ *   INDEXER_MAX_LAG_BLOCKS, INDEXER_STALL_TIMEOUT_MS   5, 30000: the watchdog restarts an indexer
+ *                             that stays behind the chain head without progress that long (also the API's)
  *   PORT, PUBLIC_BASE_URL     the API's (3000); also the base of the ERC-1155 metadata URI
  */
 export interface StackSettings {
@@ -51,6 +53,9 @@ export interface StackSettings {
   custodyMnemonic: string | null;
   ponderPort: number;
   viewsSchema: string;
+  /** The indexer watchdog's bounds (the API reads the same two settings for /readyz). */
+  indexerMaxLagBlocks: number;
+  indexerStallTimeoutMs: number;
   apiPort: number;
   publicBaseUrl: string | null;
 }
@@ -99,6 +104,8 @@ export function readStackSettings(env: NodeJS.ProcessEnv): StackSettings {
   if (relayerPrivateKey !== null && !(isHex(relayerPrivateKey) && relayerPrivateKey.length === 66)) {
     problems.push("RELAYER_PRIVATE_KEY must be a 0x-prefixed 32-byte hex string");
   }
+  const indexerStallTimeoutMs = integer("INDEXER_STALL_TIMEOUT_MS") ?? 30_000;
+  if (indexerStallTimeoutMs < 100) problems.push(`INDEXER_STALL_TIMEOUT_MS must be at least 100 (ms), got ${indexerStallTimeoutMs}`);
   const viewsSchema = get("INDEXER_VIEWS_SCHEMA") ?? "chain";
   if (!/^[a-z_][a-z0-9_]{0,44}$/.test(viewsSchema)) problems.push(`INDEXER_VIEWS_SCHEMA must be a lower-case identifier, got "${viewsSchema}"`);
 
@@ -129,6 +136,8 @@ export function readStackSettings(env: NodeJS.ProcessEnv): StackSettings {
     custodyMnemonic: get("CUSTODY_MNEMONIC"),
     ponderPort: port("PONDER_PORT", 42069),
     viewsSchema,
+    indexerMaxLagBlocks: integer("INDEXER_MAX_LAG_BLOCKS") ?? 5,
+    indexerStallTimeoutMs,
     apiPort: port("PORT", 3000),
     publicBaseUrl: get("PUBLIC_BASE_URL"),
   };

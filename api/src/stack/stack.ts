@@ -16,7 +16,8 @@ import {
   recordChainDeployment,
 } from "./chain-identity.ts";
 import { deployPlatform, localDeploymentId } from "./deploy.ts";
-import { dropOldIndexerSchemas, dropPonderSyncCache, type Indexer, startIndexer } from "./indexer.ts";
+import { dropOldIndexerSchemas, dropPonderSyncCache, type Indexer, type IndexerOptions, startIndexer } from "./indexer.ts";
+import { IndexerWatchdog } from "./indexer-watchdog.ts";
 import { archiveCluster, type EmbeddedPostgres, ensureDatabase, startEmbeddedPostgres } from "./postgres.ts";
 import { type ManagedProcess, portInUse } from "./processes.ts";
 import {
@@ -276,22 +277,21 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
     db = null;
 
     log("Starting the indexer (Ponder)...");
-    const indexer = await step("Starting the indexer", logs.ponder, () =>
-      startIndexer({
-        databaseUrl,
-        rpcUrl,
-        wsUrl: wsUrl ?? undefined,
-        chainId: identity.chainId,
-        genesisHash: identity.genesisHash,
-        artCertificate: contracts.artCertificate,
-        artShares: contracts.artShares,
-        startBlock: contracts.startBlock,
-        viewsSchema: settings.viewsSchema,
-        port: settings.ponderPort,
-        logFile: logs.ponder,
-        readyTimeoutMs: options.indexerReadyTimeoutMs ?? 60_000,
-      }),
-    );
+    const indexerOptions: IndexerOptions = {
+      databaseUrl,
+      rpcUrl,
+      wsUrl: wsUrl ?? undefined,
+      chainId: identity.chainId,
+      genesisHash: identity.genesisHash,
+      artCertificate: contracts.artCertificate,
+      artShares: contracts.artShares,
+      startBlock: contracts.startBlock,
+      viewsSchema: settings.viewsSchema,
+      port: settings.ponderPort,
+      logFile: logs.ponder,
+      readyTimeoutMs: options.indexerReadyTimeoutMs ?? 60_000,
+    };
+    const indexer = await step("Starting the indexer", logs.ponder, () => startIndexer(indexerOptions));
     cleanups.push(() => indexer.stop());
     track(indexer.process, true);
     void whenReady(indexer, async () => {
@@ -326,6 +326,37 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
       const started = api;
       cleanups.push(() => started.close());
     }
+
+    // Ponder's websocket feed can stay open and deliver nothing while its /ready answers 200: the
+    // watchdog compares its block with the chain head and replaces a stalled indexer.
+    const chainForWatchdog = chainClient(rpcUrl);
+    const watchdog = new IndexerWatchdog({
+      maxLagBlocks: settings.indexerMaxLagBlocks,
+      stallMs: settings.indexerStallTimeoutMs,
+      probe: async () => {
+        const head = await chainForWatchdog.getBlockNumber({ cacheTime: 0 }).catch(() => null);
+        if (head === null) return null; // the chain's own trouble is not the indexer's
+        const status = await readIndexerStatus({ url: indexer.url, chainId: identity.chainId }).catch(() => null);
+        return { indexedBlock: status?.indexedBlock ?? null, headBlock: head };
+      },
+      restart: async () => {
+        // On polling from then on: a websocket that went silent once is not trusted again (polling
+        // costs ~50 ms more per block on a local chain and cannot go silent without erroring).
+        const wasWebsocket = indexerOptions.wsUrl !== undefined;
+        indexerOptions.wsUrl = undefined;
+        log(`Restarting the indexer${wasWebsocket ? " on polling (its websocket feed stopped delivering blocks)" : ""}; log: ${logs.ponder}`);
+        const stalled = indexer.process;
+        await indexer.stop();
+        track(stalled, false);
+        const restarted = await startIndexer(indexerOptions);
+        Object.assign(indexer, restarted);
+        track(restarted.process, true);
+        log(`The indexer runs again (pid ${restarted.process.pid}, polling${restarted.ready ? "" : ", still catching up"}).`);
+      },
+      log,
+    });
+    watchdog.start();
+    cleanups.push(() => watchdog.stop());
 
     let stopping: Promise<void> | null = null;
     return {

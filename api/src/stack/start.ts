@@ -75,7 +75,11 @@ try {
   const settings = readStackSettings(process.env);
   stack = await startStack(settings, {
     log: say,
-    onChild: (child) => children.add(child),
+    onChild: (child) => {
+      children.add(child);
+      // A child started later (the watchdog's restarted indexer) is watched like the first ones.
+      if (stack) watchForCrash(child);
+    },
     startApi: async (env) => startServer(loadConfig(env)),
   });
 } catch (error) {
@@ -85,7 +89,7 @@ try {
 if (signalDuringStartup) await shutdown(0);
 
 // A child that exits on its own takes the whole stack down: half a platform is worse than none.
-for (const child of stack.children()) {
+function watchForCrash(child: ManagedProcess): void {
   void child.exited.then(({ code, signal }) => {
     if (child.stopping || shuttingDown) return;
     say(`${child.name} (pid ${child.pid}) exited unexpectedly (${signal ?? `exit code ${code}`}); see ${child.logFile}`);
@@ -93,6 +97,7 @@ for (const child of stack.children()) {
     void shutdown(1);
   });
 }
+for (const child of stack.children()) watchForCrash(child);
 
 printBanner(stack, Math.round(performance.now() - startedAt));
 

@@ -132,8 +132,64 @@ export async function setImageOnce(
   image: { image_storage_key: string; image_sha256: string; image_content_type: string; image_bytes: number },
 ): Promise<Pick<Artwork, "image_storage_key" | "image_sha256" | "image_content_type" | "image_bytes">> {
   const columns = ["image_storage_key", "image_sha256", "image_content_type", "image_bytes"] as const;
-  const updated = await db.updateTable("artworks").set(image).where("id", "=", id).where("image_sha256", "is", null).returning(columns).executeTakeFirst();
+  const updated = await db
+    .updateTable("artworks")
+    .set({ ...image, image_fetch_lease_until: null })
+    .where("id", "=", id)
+    .where("image_sha256", "is", null)
+    .returning(columns)
+    .executeTakeFirst();
   return updated ?? (await db.selectFrom("artworks").select(columns).where("id", "=", id).executeTakeFirstOrThrow());
+}
+
+/** Whether the artwork still waits for its image_url download (pending, no image stored). */
+export async function needsImage(db: Db, id: string): Promise<boolean> {
+  const row = await db.selectFrom("artworks").select(["status", "image_sha256"]).where("id", "=", id).executeTakeFirst();
+  return row?.status === "pending_certification" && row.image_sha256 === null;
+}
+
+export type ImageFetchClaim = { kind: "claimed"; artwork: Artwork } | { kind: "busy" } | { kind: "not_needed" };
+
+/**
+ * Starts a download of the artwork's image_url when its artist has fewer than `perUser` downloads
+ * in flight (any process): counts the attempt and leases it (`leaseMs` for the sweep,
+ * `fetchLeaseMs` for the artist's count). `busy` at the cap; `not_needed` when the artwork is not
+ * pending or has its image. Counting and claiming are serialized per artist by an advisory lock.
+ */
+export async function claimImageFetch(
+  trx: Transaction<Database>,
+  id: string,
+  options: { perUser: number; fetchLeaseMs: number; leaseMs: number },
+): Promise<ImageFetchClaim> {
+  const row = await trx.selectFrom("artworks").select(["artist_id", "status", "image_sha256"]).where("id", "=", id).executeTakeFirst();
+  if (!row || row.status !== "pending_certification" || row.image_sha256 !== null) return { kind: "not_needed" };
+  await sql`select pg_advisory_xact_lock(hashtextextended(${`artwork_image_fetch:${row.artist_id}`}, 0))`.execute(trx);
+  const inFlight = await trx
+    .selectFrom("artworks")
+    .select((eb) => eb.fn.countAll<string>().as("n"))
+    .where("artist_id", "=", row.artist_id)
+    .where("id", "<>", id)
+    .where("image_fetch_lease_until", ">", sql<Date>`now()`)
+    .executeTakeFirstOrThrow();
+  if (Number(inFlight.n) >= options.perUser) return { kind: "busy" };
+  const artwork = await trx
+    .updateTable("artworks")
+    .set({
+      certification_attempts: sql<number>`certification_attempts + 1`,
+      certification_lease_until: sql<Date>`now() + ${options.leaseMs} * interval '1 millisecond'`,
+      image_fetch_lease_until: sql<Date>`now() + ${options.fetchLeaseMs} * interval '1 millisecond'`,
+    })
+    .where("id", "=", id)
+    .where("status", "=", "pending_certification")
+    .where("image_sha256", "is", null)
+    .returningAll()
+    .executeTakeFirst();
+  return artwork ? { kind: "claimed", artwork } : { kind: "not_needed" };
+}
+
+/** The download ended (stored or failed): it no longer counts against the artist's cap. */
+export async function releaseImageFetch(db: Db, id: string): Promise<void> {
+  await db.updateTable("artworks").set({ image_fetch_lease_until: null }).where("id", "=", id).execute();
 }
 
 /** pending -> failed; undefined when it was not pending (certified meanwhile, or already failed). */
@@ -153,15 +209,29 @@ export function markFailed(db: Db, id: string, reason: string): Promise<Artwork 
     .executeTakeFirst();
 }
 
-/** -> certified with the chain's facts, in one statement; the ids changed (not those certified already). */
-export async function markCertified(
-  db: Db,
-  facts: { id: string; certificate_hash: string; token_id: bigint; certified_at: Date; tx_hash: string }[],
-): Promise<string[]> {
-  if (facts.length === 0) return [];
-  const rows = JSON.stringify(
+/** The chain's facts of one artwork's certificate (from the indexer's view, or read from the chain). */
+export interface CertifiedFacts {
+  id: string;
+  certificate_hash: string;
+  token_id: bigint;
+  certified_at: Date;
+  tx_hash: string;
+}
+
+/** The facts as JSON for `jsonb_to_recordset` (one statement for many rows). */
+function factsJson(facts: CertifiedFacts[]): string {
+  return JSON.stringify(
     facts.map((f) => ({ id: f.id, certificate_hash: f.certificate_hash, token_id: f.token_id.toString(), certified_at: f.certified_at.toISOString(), tx_hash: f.tx_hash })),
   );
+}
+
+/**
+ * -> certified with the chain's facts, in one statement; the ids changed (not those certified
+ * already). `source` "chain": read from the chain while the indexer lagged, so not yet indexed.
+ */
+export async function markCertified(db: Db, facts: CertifiedFacts[], source: "indexer" | "chain"): Promise<string[]> {
+  if (facts.length === 0) return [];
+  const rows = factsJson(facts);
   const { rows: changed } = await sql<{ id: string }>`
     update artworks as a set
       status = 'certified',
@@ -170,6 +240,7 @@ export async function markCertified(
       certified_at = c.certified_at,
       certification_tx_hash = c.tx_hash,
       certification_confirmed_at = now(),
+      certification_indexed_at = ${source === "indexer" ? sql`now()` : null},
       certification_lease_until = null,
       certification_error = null,
       failed_at = null,
@@ -187,6 +258,61 @@ export async function insertCertifiedProvenance(db: Db, entries: { artwork_id: s
     .values(entries.map((e) => ({ artwork_id: e.artwork_id, event: "certified", tx_hash: e.tx_hash, actor_id: null, details: null })))
     .onConflict((oc) => oc.doNothing())
     .execute();
+}
+
+/**
+ * Artworks not yet certified with a sent certify transaction: those the chain may have certified
+ * already (failed ones too, as for the indexer: a transaction may be mined after the last attempt).
+ */
+export async function sentUncertified(db: Db, afterId: string | null, limit: number): Promise<{ id: string; certification_tx_hash: string }[]> {
+  let query = db
+    .selectFrom("artworks")
+    .select(["id", "certification_tx_hash"])
+    .where("status", "<>", "certified")
+    .where("certification_tx_hash", "is not", null);
+  if (afterId) query = query.where("id", ">", afterId);
+  const rows = await query.orderBy("id").limit(limit).execute();
+  return rows.map((r) => ({ id: r.id, certification_tx_hash: r.certification_tx_hash! }));
+}
+
+/** Certified from the chain while the indexer lagged, and not yet seen in its view. */
+export async function certifiedUnindexed(db: Db, afterId: string | null, limit: number): Promise<CertifiedFacts[]> {
+  let query = db
+    .selectFrom("artworks")
+    .select(["id", "certificate_hash", "token_id", "certified_at", "certification_tx_hash"])
+    .where("status", "=", "certified")
+    .where("certification_indexed_at", "is", null);
+  if (afterId) query = query.where("id", ">", afterId);
+  const rows = await query.orderBy("id").limit(limit).execute();
+  return rows.map((r) => ({
+    id: r.id,
+    certificate_hash: r.certificate_hash!,
+    token_id: r.token_id!,
+    certified_at: r.certified_at!,
+    tx_hash: r.certification_tx_hash!,
+  }));
+}
+
+/**
+ * The indexer now shows these certificates: recorded as indexed, with the indexer's facts (the same
+ * as the chain's, unless a reorg moved the certificate to another transaction since).
+ */
+export async function markIndexed(db: Db, facts: CertifiedFacts[]): Promise<void> {
+  if (facts.length === 0) return;
+  const rows = factsJson(facts);
+  await sql`
+    update artworks as a set
+      certificate_hash = c.certificate_hash,
+      token_id = c.token_id::numeric,
+      certified_at = c.certified_at,
+      certification_tx_hash = c.tx_hash,
+      certification_indexed_at = now()
+    from jsonb_to_recordset(${rows}::jsonb) as c(id text, certificate_hash text, token_id text, certified_at timestamptz, tx_hash text)
+    where a.id = c.id and a.status = 'certified' and a.certification_indexed_at is null`.execute(db);
+  await sql`
+    update artwork_provenance as p set tx_hash = c.tx_hash
+    from jsonb_to_recordset(${rows}::jsonb) as c(id text, tx_hash text)
+    where p.artwork_id = c.id and p.event = 'certified' and p.tx_hash is distinct from c.tx_hash`.execute(db);
 }
 
 /** Ids of artworks not yet certified (deleted ones included: their certificate is still recorded). */

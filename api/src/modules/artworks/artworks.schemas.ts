@@ -1,6 +1,7 @@
 import { MAX_IMAGE_BYTES } from "../../lib/images.ts";
 import { usdAmount } from "../../lib/money.ts";
 import { paginationQuery, paginationSchema } from "../../lib/pagination.ts";
+import { decimalText, httpUrl, pathId, plainString, text } from "../../lib/schema.ts";
 import { z } from "../../openapi/zod.ts";
 
 export const ARTWORK_STATUSES = ["pending_certification", "certified", "certification_failed"] as const;
@@ -12,16 +13,7 @@ const timestamp = z.string().openapi({ format: "date-time", example: "2026-11-22
 const artworkId = z.string().openapi({ example: "art_01JD3Y5V0Q3G7W7J6T4N4C2X1M" });
 const hash32 = z.string().openapi({ example: "0x3f1c9b6a0d2e4f8a7c5b1e9d0a6f3c2b8e7d4a1f0c9b8e7d6a5f4e3d2c1b0a9f" });
 
-export const artworkIdParams = z.object({
-  id: z.string().min(1).max(64).openapi({ param: { name: "id", in: "path" }, example: "art_01JD3Y5V0Q3G7W7J6T4N4C2X1M" }),
-});
-
-/** Text as given, trimmed and in Unicode NFC, so that the certificate hash does not depend on how it was typed. */
-const text = (max: number) =>
-  z
-    .string()
-    .transform((v) => v.normalize("NFC").trim())
-    .pipe(z.string().min(1).max(max));
+export const artworkIdParams = z.object({ id: pathId("id", "art_01JD3Y5V0Q3G7W7J6T4N4C2X1M") });
 
 const year = z
   .number()
@@ -40,21 +32,18 @@ export const dimensionsSchema = z
 
 export const artworkCreateSchema = z
   .strictObject({
-    title: text(200).openapi({ description: "1..200 characters", example: "Harbour at Dawn" }),
+    // Trimmed and in Unicode NFC (text()), so that the certificate hash does not depend on how it was typed.
+    title: text({ max: 200 }).openapi({ description: "1..200 characters", example: "Harbour at Dawn" }),
     year,
-    medium: text(200).openapi({ example: "Oil on canvas" }),
+    medium: text({ max: 200 }).openapi({ example: "Oil on canvas" }),
     dimensions: dimensionsSchema,
-    description: text(5000).nullable().optional().openapi({ description: "Up to 5,000 characters" }),
+    description: text({ max: 5000, multiline: true }).nullable().optional().openapi({ description: "Up to 5,000 characters" }),
     price_usd: usdAmount.nullable().optional(),
     for_sale: z.boolean().optional().openapi({ description: "Default false; true needs a price_usd" }),
-    image_url: z
-      .url({ protocol: /^https?$/, error: "must be an http(s) URL" })
-      .max(2048)
+    image_url: httpUrl({ max: 2048 })
       .optional()
       .openapi({ description: "Fetched by the certification pipeline (https, public addresses only; JPEG/PNG/WebP/GIF up to 20 MiB). With JSON bodies; multipart requests send the `image` file instead." }),
-    artist_id: z
-      .string()
-      .max(64)
+    artist_id: plainString({ max: 64 })
       .optional()
       .openapi({ description: "Admins only: register the artwork for this artist (default: the caller)" }),
   })
@@ -91,8 +80,7 @@ export const artworkCreateFormSchema = z
 /** Text parts of the form -> the JSON body `artworkCreateSchema` validates (bad text stays text and fails there). */
 export function artworkFormToBody(fields: Record<string, unknown>): unknown {
   const body: Record<string, unknown> = { ...fields };
-  const number = (v: unknown) => (typeof v === "string" && v.trim() !== "" && Number.isFinite(Number(v)) ? Number(v) : v);
-  for (const key of ["year", "price_usd"]) if (key in body) body[key] = number(body[key]);
+  for (const key of ["year", "price_usd"]) if (key in body) body[key] = decimalText(body[key]);
   if (body.price_usd === "") body.price_usd = null;
   if (body.for_sale === "true" || body.for_sale === "false") body.for_sale = body.for_sale === "true";
   if (typeof body.dimensions === "string") {
@@ -103,7 +91,7 @@ export function artworkFormToBody(fields: Record<string, unknown>): unknown {
     }
   } else if (typeof body.dimensions === "object" && body.dimensions !== null) {
     const d = body.dimensions as Record<string, unknown>;
-    body.dimensions = { ...d, ...("width" in d ? { width: number(d.width) } : {}), ...("height" in d ? { height: number(d.height) } : {}) };
+    body.dimensions = { ...d, ...("width" in d ? { width: decimalText(d.width) } : {}), ...("height" in d ? { height: decimalText(d.height) } : {}) };
   }
   return body;
 }
@@ -131,7 +119,7 @@ const immutable = z
 export const artworkPatchSchema = z
   .strictObject({
     price_usd: usdAmount.nullable().optional(),
-    description: text(5000).nullable().optional(),
+    description: text({ max: 5000, multiline: true }).nullable().optional(),
     for_sale: z.boolean().optional(),
     title: immutable,
     year: immutable,
@@ -161,13 +149,13 @@ const booleanParam = z.enum(["true", "false"]).transform((v) => v === "true");
 
 export const artworksQuery = z
   .object({
-    medium: z.string().trim().min(1).max(200).optional().openapi({ description: "Case-insensitive substring of the medium" }),
+    medium: text({ max: 200 }).optional().openapi({ description: "Case-insensitive substring of the medium" }),
     price_min: z.coerce.number().min(0).max(1e9).optional(),
     price_max: z.coerce.number().min(0).max(1e9).optional(),
-    artist_id: z.string().max(64).optional(),
+    artist_id: plainString({ max: 64 }).optional(),
     verified: booleanParam.optional().openapi({ description: "true: certified only; false: not (yet) certified" }),
     for_sale: booleanParam.optional(),
-    q: z.string().trim().min(1).max(200).optional().openapi({ description: "Searches title, description and medium" }),
+    q: text({ max: 200 }).optional().openapi({ description: "Searches title, description and medium" }),
     ...paginationQuery(),
   })
   .refine((v) => v.price_min === undefined || v.price_max === undefined || v.price_min <= v.price_max, {
@@ -264,8 +252,8 @@ export const tokenMetadataSchema = z
 
 export const adminVerifySchema = z
   .strictObject({
-    override_reason: z.string().trim().min(1).max(1000),
-    inspector_id: z.string().trim().min(1).max(100).optional(),
+    override_reason: text({ max: 1000, multiline: true }),
+    inspector_id: text({ max: 100 }).optional(),
   })
   .openapi("AdminVerify");
 

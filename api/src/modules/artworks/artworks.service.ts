@@ -9,7 +9,7 @@ import { ApiError, type FieldError } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
 import { MAX_IMAGE_BYTES, sniffImageType } from "../../lib/images.ts";
 import { centsToUsd, usdToCents } from "../../lib/money.ts";
-import { isPublicAddress } from "../../lib/outbound.ts";
+import { checkUrl, UnsafeUrlError } from "../../lib/outbound.ts";
 import { type Page, paginated } from "../../lib/pagination.ts";
 import type { ObjectStorage } from "../../lib/storage.ts";
 import { iso, isoDate, isoOrNull } from "../../lib/time.ts";
@@ -414,15 +414,12 @@ function provenanceEntry(p: ArtworkProvenance) {
 
 /** Refuses at once what the fetch would refuse for sure; names are resolved (and checked) by the pipeline. */
 function checkImageUrl(raw: string, allowPrivate: boolean): void {
-  const url = new URL(raw);
-  const refuse = (message: string) => {
-    throw ApiError.validation([{ field: "image_url", code: "invalid_url", message }]);
-  };
-  if (url.protocol !== "https:" && !(allowPrivate && url.protocol === "http:")) refuse("must be an https URL");
-  if (url.username || url.password) refuse("must not contain credentials");
-  const host = url.hostname.replace(/^\[|\]$/g, "");
-  if (!allowPrivate && /^[\d.]+$|:/.test(host) && !isPublicAddress(host)) refuse("must not point at a private, loopback or link-local address");
-  if (!allowPrivate && (host === "localhost" || host.endsWith(".localhost"))) refuse("must not point at localhost");
+  try {
+    checkUrl(raw, { allowPrivate });
+  } catch (err) {
+    if (err instanceof UnsafeUrlError) throw ApiError.validation([{ field: "image_url", code: "invalid_url", message: err.message }]);
+    throw err;
+  }
 }
 
 export function formatEstimate(sortedSeconds: number[]): string {

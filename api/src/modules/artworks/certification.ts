@@ -1,26 +1,36 @@
 import { EventEmitter } from "node:events";
 import type { Kysely, Transaction } from "kysely";
 import type { Logger } from "pino";
-import { type Address, getAddress, type Hash, type Hex, type PublicClient, TransactionNotFoundError } from "viem";
+import {
+  type Address,
+  decodeEventLog,
+  getAddress,
+  type Hash,
+  type Hex,
+  keccak256,
+  type PublicClient,
+  toBytes,
+  TransactionNotFoundError,
+  TransactionReceiptNotFoundError,
+} from "viem";
 import { artCertificateAbi } from "../../chain/abi/ArtCertificate.ts";
 import { type IndexedCertificate, type IndexedCertificates, IndexerNotReadyError } from "../../chain/certificates.ts";
 import { classifyChainError, PermanentChainError } from "../../chain/errors.ts";
+import type { IndexerLagState } from "../../chain/indexer-lag.ts";
 import { IndexerListener } from "../../chain/indexer-listener.ts";
 import { isAlreadyCertified, type Relayer } from "../../chain/relayer.ts";
 import type { Config } from "../../config.ts";
 import type { Artwork, Database } from "../../db/database.ts";
 import { recordEvent } from "../../jobs/outbox.ts";
 import { enqueue, type Task } from "../../jobs/queue.ts";
-import { MAX_IMAGE_BYTES, sniffImageType } from "../../lib/images.ts";
-import { OutboundError, outboundRequest, UnsafeUrlError } from "../../lib/outbound.ts";
-import { sha256Hex } from "../../lib/secrets.ts";
-import type { ObjectStorage } from "../../lib/storage.ts";
 import { iso } from "../../lib/time.ts";
 import * as repo from "./artworks.repository.ts";
 import { canonicalDocument, certificateDocument, certificateHashOf } from "./certificate-document.ts";
 import { CertifyBatcher } from "./certify-batcher.ts";
 
 export const CERTIFY_TASK = "certify_artwork";
+/** Downloads of image_url, in a job runner of their own (image-fetch.ts); the same job key as CERTIFY_TASK. */
+export const FETCH_IMAGE_TASK = "fetch_artwork_image";
 
 type AttemptedArtwork = Artwork & { artist_wallet: string };
 
@@ -55,7 +65,6 @@ export interface CertificationDeps {
   logger: Logger;
   relayer: Relayer;
   publicClient: PublicClient;
-  storage: ObjectStorage;
   certificates: IndexedCertificates;
   /** The artwork's ERC-721 metadata URL (the token URI). */
   metadataUrl: (artworkId: string) => string;
@@ -64,19 +73,24 @@ export interface CertificationDeps {
 /**
  * Certification of artworks on-chain, durable and exactly-once in effect:
  *
- * 1. `request()` enqueues a `certify_artwork` job in the caller's transaction.
- * 2. The job (`task`) fetches the image when it was given by URL, builds the certificate document,
- *    and has it certified on-chain: attempts running at the same time share `certifyBatch`
- *    transactions (CertifyBatcher). The contract mints one token per artwork id and skips an
+ * 1. `request()` enqueues a `certify_artwork` job in the caller's transaction, or, while the image
+ *    given by URL is not stored yet, a `fetch_artwork_image` job (image-fetch.ts: a runner of its
+ *    own with a per-artist cap, so slow URLs never hold a certification slot), which requests the
+ *    certification once the image is stored.
+ * 2. The job (`task`) builds the certificate document and has it certified on-chain: attempts
+ *    running at the same time share `certifyBatch` transactions (CertifyBatcher). The contract mints one token per artwork id and skips an
  *    artwork that has one, so a job that runs twice, concurrently or after a crash, never mints
  *    twice. The transaction hash is stored as soon as it is sent; a later attempt waits for that
  *    transaction instead of sending another. RPC failures are retried with exponential backoff; a
  *    permanent failure (a revert, an unusable image) or the last failed attempt makes the artwork
  *    `certification_failed` with an event.
- * 3. The artwork becomes `certified` only when the indexer has the chain's ArtworkCertified
+ * 3. The artwork becomes `certified` when the indexer has the chain's ArtworkCertified
  *    (`confirm`): on each indexed block (LISTEN on the indexer's channel) the artworks not yet
  *    certified are matched against the certificate view, and each match is recorded, with its
- *    provenance entry and the `artwork.certified` event, in one transaction.
+ *    provenance entry and the `artwork.certified` event, in one transaction. While the indexer
+ *    lags (`onIndexerLag`), the same record is made from the chain itself (`confirmFromChain`:
+ *    the stored transaction's receipt, else the contract), and reconciled with the indexer's view
+ *    once it catches up (`reconcileIndexed`).
  * 4. A periodic sweep is the safety net: it confirms what a lost notification missed and
  *    re-enqueues attempts whose lease expired (their process died between send and receipt).
  */
@@ -89,6 +103,7 @@ export class CertificationPipeline {
   private sweeping: Promise<void> | null = null;
   private confirming: Promise<void> | null = null;
   private confirmAgain = false;
+  private chainConfirming: Promise<void> | null = null;
   private stopped = false;
 
   constructor(private readonly deps: CertificationDeps) {
@@ -96,9 +111,13 @@ export class CertificationPipeline {
     this.certified.setMaxListeners(0);
   }
 
-  /** Enqueues an attempt now, in the caller's transaction (one pending job per artwork). */
-  async request(trx: Kysely<Database> | Transaction<Database>, artworkId: string, options: { priority?: number } = {}): Promise<void> {
-    await enqueue(trx, CERTIFY_TASK, { artwork_id: artworkId }, { jobKey: jobKeyOf(artworkId), priority: options.priority });
+  /**
+   * Enqueues the next step in the caller's transaction: the image download while the image_url is
+   * not stored yet, else a certification attempt. One pending job per artwork (one key for both).
+   */
+  async request(trx: Kysely<Database> | Transaction<Database>, artworkId: string, options: { priority?: number; runAt?: Date } = {}): Promise<void> {
+    const task = (await repo.needsImage(trx, artworkId)) ? FETCH_IMAGE_TASK : CERTIFY_TASK;
+    await enqueue(trx, task, { artwork_id: artworkId }, { jobKey: jobKeyOf(artworkId), priority: options.priority, runAt: options.runAt });
   }
 
   /** Starts listening to the indexer and sweeping; jobs arrive through `task`. */
@@ -127,7 +146,7 @@ export class CertificationPipeline {
     this.stopped = true;
     if (this.sweepTimer) clearTimeout(this.sweepTimer);
     await this.listener?.stop();
-    await Promise.all([this.confirming, this.sweeping]);
+    await Promise.all([this.confirming, this.sweeping, this.chainConfirming]);
   }
 
   /** Resolves true once `artworkId` is certified, false after `timeoutMs`. */
@@ -162,15 +181,18 @@ export class CertificationPipeline {
   /** One attempt; never throws for a pipeline failure (it records it), only for database trouble. */
   async attempt(artworkId: string): Promise<void> {
     const { config, db } = this.deps;
+    // A certification job for an artwork still without its image (queued by an older deployment): the download comes first.
+    if (await repo.needsImage(db, artworkId)) return this.request(db, artworkId);
     const artwork = await repo.startAttempt(db, artworkId, config.certification.leaseMs);
     if (!artwork) return; // certified, failed, or unknown: nothing to do
     try {
-      const withImage = await this.ensureImage(artwork);
-      const document = certificateDocument(withImage, withImage.image_sha256!);
+      if (!artwork.image_sha256) throw new CertificationError("permanent", "the artwork has no image");
+      const document = certificateDocument(artwork, artwork.image_sha256);
       const certificateHash = certificateHashOf(canonicalDocument(document));
       // Sent and mined: the indexer's notification of its block confirms it. Should it never come
-      // (the indexer is down), the sweep looks again once this attempt's lease has run out.
-      await this.sendCertify(withImage, certificateHash);
+      // (the indexer is down), the sweep looks again once this attempt's lease has run out, and a
+      // lagging indexer makes the chain itself the confirmation (confirmFromChain).
+      await this.sendCertify(artwork, certificateHash);
     } catch (err) {
       await this.recordFailure(artwork, err);
     }
@@ -239,49 +261,11 @@ export class CertificationPipeline {
     }
   }
 
-  /** The artwork with its image stored: fetched from `image_source_url` the first time. */
-  private async ensureImage(artwork: AttemptedArtwork): Promise<AttemptedArtwork> {
-    if (artwork.image_sha256 && artwork.image_storage_key) return artwork;
-    const url = artwork.image_source_url;
-    if (!url) throw new CertificationError("permanent", "the artwork has no image");
-    let response;
-    try {
-      response = await outboundRequest({
-        url,
-        timeoutMs: this.deps.config.certification.imageFetchTimeoutMs,
-        maxResponseBytes: MAX_IMAGE_BYTES,
-        onOversize: "error",
-        headers: { accept: "image/jpeg, image/png, image/webp, image/gif", "user-agent": "ArtPlatform-ImageFetcher/1.0" },
-        policy: { allowPrivate: this.deps.config.allowPrivateWebhookUrls },
-      });
-    } catch (err) {
-      if (err instanceof UnsafeUrlError) {
-        throw new CertificationError(err.reason === "unresolvable" ? "transient" : "permanent", `image_url refused: ${err.message}`, { cause: err });
-      }
-      if (err instanceof OutboundError && err.reason === "too_large") {
-        throw new CertificationError("permanent", `image_url: the image exceeds ${MAX_IMAGE_BYTES / 1024 / 1024} MiB`, { cause: err });
-      }
-      throw new CertificationError("transient", `image_url could not be fetched: ${(err as Error).message}`, { cause: err });
-    }
-    if (response.status !== 200) {
-      const retryable = response.status >= 500 || response.status === 408 || response.status === 429;
-      throw new CertificationError(retryable ? "transient" : "permanent", `image_url answered HTTP ${response.status}`);
-    }
-    const type = sniffImageType(response.body);
-    if (!type) throw new CertificationError("permanent", "image_url did not return a JPEG, PNG, WebP or GIF image");
-    const sha256 = sha256Hex(response.body);
-    const key = `artworks/${artwork.id}/${sha256}.${type.extension}`;
-    await this.deps.storage.put(key, response.body, type.contentType);
-    const image = await repo.setImageOnce(this.deps.db, artwork.id, {
-      image_storage_key: key,
-      image_sha256: sha256,
-      image_content_type: type.contentType,
-      image_bytes: response.body.length,
-    });
-    return { ...artwork, ...image };
-  }
-
-  private async recordFailure(artwork: Artwork, err: unknown): Promise<void> {
+  /**
+   * Records a failed step (a certification attempt, or an image download): a permanent failure or
+   * the last attempt fails the certification with its event; anything else is retried with backoff.
+   */
+  async recordFailure(artwork: Artwork, err: unknown): Promise<void> {
     const { config, db } = this.deps;
     const permanent =
       (err instanceof CertificationError && err.kind === "permanent") || (err instanceof PermanentChainError && !isAlreadyCertified(err));
@@ -298,7 +282,7 @@ export class CertificationPipeline {
     this.log.info({ artwork_id: artwork.id, attempts, retry_in_ms: delayMs, err: reason }, "certification attempt failed; retrying");
     await db.transaction().execute(async (trx) => {
       await repo.setLease(trx, artwork.id, delayMs, reason);
-      await enqueue(trx, CERTIFY_TASK, { artwork_id: artwork.id }, { jobKey: jobKeyOf(artwork.id), runAt: new Date(Date.now() + delayMs) });
+      await this.request(trx, artwork.id, { runAt: new Date(Date.now() + delayMs) });
     });
   }
 
@@ -306,7 +290,7 @@ export class CertificationPipeline {
     await this.deps.db.transaction().execute(async (trx) => {
       const failed = await repo.markFailed(trx, artworkId, reason);
       if (!failed) return;
-      await recordEvent(trx, "artwork.certification_failed", { artwork_id: artworkId, reason, failed_at: iso(failed.failed_at!) });
+      await recordEvent(trx, "artwork.certification_failed", { artwork_id: artworkId, reason, failed_at: iso(failed.failed_at!) }, [failed.artist_id]);
     });
   }
 
@@ -325,10 +309,13 @@ export class CertificationPipeline {
         // pass take several blocks' certificates.
         await new Promise((resolve) => setTimeout(resolve, CONFIRM_PAUSE_MS));
         this.confirmAgain = false;
-        await this.confirmPending().catch((err: Error) => {
-          if (err instanceof IndexerNotReadyError) this.log.debug("indexer views not published yet");
-          else this.log.error({ err }, "confirmation pass failed");
-        });
+        // Then whatever was confirmed from the chain meanwhile and is now indexed too.
+        await this.confirmPending()
+          .then(() => this.reconcileIndexed())
+          .catch((err: Error) => {
+            if (err instanceof IndexerNotReadyError) this.log.debug("indexer views not published yet");
+            else this.log.error({ err }, "confirmation pass failed");
+          });
       } while (this.confirmAgain && !this.stopped);
     })().finally(() => {
       this.confirming = null;
@@ -337,23 +324,19 @@ export class CertificationPipeline {
 
   /** Records every artwork not yet certified that the indexer shows certified; returns how many. */
   async confirmPending(): Promise<number> {
-    let confirmed = 0;
-    let after: string | null = null;
-    for (;;) {
-      const ids = await repo.uncertifiedIds(this.deps.db, after, CONFIRM_BATCH);
-      if (ids.length === 0) return confirmed;
-      confirmed += await this.confirm(await this.deps.certificates.byArtworkIds(ids));
-      if (ids.length < CONFIRM_BATCH) return confirmed;
-      after = ids.at(-1)!;
-    }
+    return sumOverPages(
+      (after) => repo.uncertifiedIds(this.deps.db, after, CONFIRM_BATCH),
+      (id) => id,
+      async (ids) => this.confirm(await this.deps.certificates.byArtworkIds(ids)),
+    );
   }
 
   /**
    * Marks the artworks of `certificates` certified, each with its provenance entry and its
    * `artwork.certified` event, in one transaction. An artwork already certified (by another
-   * instance's pass) is skipped, so each is recorded exactly once.
+   * instance's pass, or the other source) is skipped, so each is recorded exactly once.
    */
-  private async confirm(certificates: IndexedCertificate[]): Promise<number> {
+  private async confirm(certificates: ChainCertificate[], source: "indexer" | "chain" = "indexer"): Promise<number> {
     if (certificates.length === 0) return 0;
     const { db, config } = this.deps;
     const byId = new Map(certificates.map((c) => [c.artworkId, c]));
@@ -367,6 +350,7 @@ export class CertificationPipeline {
           certified_at: c.certifiedAt,
           tx_hash: c.txHash,
         })),
+        source,
       );
       // Recorded now, not at the block's timestamp: a local chain's clock runs ahead of the wall clock.
       await repo.insertCertifiedProvenance(trx, ids.map((id) => ({ artwork_id: id, tx_hash: byId.get(id)!.txHash })));
@@ -380,16 +364,131 @@ export class CertificationPipeline {
           contract_address: config.chain.artCertificateAddress?.toLowerCase() ?? null,
           chain_id: config.chain.id,
           tx_hash: c.txHash,
-        });
+        }, [(await repo.findAny(trx, id))!.artist_id]); // the artist is the audience (webhooks: only their subscriptions)
       }
       return ids;
     });
     for (const id of confirmed) {
       const c = byId.get(id)!;
-      this.log.info({ artwork_id: id, token_id: Number(c.tokenId), tx: c.txHash }, "artwork certified");
+      this.log.info({ artwork_id: id, token_id: Number(c.tokenId), tx: c.txHash, source }, "artwork certified");
       this.certified.emit(id);
     }
     return confirmed.length;
+  }
+
+  // ---- confirmation from the chain while the indexer lags ----
+
+  /** Each verdict of the IndexerLagMonitor: while the indexer lags, the chain confirms (one pass at a time). */
+  onIndexerLag(state: IndexerLagState): void {
+    if (!state.lagging || this.stopped || this.chainConfirming) return;
+    this.chainConfirming = this.confirmFromChain()
+      .then(() => undefined)
+      .catch((err: Error) => this.log.warn({ err: err.message }, "confirmation from the chain failed; trying again at the next sample"))
+      .finally(() => {
+        this.chainConfirming = null;
+      });
+  }
+
+  /**
+   * Confirms the artworks not yet certified whose certify transaction was sent, from the chain
+   * itself: the ArtworkCertified logs of the stored transaction's receipt or, when another
+   * transaction minted the token (a concurrent attempt's batch), the contract's `tokenIdOfArtwork`
+   * and that token's event. Recorded exactly as the indexer's confirmation would (same facts, one provenance entry,
+   * one event), marked not yet indexed until `reconcileIndexed` sees it in the indexer's view.
+   */
+  async confirmFromChain(): Promise<number> {
+    const address = this.deps.config.chain.artCertificateAddress;
+    if (!address) return 0;
+    return sumOverPages(
+      (after) => repo.sentUncertified(this.deps.db, after, CONFIRM_BATCH),
+      (row) => row.id,
+      async (rows) => this.confirm(await this.readCertificatesFromChain(address, rows), "chain"),
+    );
+  }
+
+  private async readCertificatesFromChain(address: Address, rows: { id: string; certification_tx_hash: string }[]): Promise<ChainCertificate[]> {
+    const client = this.deps.publicClient;
+    const wanted = new Set(rows.map((r) => r.id));
+    const found = new Map<string, ChainCertificate>();
+    const blockTimes = new Map<bigint, Promise<Date>>();
+    // The indexer's certified_at is the block's timestamp: the same here.
+    const timeOf = (blockNumber: bigint) => {
+      if (!blockTimes.has(blockNumber)) blockTimes.set(blockNumber, client.getBlock({ blockNumber }).then((b) => new Date(Number(b.timestamp) * 1000)));
+      return blockTimes.get(blockNumber)!;
+    };
+    const mined = new Set<string>();
+    for (const hash of new Set(rows.map((r) => r.certification_tx_hash))) {
+      const receipt = await client.getTransactionReceipt({ hash: hash as Hash }).catch((err: unknown) => {
+        if (err instanceof TransactionReceiptNotFoundError) return null;
+        throw err;
+      });
+      if (!receipt) continue; // not mined yet: nothing to confirm
+      mined.add(hash);
+      if (receipt.status !== "success") continue;
+      for (const log of receipt.logs) {
+        if (log.address.toLowerCase() !== address.toLowerCase()) continue;
+        const event = decodeArtworkCertified(log);
+        if (!event || !wanted.has(event.artworkId) || found.has(event.artworkId)) continue;
+        found.set(event.artworkId, { ...event, txHash: receipt.transactionHash, certifiedAt: await timeOf(receipt.blockNumber) });
+      }
+    }
+    for (const row of rows) {
+      if (found.has(row.id) || !mined.has(row.certification_tx_hash)) continue;
+      const tokenId = await client.readContract({ address, abi: artCertificateAbi, functionName: "tokenIdOfArtwork", args: [keccak256(toBytes(row.id))] });
+      if (tokenId === 0n) continue;
+      const [log] = await client.getContractEvents({
+        address,
+        abi: artCertificateAbi,
+        eventName: "ArtworkCertified",
+        args: { tokenId },
+        fromBlock: BigInt(this.deps.config.chain.startBlock),
+        strict: true,
+      });
+      if (!log) continue;
+      found.set(row.id, {
+        artworkId: row.id,
+        tokenId,
+        certificateHash: log.args.certificateHash,
+        txHash: log.transactionHash,
+        certifiedAt: await timeOf(log.blockNumber),
+      });
+    }
+    return [...found.values()];
+  }
+
+  /**
+   * Artworks confirmed from the chain that the indexer now shows: recorded as indexed, with the
+   * indexer's facts (the same, unless a reorg moved the certificate to another transaction since,
+   * which is logged). Their provenance entry and event were recorded once, at confirmation.
+   */
+  async reconcileIndexed(): Promise<number> {
+    return sumOverPages(
+      (after) => repo.certifiedUnindexed(this.deps.db, after, CONFIRM_BATCH),
+      (row) => row.id,
+      (confirmed) => this.reconcile(confirmed),
+    );
+  }
+
+  private async reconcile(confirmed: repo.CertifiedFacts[]): Promise<number> {
+    const recorded = new Map(confirmed.map((c) => [c.id, c]));
+    const indexed = (await this.deps.certificates.byArtworkIds(confirmed.map((c) => c.id))).map((c) => ({
+      id: c.artworkId,
+      certificate_hash: c.certificateHash,
+      token_id: c.tokenId,
+      certified_at: c.certifiedAt,
+      tx_hash: c.txHash,
+    }));
+    for (const c of indexed) {
+      const r = recorded.get(c.id)!;
+      if (r.token_id !== c.token_id || r.tx_hash !== c.tx_hash || r.certificate_hash !== c.certificate_hash) {
+        this.log.warn(
+          { artwork_id: c.id, chain: { token_id: r.token_id.toString(), tx: r.tx_hash }, indexer: { token_id: c.token_id.toString(), tx: c.tx_hash } },
+          "the indexer's certificate differs from the one confirmed from the chain (a reorg?); taking the indexer's",
+        );
+      }
+    }
+    await this.deps.db.transaction().execute((trx) => repo.markIndexed(trx, indexed));
+    return indexed.length;
   }
 
   /** The safety net: confirm what notifications missed, re-enqueue attempts whose process died. */
@@ -406,6 +505,31 @@ export class CertificationPipeline {
     } catch (err) {
       this.log.error({ err }, "certification sweep failed");
     }
+  }
+}
+
+/** Runs `handle` over the pages of `page` (CONFIRM_BATCH rows, by id) until a short one; sums what it returns. */
+async function sumOverPages<T>(page: (after: string | null) => Promise<T[]>, idOf: (row: T) => string, handle: (rows: T[]) => Promise<number>): Promise<number> {
+  let total = 0;
+  let after: string | null = null;
+  for (;;) {
+    const rows = await page(after);
+    if (rows.length > 0) total += await handle(rows);
+    if (rows.length < CONFIRM_BATCH) return total;
+    after = idOf(rows.at(-1)!);
+  }
+}
+
+/** What confirming a certification needs of the chain's facts (the indexer's view has more). */
+type ChainCertificate = Pick<IndexedCertificate, "artworkId" | "tokenId" | "certificateHash" | "certifiedAt" | "txHash">;
+
+function decodeArtworkCertified(log: { data: Hex; topics: Hex[] }): Pick<ChainCertificate, "artworkId" | "tokenId" | "certificateHash"> | null {
+  try {
+    const event = decodeEventLog({ abi: artCertificateAbi, data: log.data, topics: log.topics as [Hex, ...Hex[]] });
+    if (event.eventName !== "ArtworkCertified") return null;
+    return { artworkId: event.args.artworkId, tokenId: event.args.tokenId, certificateHash: event.args.certificateHash };
+  } catch {
+    return null; // another event of the contract (Transfer, MetadataUpdate, ...)
   }
 }
 

@@ -9,6 +9,6 @@ export interface AuthContext {
   tokenId: string | null;
   apiKeyId: string | null;
   scopes: readonly string[];
-  /** A stable key for per-caller budgets (rate limits, idempotency keys). */
+  /** `user:<id>`: rate limits and idempotency keys are per user, shared by all its tokens and keys. */
   principal: string;
 }

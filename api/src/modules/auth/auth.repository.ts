@@ -25,7 +25,7 @@ export function findApiKeyByHash(db: Db, secretHash: string) {
   return db
     .selectFrom("api_keys as k")
     .innerJoin("users as u", "u.id", "k.user_id")
-    .select(["k.id", "k.user_id", "k.revoked_at", "u.role", "u.status"])
+    .select(["k.id", "k.user_id", "k.revoked_at", "k.scopes", "u.role", "u.status"])
     .where("k.secret_hash", "=", secretHash)
     .executeTakeFirst();
 }
@@ -55,14 +55,26 @@ export async function touchLogin(db: Db, userId: string): Promise<void> {
   await db.updateTable("users").set({ last_login_at: sql<Date>`now()` }).where("id", "=", userId).execute();
 }
 
-export async function insertApiKey(db: Db, row: { id: string; user_id: string; name: string | null; secret_hash: string; secret_hint: string }) {
-  return db.insertInto("api_keys").values(row).returning(["id", "name", "secret_hint", "created_at"]).executeTakeFirstOrThrow();
+export async function insertApiKey(
+  db: Db,
+  row: { id: string; user_id: string; name: string | null; secret_hash: string; secret_hint: string; scopes: string[] | null; parent_api_key_id: string | null },
+) {
+  return db.insertInto("api_keys").values(row).returning(["id", "name", "secret_hint", "scopes", "parent_api_key_id", "created_at"]).executeTakeFirstOrThrow();
+}
+
+/**
+ * Locks a live key against revocation until the transaction ends (false when it is revoked): a key
+ * made meanwhile from its tokens is then committed before the revocation looks for its descendants.
+ */
+export async function lockLiveApiKey(db: Db, apiKeyId: string): Promise<boolean> {
+  const row = await db.selectFrom("api_keys").select("id").where("id", "=", apiKeyId).where("revoked_at", "is", null).forShare().executeTakeFirst();
+  return row !== undefined;
 }
 
 export function listApiKeys(db: Db, userId: string) {
   return db
     .selectFrom("api_keys")
-    .select(["id", "name", "secret_hint", "created_at", "last_used_at"])
+    .select(["id", "name", "secret_hint", "scopes", "parent_api_key_id", "created_at", "last_used_at"])
     .where("user_id", "=", userId)
     .where("revoked_at", "is", null)
     .orderBy("created_at", "desc")
@@ -70,7 +82,7 @@ export function listApiKeys(db: Db, userId: string) {
     .execute();
 }
 
-/** Revokes the key and every token exchanged from it, at once. */
+/** Revokes the key, the keys made with its tokens (transitively), and every token of all of them, at once. */
 export async function revokeApiKey(db: Db, userId: string, apiKeyId: string): Promise<Date | null> {
   const row = await db
     .updateTable("api_keys")
@@ -81,10 +93,24 @@ export async function revokeApiKey(db: Db, userId: string, apiKeyId: string): Pr
     .returning("revoked_at")
     .executeTakeFirst();
   if (!row) return null;
+  // One generation per statement, each with a fresh snapshot: a key being made from one of them
+  // holds its parent's row (lockLiveApiKey), so it is committed, and found, by the next statement.
+  const revoked = [apiKeyId];
+  for (let generation = [apiKeyId]; generation.length > 0; ) {
+    const children = await db
+      .updateTable("api_keys")
+      .set({ revoked_at: sql<Date>`now()` })
+      .where("parent_api_key_id", "in", generation)
+      .where("revoked_at", "is", null)
+      .returning("id")
+      .execute();
+    generation = children.map((c) => c.id);
+    revoked.push(...generation);
+  }
   await db
     .updateTable("access_tokens")
     .set({ revoked_at: sql<Date>`now()` })
-    .where("api_key_id", "=", apiKeyId)
+    .where("api_key_id", "in", revoked)
     .where("revoked_at", "is", null)
     .execute();
   return row.revoked_at as Date;

@@ -24,8 +24,9 @@ export function registerAuthRoutes(api: ApiRouter, auth: AuthService): void {
     method: "delete",
     path: "/v1/auth/token",
     summary: "Revoke the presented token at once",
+    description: "Any valid token may revoke itself, whatever its scopes.",
     tags: ["Auth"],
-    auth: { scope: "users:read" },
+    auth: { scope: null },
     response: s.revokeResponseSchema,
     handler: async ({ auth: caller }) => {
       const r = await auth.revoke(caller);
@@ -65,14 +66,16 @@ export function registerAuthRoutes(api: ApiRouter, auth: AuthService): void {
     method: "post",
     path: "/v1/api-keys",
     summary: "Create an API key",
+    description:
+      "Needs a token with the coarse `write` (or `admin`) scope. The key is capped at `scope` (default: the scopes of the token that makes it), which that token must cover, and it is revoked with the key that token came from.",
     tags: ["API keys"],
-    auth: { scope: "users:write" },
+    auth: { scope: "write" },
     body: s.apiKeyCreateSchema,
     status: 201,
     response: s.apiKeyCreatedSchema,
     handler: async ({ body, auth: caller }) => {
-      const key = await auth.createApiKey(caller.userId, body.name ?? null);
-      return { id: key.id, name: key.name, secret: key.secret, created_at: iso(key.created_at) };
+      const key = await auth.createApiKeyFor(caller, body.name ?? null, body.scope);
+      return { id: key.id, name: key.name, secret: key.secret, scopes: key.scopes, parent_key_id: key.parent_api_key_id, created_at: iso(key.created_at) };
     },
   });
 
@@ -84,10 +87,12 @@ export function registerAuthRoutes(api: ApiRouter, auth: AuthService): void {
     auth: { scope: "users:read" },
     response: z.object({ data: z.array(s.apiKeySchema) }),
     handler: async ({ auth: caller }) => ({
-      data: (await auth.listApiKeys(caller.userId)).map((k) => ({
+      data: (await auth.listApiKeys(caller.userId, caller.role)).map((k) => ({
         id: k.id,
         name: k.name,
         secret_hint: k.secret_hint,
+        scopes: k.scopes,
+        parent_key_id: k.parent_api_key_id,
         created_at: iso(k.created_at),
         last_used_at: isoOrNull(k.last_used_at),
       })),
@@ -97,9 +102,10 @@ export function registerAuthRoutes(api: ApiRouter, auth: AuthService): void {
   api.route({
     method: "delete",
     path: "/v1/api-keys/:id",
-    summary: "Revoke an API key and every token exchanged from it",
+    summary: "Revoke an API key, the keys made with its tokens, and all their tokens",
+    description: "Needs a token with the coarse `write` (or `admin`) scope, as creating a key does.",
     tags: ["API keys"],
-    auth: { scope: "users:write" },
+    auth: { scope: "write" },
     params: s.apiKeyIdParams,
     errors: [404],
     response: z.object({ id: z.string(), revoked: z.literal(true), revoked_at: z.string() }),

@@ -1,4 +1,5 @@
 import { z } from "../../openapi/zod.ts";
+import { pathId, plainString, text } from "../../lib/schema.ts";
 import { ALL_SCOPES, isScope, type Scope } from "./scopes.ts";
 
 const timestamp = z.string().openapi({ format: "date-time" });
@@ -13,7 +14,7 @@ export const scopeList = z
 
 export const tokenRequestSchema = z
   .strictObject({
-    api_key: z.string().min(1).max(200).openapi({ example: "sk_…" }),
+    api_key: plainString({ min: 1, max: 200 }).openapi({ example: "sk_…" }),
     scope: scopeList,
   })
   .openapi("TokenRequest");
@@ -35,20 +36,53 @@ export const nonceResponseSchema = z
 
 export const siweVerifySchema = z
   .strictObject({
-    message: z.string().min(1).max(4096).openapi({ description: "The EIP-4361 message that was signed" }),
+    message: plainString({ min: 1, max: 4096, multiline: true }).openapi({ description: "The EIP-4361 message that was signed" }),
     signature: z.string().regex(/^0x[0-9a-fA-F]+$/, "must be 0x-prefixed hex").max(20_000).transform((s) => s as `0x${string}`),
     scope: scopeList.optional().openapi({ description: "Scopes wanted (default: write)" }),
   })
   .openapi("SiweVerifyRequest");
 
-export const apiKeyCreateSchema = z.strictObject({ name: z.string().trim().min(1).max(100).optional() }).openapi("ApiKeyCreate");
+export const apiKeyCreateSchema = z
+  .strictObject({
+    name: text({ max: 100 }).optional(),
+    scope: scopeList.optional().openapi({
+      description: "The most a token of this key may hold (default: your token's scopes); your token must cover them, else 403 insufficient_scope.",
+    }),
+  })
+  .openapi("ApiKeyCreate");
+
+const keyScopes = z.array(z.string()).openapi({
+  description: "The most a token of this key may hold: asking POST /v1/auth/token for more is 403 insufficient_scope.",
+  example: ["write"],
+});
+const parentKeyId = z
+  .string()
+  .nullable()
+  .openapi({
+    description: "The key whose token made this one; revoking that key revokes this one too. Null for keys the platform issued and keys made with a Sign-In with Ethereum token.",
+  });
 
 export const apiKeySchema = z
-  .object({ id: z.string(), name: z.string().nullable(), secret_hint: z.string(), created_at: timestamp, last_used_at: timestamp.nullable() })
+  .object({
+    id: z.string(),
+    name: z.string().nullable(),
+    secret_hint: z.string(),
+    scopes: keyScopes,
+    parent_key_id: parentKeyId,
+    created_at: timestamp,
+    last_used_at: timestamp.nullable(),
+  })
   .openapi("ApiKey");
 
 export const apiKeyCreatedSchema = z
-  .object({ id: z.string(), name: z.string().nullable(), secret: z.string().openapi({ description: "Shown once; store it now." }), created_at: timestamp })
+  .object({
+    id: z.string(),
+    name: z.string().nullable(),
+    secret: z.string().openapi({ description: "Shown once; store it now." }),
+    scopes: keyScopes,
+    parent_key_id: parentKeyId,
+    created_at: timestamp,
+  })
   .openapi("ApiKeyCreated");
 
-export const apiKeyIdParams = z.object({ id: z.string().min(1).max(64).openapi({ param: { name: "id", in: "path" } }) });
+export const apiKeyIdParams = z.object({ id: pathId("id", "key_01JD3Y5V0Q3G7W7J6T4N4C2X1M") });

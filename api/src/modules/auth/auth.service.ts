@@ -11,7 +11,7 @@ import { hashSecret, newSecret } from "../../lib/secrets.ts";
 import type { UsersService } from "../users/users.service.ts";
 import type { AuthContext } from "./auth.context.ts";
 import * as repo from "./auth.repository.ts";
-import { type Scope, scopesDeniedForRole } from "./scopes.ts";
+import { fullScopesOf, type Scope, scopeCovers, scopesDeniedForRole } from "./scopes.ts";
 
 export const TOKEN_TTL_MS = 24 * 60 * 60 * 1000;
 export const NONCE_TTL_MS = 10 * 60 * 1000;
@@ -27,12 +27,19 @@ export interface IssuedToken {
 }
 
 export class AuthService {
+  /** Origins a SIWE message's `URI:` may name: this service's (PUBLIC_BASE_URL's, or a SIWE domain's). */
+  private readonly siweOrigins: Set<string>;
+
   constructor(
     private readonly db: Kysely<Database>,
     private readonly config: Config,
     private readonly users: UsersService,
     private readonly publicClient: PublicClient,
-  ) {}
+  ) {
+    const schemes = config.production ? ["https"] : ["https", "http"];
+    const candidates = [config.publicBaseUrl, ...config.siweDomains.flatMap((d) => schemes.map((scheme) => `${scheme}://${d}`))];
+    this.siweOrigins = new Set(candidates.map(originOf).filter((o) => o !== "null"));
+  }
 
   /** Resolves the bearer credential of a request; null when none was sent. */
   async authenticate(req: Request, opts: { allowApiKey: boolean }): Promise<AuthContext | null> {
@@ -48,7 +55,7 @@ export class AuthService {
       if (token.revoked_at || token.api_key_revoked_at) throw new ApiError(401, "token_revoked", "This token has been revoked", bearerChallenge("invalid_token"));
       if (token.expires_at.getTime() <= Date.now()) throw new ApiError(401, "token_expired", "This token has expired; exchange your API key for a new one", bearerChallenge("invalid_token"));
       assertActive(token.status);
-      return { userId: token.user_id, role: token.role, status: token.status, tokenId: token.id, apiKeyId: token.api_key_id, scopes: token.scopes, principal: token.id };
+      return { userId: token.user_id, role: token.role, status: token.status, tokenId: token.id, apiKeyId: token.api_key_id, scopes: token.scopes, principal: `user:${token.user_id}` };
     }
     if (opts.allowApiKey) {
       const key = await repo.findApiKeyByHash(this.db, hash);
@@ -60,8 +67,8 @@ export class AuthService {
           status: key.status,
           tokenId: null,
           apiKeyId: key.id,
-          scopes: key.role === "admin" ? ["admin"] : ["write"],
-          principal: key.id,
+          scopes: key.scopes ?? fullScopesOf(key.role),
+          principal: `user:${key.user_id}`,
         };
       }
     }
@@ -74,6 +81,7 @@ export class AuthService {
     if (!key || key.revoked_at) throw new ApiError(401, "unauthenticated", "The API key is not valid or has been revoked");
     assertActive(key.status);
     assertScopesAllowed(key.role, scopes);
+    if (key.scopes) assertWithinCap(key.scopes, scopes, "This API key");
     const issued = await this.issueToken(this.db, key.user_id, key.id, scopes);
     await repo.touchApiKey(this.db, key.id);
     await repo.touchLogin(this.db, key.user_id);
@@ -103,6 +111,7 @@ export class AuthService {
     }
     const fail = (detail: string) => new ApiError(401, "unauthenticated", `Sign-in refused: ${detail}`);
     if (!this.config.siweDomains.includes(parsed.domain)) throw fail(`domain ${parsed.domain} is not this service (${this.config.siweDomains.join(", ")})`);
+    if (!this.siweOrigins.has(originOf(parsed.uri))) throw fail(`URI ${parsed.uri} is not on this service (${[...this.siweOrigins].join(", ")})`);
     if (parsed.chainId !== this.config.chain.id) throw fail(`chain id ${parsed.chainId} is not ${this.config.chain.id}`);
     if (parsed.version !== "1") throw fail("version must be 1");
     const now = Date.now();
@@ -136,19 +145,38 @@ export class AuthService {
 
   // API keys ------------------------------------------------------------------------------------
 
+  /** A key the platform issues to a user (an admin-created user's first key, the bootstrap key): capped by the role only. */
   async createApiKey(userId: string, name: string | null, db: Kysely<Database> = this.db) {
     const secret = newSecret("sk");
-    const row = await repo.insertApiKey(db, { id: newId("apiKey"), user_id: userId, name, secret_hash: hashSecret(secret), secret_hint: secret.slice(0, 7) });
+    const row = await repo.insertApiKey(db, { ...keyRow(userId, name, secret), scopes: null, parent_api_key_id: null });
     return { ...row, secret };
+  }
+
+  /**
+   * POST /v1/api-keys: a key capped at `scopes` (default: the caller's), which the caller's token
+   * must cover; it dies with the key the caller's token came from.
+   */
+  async createApiKeyFor(caller: AuthContext, name: string | null, scopes: Scope[] | undefined) {
+    const cap = scopes ? [...new Set(scopes)] : [...caller.scopes];
+    assertWithinCap(caller.scopes, cap as Scope[], "Your token");
+    const secret = newSecret("sk");
+    const row = await this.db.transaction().execute(async (trx) => {
+      if (caller.apiKeyId && !(await repo.lockLiveApiKey(trx, caller.apiKeyId))) {
+        throw new ApiError(401, "token_revoked", "This token has been revoked", bearerChallenge("invalid_token"));
+      }
+      return repo.insertApiKey(trx, { ...keyRow(caller.userId, name, secret), scopes: cap, parent_api_key_id: caller.apiKeyId });
+    });
+    return { ...row, scopes: cap, secret };
   }
 
   /** Registers an operator-chosen secret (BOOTSTRAP_ADMIN_API_KEY). */
   async registerApiKey(userId: string, name: string, secret: string, db: Kysely<Database> = this.db) {
-    return repo.insertApiKey(db, { id: newId("apiKey"), user_id: userId, name, secret_hash: hashSecret(secret), secret_hint: secret.slice(0, 7) });
+    return repo.insertApiKey(db, { ...keyRow(userId, name, secret), scopes: null, parent_api_key_id: null });
   }
 
-  listApiKeys(userId: string) {
-    return repo.listApiKeys(this.db, userId);
+  /** The user's live keys, each with the scopes it may grant (a key without a cap of its own: the role's). */
+  async listApiKeys(userId: string, role: AuthContext["role"]) {
+    return (await repo.listApiKeys(this.db, userId)).map((k) => ({ ...k, scopes: k.scopes ?? fullScopesOf(role) }));
   }
 
   async revokeApiKey(userId: string, apiKeyId: string): Promise<Date> {
@@ -175,6 +203,25 @@ export class AuthService {
       expires_at: new Date(Date.now() + TOKEN_TTL_MS),
     });
     return { token, token_type: "Bearer", expires_at: row.expires_at as Date, scope: unique };
+  }
+}
+
+function keyRow(userId: string, name: string | null, secret: string) {
+  return { id: newId("apiKey"), user_id: userId, name, secret_hash: hashSecret(secret), secret_hint: secret.slice(0, 7) };
+}
+
+function originOf(uri: string): string {
+  try {
+    return new URL(uri).origin;
+  } catch {
+    return "null";
+  }
+}
+
+function assertWithinCap(cap: readonly string[], scopes: readonly Scope[], holder: string): void {
+  const above = scopes.filter((s) => !scopeCovers(cap, s));
+  if (above.length > 0) {
+    throw new ApiError(403, "insufficient_scope", `${holder} is limited to ${cap.join(", ")}: it cannot grant ${above.join(", ")}`);
   }
 }
 

@@ -41,6 +41,27 @@ export function scopeSatisfies(granted: readonly string[], required: FineScope):
   });
 }
 
+const FINE_SCOPES = ALL_SCOPES.filter((s): s is FineScope => s.includes(":"));
+
+/** The fine scopes a scope stands for: `read` every non-admin `*:read`, `write` every non-admin one, `admin` all. */
+function fineScopesOf(scope: Scope): readonly FineScope[] {
+  if (scope === "admin") return FINE_SCOPES;
+  const nonAdmin = FINE_SCOPES.filter((s) => !s.startsWith("admin:"));
+  if (scope === "write") return nonAdmin;
+  if (scope === "read") return nonAdmin.filter((s) => s.endsWith(":read"));
+  return [scope];
+}
+
+/** Whether the granted scopes cover all of `required`, a fine or a coarse scope. */
+export function scopeCovers(granted: readonly string[], required: Scope): boolean {
+  return fineScopesOf(required).every((fine) => scopeSatisfies(granted, fine));
+}
+
+/** Everything a user of `role` may hold: what an API key without a cap of its own grants. */
+export function fullScopesOf(role: Role): Scope[] {
+  return role === "admin" ? ["admin"] : ["write"];
+}
+
 /** Scopes a user of `role` may not ask for. */
 export function scopesDeniedForRole(role: Role, requested: readonly Scope[]): Scope[] {
   if (role === "admin") return [];

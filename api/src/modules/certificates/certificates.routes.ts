@@ -58,9 +58,11 @@ export function registerCertificatesRoutes(api: ApiRouter, certificates: Certifi
     tags: ["Certificates"],
     auth: { public: true },
     params: s.verifyPageParams,
-    errors: [404, 503],
+    errors: [503],
     produces: "text/html",
     response: z.string().openapi({ description: "An HTML page" }),
+    // An unknown artwork is a page too (people follow these links), not problem+json.
+    alternatives: { 404: { description: "No such artwork: an HTML page saying so", contentType: "text/html", schema: z.string().openapi({ description: "An HTML page" }) } },
     handler: async ({ params }) => {
       const page = await certificates.verifyPage(params.artwork_id);
       return new Reply(page.status, page.html, {

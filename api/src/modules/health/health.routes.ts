@@ -1,11 +1,25 @@
 import type { Express } from "express";
 import { type Kysely, sql } from "kysely";
 import type { PublicClient } from "viem";
+import { describeLag, type IndexerLagState } from "../../chain/indexer-lag.ts";
 import type { Database } from "../../db/database.ts";
 
 export interface IndexerProbe {
   /** The last block the indexer has projected, or null when it has none yet. */
   indexedBlock(): Promise<bigint | null>;
+  /** The lag monitor's latest verdict over time (a stall shows only over time); null before its first sample. */
+  lag?(): IndexerLagState | null;
+  stallTimeoutMs?: number;
+}
+
+/** A failed check that still reports what it measured. */
+class CheckFailure extends Error {
+  constructor(
+    message: string,
+    readonly details: Record<string, unknown>,
+  ) {
+    super(message);
+  }
 }
 
 interface Check {
@@ -24,7 +38,8 @@ async function timed(fn: () => Promise<Record<string, unknown> | void>, timeoutM
     ]);
     return { status: "ok", latency_ms: Math.round(performance.now() - started), ...(extra ?? {}) };
   } catch (err) {
-    return { status: "error", latency_ms: Math.round(performance.now() - started), error: (err as Error).message };
+    const details = err instanceof CheckFailure ? err.details : {};
+    return { status: "error", latency_ms: Math.round(performance.now() - started), error: (err as Error).message, ...details };
   }
 }
 
@@ -53,8 +68,20 @@ export function registerHealthRoutes(
           const indexed = await deps.indexer!.indexedBlock();
           if (indexed === null) throw new Error("the indexer has not indexed any block yet");
           const lag = head === null ? null : Number(head - indexed);
-          if (lag !== null && lag > deps.maxLagBlocks) throw new Error(`indexer is ${lag} blocks behind (max ${deps.maxLagBlocks})`);
-          return { block: Number(indexed), lag_blocks: lag };
+          const measured = { block: Number(indexed), lag_blocks: lag };
+          // A stall (behind, indexing nothing) fails even within the block bound: it will not catch up by itself.
+          const state = deps.indexer!.lag?.() ?? null;
+          const stillStuck = state?.stalled && lag !== 0 && (state.indexedBlock === null || indexed <= state.indexedBlock);
+          if (state && stillStuck) {
+            const bounds = { maxLagBlocks: deps.maxLagBlocks, stallMs: deps.indexer!.stallTimeoutMs ?? 0 };
+            throw new CheckFailure(`${describeLag(state, bounds)}; certifications are confirmed from the chain meanwhile`, {
+              ...measured,
+              stalled: true,
+              stalled_for_ms: state.stalledForMs,
+            });
+          }
+          if (lag !== null && lag > deps.maxLagBlocks) throw new CheckFailure(`indexer is ${lag} blocks behind (max ${deps.maxLagBlocks})`, measured);
+          return { ...measured, stalled: false };
         })
       : { status: "error", latency_ms: 0, error: "no indexer configured (INDEXER_URL)" };
     const checks = { database, chain, indexer };

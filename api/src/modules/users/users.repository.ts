@@ -33,6 +33,12 @@ export function update(db: Db, id: string, changes: UserUpdate): Promise<User | 
     .executeTakeFirst();
 }
 
+/** The ids of the active admins, their rows locked until the transaction ends. */
+export async function lockActiveAdmins(db: Db): Promise<string[]> {
+  const rows = await db.selectFrom("users").select("id").where("role", "=", "admin").where("status", "=", "active").orderBy("id").forUpdate().execute();
+  return rows.map((r) => r.id);
+}
+
 export async function adjustArtworksCount(db: Db, id: string, delta: number): Promise<void> {
   await db
     .updateTable("users")

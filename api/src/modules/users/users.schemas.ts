@@ -1,5 +1,6 @@
 import { z } from "../../openapi/zod.ts";
 import { paginationQuery, paginationSchema } from "../../lib/pagination.ts";
+import { clean, httpUrl, pathId, text } from "../../lib/schema.ts";
 
 export const ROLES = ["collector", "artist", "admin"] as const;
 export const STATUSES = ["active", "suspended"] as const;
@@ -8,7 +9,7 @@ export const TIERS = ["bronze", "silver", "gold", "platinum"] as const;
 const timestamp = z.string().openapi({ format: "date-time", example: "2026-11-22T10:00:00.000Z" });
 const userId = z.string().openapi({ example: "usr_01JD3Y5V0Q3G7W7J6T4N4C2X1M" });
 
-export const userIdParams = z.object({ id: z.string().min(1).max(64).openapi({ param: { name: "id", in: "path" }, example: "usr_01JD3Y5V0Q3G7W7J6T4N4C2X1M" }) });
+export const userIdParams = z.object({ id: pathId("id", "usr_01JD3Y5V0Q3G7W7J6T4N4C2X1M") });
 
 export const publicUserSchema = z
   .object({
@@ -38,16 +39,14 @@ export const ownUserSchema = publicUserSchema
   })
   .openapi("OwnUser", { description: "The caller's own profile." });
 
-const optionalText = (max: number) => z.string().trim().max(max).nullable().optional();
+const optionalText = (max: number, multiline = false) => text({ min: 0, max, multiline }).nullable().optional();
 
 export const profilePatchSchema = z
   .strictObject({
-    display_name: z.string().trim().min(1).max(100).optional(),
-    bio: optionalText(1000),
+    display_name: text({ max: 100 }).optional(),
+    bio: optionalText(1000, true),
     location: optionalText(100),
-    website: z
-      .url({ protocol: /^https?$/, hostname: z.regexes.domain, error: "must be an http(s) URL with a domain name" })
-      .max(200)
+    website: httpUrl({ max: 200, hostname: z.regexes.domain, message: "must be an http(s) URL with a domain name" })
       .nullable()
       .optional(),
   })
@@ -81,7 +80,7 @@ export const adminUserSchema = z
   .openapi("AdminUser");
 
 export const adminUsersQuery = z.object({
-  q: z.string().trim().min(1).max(100).optional().openapi({ description: "Matches username, email or display name" }),
+  q: text({ max: 100 }).optional().openapi({ description: "Matches username, email or display name" }),
   role: z.enum(ROLES).optional(),
   tier: z.enum(TIERS).optional(),
   status: z.enum(STATUSES).optional(),
@@ -106,9 +105,9 @@ export const username = z
 export const adminUserCreateSchema = z
   .strictObject({
     username,
-    email: z.email().max(254),
+    email: clean(z.email().max(254)),
     role: z.enum(ROLES).default("collector"),
-    display_name: z.string().trim().min(1).max(100).optional(),
+    display_name: text({ max: 100 }).optional(),
   })
   .openapi("AdminUserCreate");
 

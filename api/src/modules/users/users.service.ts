@@ -5,6 +5,7 @@ import { ApiError } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
 import { type Page, paginated } from "../../lib/pagination.ts";
 import { iso, isoOrNull } from "../../lib/time.ts";
+import { neutralHandle } from "./handles.ts";
 import * as repo from "./users.repository.ts";
 
 export class UsersService {
@@ -45,15 +46,16 @@ export class UsersService {
     return user;
   }
 
-  /** The user proven by a SIWE signature: found by address, else created as a collector. */
+  /** The user proven by a SIWE signature: found by address, else created as a collector with a neutral handle. */
   async findOrCreateWalletUser(db: Db, address: `0x${string}`): Promise<User> {
     const existing = await repo.findByWallet(db, address);
     if (existing) return existing;
-    for (const username of [`eth_${address.slice(2, 12).toLowerCase()}`, `eth_${address.slice(2).toLowerCase()}`]) {
+    for (let attempt = 0; attempt < 8; attempt++) {
+      const handle = neutralHandle();
       const created = await repo.insertIfAbsent(db, {
         id: newId("user"),
-        username,
-        display_name: `${address.slice(0, 6)}…${address.slice(-4)}`,
+        username: handle.username,
+        display_name: handle.display_name,
         email: null,
         role: "collector",
         status: "active",
@@ -100,10 +102,22 @@ export class UsersService {
 
   async adminUpdate(adminId: string, targetId: string, changes: { role?: Role; status?: UserStatus }) {
     const target = await this.get(targetId);
-    if (target.id === adminId && (changes.status === "suspended" || (changes.role && changes.role !== "admin"))) {
+    const demotesOrSuspends = changes.status === "suspended" || (changes.role !== undefined && changes.role !== "admin");
+    if (target.id === adminId && demotesOrSuspends) {
       throw ApiError.conflict("invalid_state", "Admins cannot suspend or demote themselves; ask another admin");
     }
-    const user = await repo.update(this.db, target.id, changes);
+    const user = await this.db.transaction().execute(async (trx) => {
+      if (demotesOrSuspends) {
+        // Every active admin row stays locked until commit: of two admins removing each other at
+        // once, the second waits and then sees the first one's change.
+        const admins = await repo.lockActiveAdmins(trx);
+        if (admins.includes(target.id) && admins.length === 1) {
+          throw ApiError.conflict("invalid_state", "This is the last active admin; make another user an admin first");
+        }
+        if (!admins.includes(adminId)) throw ApiError.forbidden("You are no longer an active admin");
+      }
+      return repo.update(trx, target.id, changes);
+    });
     if (!user) throw ApiError.notFound("User");
     return toAdminView(user);
   }

@@ -1,7 +1,8 @@
 /**
  * The events a webhook subscription may name (CONTRACT §7). Producers record them with
- * `recordEvent(trx, "<name>", payload)` (jobs/outbox.ts); the fan-out delivers any of them to the
- * active subscriptions that name it or `*`. Other outbox event types stay internal.
+ * `recordEvent(trx, "<name>", payload, audience)` (jobs/outbox.ts); the fan-out delivers any of them
+ * to the active subscriptions that name it or `*` and whose owner is in the audience (or that are an
+ * admin's `all_users` subscription). Other outbox event types stay internal.
  */
 export const WEBHOOK_EVENTS = [
   "artwork.certified",
@@ -17,6 +18,23 @@ export const WEBHOOK_EVENTS = [
 ] as const;
 
 export type WebhookEventName = (typeof WEBHOOK_EVENTS)[number];
+
+/**
+ * Who receives each event: the users its producer must name as the audience (README table "who
+ * receives it"). Events not produced yet state the intended audience.
+ */
+export const WEBHOOK_EVENT_AUDIENCE: Record<WebhookEventName, string> = {
+  "artwork.certified": "the artwork's artist",
+  "artwork.certification_failed": "the artwork's artist",
+  "offer.created": "the buyer and the seller",
+  "offer.accepted": "the buyer and the seller",
+  "offer.rejected": "the buyer and the seller",
+  "offer.expired": "the buyer and the seller",
+  "payment.completed": "the buyer and the seller",
+  "fractional.purchase_confirmed": "the buyer of the shares and the artwork's artist",
+  "ticket.purchased": "the buyer of the ticket",
+  "challenge.joined": "the user who joined",
+};
 
 /** Subscribes to every event in WEBHOOK_EVENTS. */
 export const ALL_EVENTS = "*";

@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { Kysely } from "kysely";
 import type { Logger } from "pino";
 import type { Database, Db } from "../../db/database.ts";
-import { enqueue, type Task } from "../../jobs/queue.ts";
+import { enqueue, removeJobs, type Task } from "../../jobs/queue.ts";
 import { OutboundError, type OutboundPolicy, outboundRequest, UnsafeUrlError } from "../../lib/outbound.ts";
 import { iso } from "../../lib/time.ts";
 import { signWebhook } from "./signature.ts";
@@ -19,6 +19,8 @@ const RETRY_AFTER_CAP_MS = 24 * 3600_000;
 export const FAILING_DISABLE_AFTER_MS = 3 * 24 * 3600_000;
 /** A pending delivery this far past its due time has lost its job: the sweep queues it again. */
 const OVERDUE_MS = 5 * 60_000;
+/** Attempts one job sends, passing its owner's slot on, before it hands the slot to the queue (a bounded job). */
+const SENDS_PER_JOB = 20;
 
 /**
  * How long an attempt may stay in flight before it counts as abandoned by a dead process: past the
@@ -31,10 +33,18 @@ export function attemptLeaseMs(timeoutMs: number): number {
 /**
  * Queues the next attempt of a delivery in the caller's transaction. The job key is the delivery
  * id: a new schedule replaces a waiting job, and a job that already started (or whose worker died)
- * is superseded rather than doubled.
+ * is superseded rather than doubled. `reserved`: the attempt was already started (it holds a slot of
+ * its owner), so its job runs before any job that still has to take one.
  */
-export async function enqueueDelivery(db: Db, deliveryId: string, runAt?: Date): Promise<void> {
-  await enqueue(db, WEBHOOK_DELIVER_TASK, { delivery_id: deliveryId }, { jobKey: deliveryId, runAt, maxAttempts: 10 });
+export async function enqueueDelivery(db: Db, deliveryId: string, runAt?: Date, reserved?: { attempts: number }): Promise<void> {
+  const payload: DeliveryJob = reserved ? { delivery_id: deliveryId, attempt: reserved.attempts } : { delivery_id: deliveryId };
+  await enqueue(db, WEBHOOK_DELIVER_TASK, payload, { jobKey: deliveryId, runAt, maxAttempts: 10, priority: reserved ? -1 : undefined });
+}
+
+interface DeliveryJob {
+  delivery_id: string;
+  /** Set when the attempt was started by the end of another attempt of the same owner (its slot passed on). */
+  attempt?: number;
 }
 
 export interface DeliverySettings {
@@ -42,7 +52,13 @@ export interface DeliverySettings {
   /** Delay before retry n (seconds); after the last one a delivery is failed. */
   retryScheduleSeconds: readonly number[];
   timeoutMs: number;
+  /** Attempts in flight at once, in every process, for one user's subscriptions together. */
+  maxInFlightPerUser: number;
+  /** Attempts in flight at once, in every process, for one subscription (at most the per-user cap). */
+  maxInFlightPerSubscription: number;
 }
+
+type Claim = { kind: "claimed"; attempt: repo.ClaimedAttempt } | { kind: "busy" } | { kind: "unavailable" };
 
 type AttemptResult =
   | { kind: "response"; status: number; headers: IncomingHttpHeaders; body: string | null }
@@ -50,12 +66,19 @@ type AttemptResult =
 
 /**
  * Sends deliveries: one job per attempt, the next attempt scheduled by the job itself (exact
- * delays, visible in `next_retry_at`) rather than by the queue's backoff.
+ * delays, visible in `next_retry_at`) rather than by the queue's backoff. A user's attempts in
+ * flight are capped (per user and per subscription, across processes), so a slow receiver holds at
+ * most its owner's share of the runner's slots: a delivery over a cap waits without a job, and
+ * each attempt of that user that ends starts the oldest waiting ones in the slots now free (the
+ * first in the same job, which keeps the slot it had; any other through the queue).
  */
 export class WebhookSender {
   private readonly leaseMs: number;
+  private readonly caps: repo.InFlightCaps;
   private recoveryTimer: NodeJS.Timeout | null = null;
   private recovering: Promise<unknown> | null = null;
+  /** Set on shutdown: a job then ends after its current send instead of sending the next one. */
+  private stopping = false;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -63,20 +86,85 @@ export class WebhookSender {
     private readonly logger: Logger,
   ) {
     this.leaseMs = attemptLeaseMs(settings.timeoutMs);
+    this.caps = { perUser: settings.maxInFlightPerUser, perSubscription: settings.maxInFlightPerSubscription };
   }
 
   readonly task: Task = async (payload) => {
-    await this.attempt((payload as { delivery_id: string }).delivery_id);
+    const job = payload as DeliveryJob;
+    await this.attempt(job.delivery_id, job.attempt);
   };
 
-  /** One attempt of a delivery, unless it is settled, in flight elsewhere, or its subscription is disabled. */
-  async attempt(deliveryId: string): Promise<void> {
-    const claimed = await repo.claimAttempt(this.db, deliveryId, this.leaseMs);
-    if (!claimed) {
-      await repo.failDeliveryOfDisabledSubscription(this.db, deliveryId, this.leaseMs);
-      return;
+  /**
+   * One attempt of a delivery, unless it is settled, in flight elsewhere, or its subscription is
+   * disabled; or none yet when its owner is at a cap (no attempt counted, `next_retry_at` untouched).
+   * `reservedAttempt`: the attempt number already started for it by passSlots.
+   */
+  async attempt(deliveryId: string, reservedAttempt?: number): Promise<void> {
+    let next: repo.ClaimedAttempt | undefined;
+    if (reservedAttempt !== undefined) {
+      // Undefined when settled, or when its lease expired and the sweep queued a newer attempt.
+      next = await repo.reservedAttempt(this.db, deliveryId, reservedAttempt, this.leaseMs);
+    } else {
+      const claim = await this.claim(deliveryId);
+      if (claim.kind === "unavailable") {
+        await repo.failDeliveryOfDisabledSubscription(this.db, deliveryId, this.leaseMs);
+        return;
+      }
+      // Over a cap, the delivery waits with no job: the end of one of its owner's attempts starts it.
+      if (claim.kind === "busy") return;
+      next = claim.attempt;
     }
+    for (let sends = 1; next; sends++) {
+      const current: repo.ClaimedAttempt = next;
+      let sent = false;
+      try {
+        await this.send(current);
+        sent = true;
+      } finally {
+        next = await this.passSlots(current.user_id, sent && sends < SENDS_PER_JOB && !this.stopping);
+      }
+    }
+  }
 
+  /** Starts an attempt if its owner has a free slot, under a per-user lock so the caps hold across processes. */
+  private async claim(deliveryId: string): Promise<Claim> {
+    const owner = await repo.claimableDelivery(this.db, deliveryId, this.leaseMs);
+    if (!owner) return { kind: "unavailable" };
+    // Most deliveries of a user with a backlog find it at a cap: they need no lock to wait.
+    if (owner.user_in_flight >= this.caps.perUser || owner.subscription_in_flight >= this.caps.perSubscription) return { kind: "busy" };
+    const attempt = await this.db.transaction().execute(async (trx) => {
+      await repo.lockUserAttempts(trx, owner.user_id);
+      return repo.claimAttempt(trx, deliveryId, this.leaseMs, this.caps);
+    });
+    // None: a cap was reached meanwhile (this delivery waits), or another attempt took it.
+    return attempt ? { kind: "claimed", attempt } : { kind: "busy" };
+  }
+
+  /**
+   * Hands the slots the user has free now to its oldest waiting deliveries: their attempts start
+   * here (so no other ending attempt hands out the same slot). With `keepOne`, the oldest is
+   * answered for this job to send; the others' jobs are queued in the same transaction. A hand-off
+   * lost to a crash is the sweep's (the lease, then the overdue rule).
+   */
+  private async passSlots(userId: string, keepOne: boolean): Promise<repo.ClaimedAttempt | undefined> {
+    try {
+      if (!(await repo.hasWaitingDeliveries(this.db, userId))) return undefined;
+      return await this.db.transaction().execute(async (trx) => {
+        await repo.lockUserAttempts(trx, userId);
+        const started = await repo.reserveWaitingAttempts(trx, userId, this.leaseMs, this.caps);
+        const kept = keepOne ? started.shift() : undefined;
+        // Its queued job would only find it in flight: dropped, so it does not wait ahead of other users' jobs.
+        if (kept) await removeJobs(trx, [kept.id]);
+        for (const attempt of started) await enqueueDelivery(trx, attempt.id, undefined, { attempts: attempt.attempts });
+        return kept;
+      });
+    } catch (err) {
+      this.logger.error({ err, user_id: userId }, "could not start the deliveries waiting for a slot");
+      return undefined;
+    }
+  }
+
+  private async send(claimed: repo.ClaimedAttempt): Promise<void> {
     const payload = withoutReserved(claimed.payload as Record<string, unknown>);
     const body = JSON.stringify({ id: claimed.event_id, event: claimed.event_type, created_at: iso(claimed.event_created_at), ...payload });
     const now = Date.now();
@@ -92,11 +180,11 @@ export class WebhookSender {
       ...signWebhook({ id: claimed.id, timestamp: Math.floor(now / 1000), body, secrets }),
     };
 
-    const result = await this.send(claimed.url, headers, body);
+    const result = await this.post(claimed.url, headers, body);
     await this.record(claimed, result);
   }
 
-  private async send(url: string, headers: Record<string, string>, body: string): Promise<AttemptResult> {
+  private async post(url: string, headers: Record<string, string>, body: string): Promise<AttemptResult> {
     try {
       const res = await outboundRequest({
         url,
@@ -182,7 +270,9 @@ export class WebhookSender {
     this.recoveryTimer.unref();
   }
 
+  /** Stops the sweep, and jobs from sending more than their current attempt (so the runner stops soon). */
   async stopRecovery(): Promise<void> {
+    this.stopping = true;
     if (this.recoveryTimer) clearInterval(this.recoveryTimer);
     this.recoveryTimer = null;
     await this.recovering;

@@ -1,4 +1,4 @@
-import { sql, type Transaction, type Updateable } from "kysely";
+import { type RawBuilder, sql, type Transaction, type Updateable } from "kysely";
 import type { Database, WebhookDelivery, WebhookDeliveriesTable, WebhookDeliveryStatus, WebhookSubscription, WebhookSubscriptionsTable, Db } from "../../db/database.ts";
 import { newId } from "../../lib/ids.ts";
 import { offsetOf, type Page } from "../../lib/pagination.ts";
@@ -13,6 +13,8 @@ export interface ClaimedAttempt {
   id: string;
   attempts: number;
   subscription_id: string;
+  /** The subscription's owner: its attempts in flight count against the per-user cap. */
+  user_id: string;
   url: string;
   secret: string;
   previous_secret: string | null;
@@ -26,7 +28,7 @@ export interface ClaimedAttempt {
 
 export function insertSubscription(
   db: Db,
-  row: Pick<WebhookSubscription, "id" | "user_id" | "url" | "events" | "description" | "secret">,
+  row: Pick<WebhookSubscription, "id" | "user_id" | "url" | "events" | "description" | "secret" | "all_users">,
 ): Promise<WebhookSubscription> {
   return db
     .insertInto("webhook_subscriptions")
@@ -80,14 +82,24 @@ export async function deleteSubscription(db: Db, userId: string, id: string): Pr
   return result.numDeletedRows > 0n;
 }
 
-/** Active subscriptions that name `eventType` or `*` and existed when the event happened. */
-export async function matchingSubscriptionIds(db: Db, eventType: string, eventCreatedAt: Date): Promise<string[]> {
+/**
+ * Active subscriptions that name `eventType` or `*`, existed when the event happened, and belong to
+ * a user of the event's audience, or are an all-users subscription of a user who is still an admin.
+ */
+export async function matchingSubscriptionIds(db: Db, eventType: string, eventCreatedAt: Date, audience: readonly string[]): Promise<string[]> {
   const rows = await db
-    .selectFrom("webhook_subscriptions")
-    .select("id")
-    .where("status", "=", "active")
-    .where("events", "&&", sql<string[]>`array[${eventType}, '*']::text[]`)
-    .where("created_at", "<=", eventCreatedAt)
+    .selectFrom("webhook_subscriptions as s")
+    .innerJoin("users as u", "u.id", "s.user_id")
+    .select("s.id")
+    .where("s.status", "=", "active")
+    .where("s.events", "&&", sql<string[]>`array[${eventType}, '*']::text[]`)
+    .where("s.created_at", "<=", eventCreatedAt)
+    .where((eb) =>
+      eb.or([
+        eb("s.user_id", "=", sql<string>`any(${[...audience]}::text[])`),
+        eb.and([eb("s.all_users", "=", true), eb("u.role", "=", "admin")]),
+      ]),
+    )
     .execute();
   return rows.map((r) => r.id);
 }
@@ -159,42 +171,176 @@ export function lockDeliveryForRetry(
     .executeTakeFirst();
 }
 
+export interface InFlightCaps {
+  perUser: number;
+  perSubscription: number;
+}
+
+/** Live attempts (lease not expired) of the user in `userId` (a column or a value), all its subscriptions. */
+const userInFlight = (userId: RawBuilder<unknown>, leaseMs: number) => sql<string>`(
+  select count(*) from webhook_deliveries f join webhook_subscriptions fs on fs.id = f.subscription_id
+  where fs.user_id = ${userId} and f.status = 'pending' and f.in_flight_since >= ${leaseExpired(leaseMs)})`;
+/** Live attempts of the subscription in `subscriptionId` (a column). */
+const subscriptionInFlight = (subscriptionId: RawBuilder<unknown>, leaseMs: number) => sql<string>`(
+  select count(*) from webhook_deliveries f
+  where f.subscription_id = ${subscriptionId} and f.status = 'pending' and f.in_flight_since >= ${leaseExpired(leaseMs)})`;
+
+/**
+ * Whose subscription a delivery is and how many attempts its owner and that subscription have in
+ * flight, if an attempt of it could start now (see claimAttempt).
+ */
+export async function claimableDelivery(
+  db: Db,
+  deliveryId: string,
+  leaseMs: number,
+): Promise<{ user_id: string; user_in_flight: number; subscription_in_flight: number } | undefined> {
+  const row = await db
+    .selectFrom("webhook_deliveries as d")
+    .innerJoin("webhook_subscriptions as s", "s.id", "d.subscription_id")
+    .select([
+      "s.user_id",
+      userInFlight(sql.ref("s.user_id"), leaseMs).as("user_in_flight"),
+      subscriptionInFlight(sql.ref("d.subscription_id"), leaseMs).as("subscription_in_flight"),
+    ])
+    .where("d.id", "=", deliveryId)
+    .where("d.status", "=", "pending")
+    .where("s.status", "=", "active")
+    .where((eb) => eb.or([eb("d.in_flight_since", "is", null), eb("d.in_flight_since", "<", leaseExpired(leaseMs))]))
+    .executeTakeFirst();
+  return row && { user_id: row.user_id, user_in_flight: Number(row.user_in_flight), subscription_in_flight: Number(row.subscription_in_flight) };
+}
+
+/** Serializes the claims of one user's attempts (in every process), so the in-flight caps hold. */
+export async function lockUserAttempts(trx: Transaction<Database>, userId: string): Promise<void> {
+  await sql`select pg_advisory_xact_lock(hashtextextended(${`webhook_attempts:${userId}`}, 0))`.execute(trx);
+}
+
 /**
  * Starts an attempt: counts it and marks it in flight, if the delivery is pending, its
- * subscription active, and no live attempt holds it (none, or one older than the lease).
+ * subscription active, no live attempt holds it (none, or one older than the lease), and its owner
+ * and subscription are under their caps of attempts in flight. The caller holds lockUserAttempts:
+ * the counts are then exact.
  */
-export function claimAttempt(db: Db, deliveryId: string, leaseMs: number): Promise<ClaimedAttempt | undefined> {
-  return db
+export function claimAttempt(trx: Transaction<Database>, deliveryId: string, leaseMs: number, caps: InFlightCaps): Promise<ClaimedAttempt | undefined> {
+  return trx
     .updateTable("webhook_deliveries as d")
     .from(["webhook_subscriptions as s", "outbox_events as e"])
-    .set((eb) => ({
-      attempts: eb("d.attempts", "+", 1),
-      in_flight_since: sql<Date>`now()`,
-      last_attempt_at: sql<Date>`now()`,
-      next_retry_at: null,
-      updated_at: sql<Date>`now()`,
-    }))
+    .set(startAttempt)
     .whereRef("s.id", "=", "d.subscription_id")
     .whereRef("e.id", "=", "d.event_id")
     .where("d.id", "=", deliveryId)
     .where("d.status", "=", "pending")
     .where("s.status", "=", "active")
     .where((eb) => eb.or([eb("d.in_flight_since", "is", null), eb("d.in_flight_since", "<", leaseExpired(leaseMs))]))
-    .returning([
-      "d.id",
-      "d.attempts",
-      "d.subscription_id",
-      "s.url",
-      "s.secret",
-      "s.previous_secret",
-      "s.previous_secret_expires_at",
-      "s.failing_since",
-      "d.event_id",
-      "e.event_type",
-      "e.payload",
-      "e.created_at as event_created_at",
-    ])
+    .where(sql<boolean>`${userInFlight(sql.ref("s.user_id"), leaseMs)} < ${caps.perUser}`)
+    .where(sql<boolean>`${subscriptionInFlight(sql.ref("d.subscription_id"), leaseMs)} < ${caps.perSubscription}`)
+    .returning(CLAIMED_COLUMNS)
     .executeTakeFirst();
+}
+
+/** What starting an attempt writes: counted, in flight from now, no longer waiting for a time. */
+const startAttempt = {
+  attempts: sql<number>`d.attempts + 1`,
+  in_flight_since: sql<Date>`now()`,
+  last_attempt_at: sql<Date>`now()`,
+  next_retry_at: null,
+  updated_at: sql<Date>`now()`,
+};
+
+const CLAIMED_COLUMNS = [
+  "d.id",
+  "d.attempts",
+  "d.subscription_id",
+  "s.user_id",
+  "s.url",
+  "s.secret",
+  "s.previous_secret",
+  "s.previous_secret_expires_at",
+  "s.failing_since",
+  "d.event_id",
+  "e.event_type",
+  "e.payload",
+  "e.created_at as event_created_at",
+] as const;
+
+/**
+ * An attempt started for a delivery by reserveWaitingAttempts, if it is still that delivery's live
+ * attempt (not settled, not superseded by a newer attempt after its lease expired).
+ */
+export function reservedAttempt(db: Db, deliveryId: string, attempts: number, leaseMs: number): Promise<ClaimedAttempt | undefined> {
+  return db
+    .selectFrom("webhook_deliveries as d")
+    .innerJoin("webhook_subscriptions as s", "s.id", "d.subscription_id")
+    .innerJoin("outbox_events as e", "e.id", "d.event_id")
+    .select(CLAIMED_COLUMNS)
+    .where("d.id", "=", deliveryId)
+    .where("d.attempts", "=", attempts)
+    .where("d.status", "=", "pending")
+    .where("d.in_flight_since", ">=", leaseExpired(leaseMs))
+    .executeTakeFirst();
+}
+
+/**
+ * Whether a due delivery of the user's active subscriptions waits for a slot (pending, no attempt
+ * in flight): most ending attempts find none and pass nothing on.
+ */
+export async function hasWaitingDeliveries(db: Db, userId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom("webhook_subscriptions as s")
+    .innerJoin("webhook_deliveries as d", "d.subscription_id", "s.id")
+    .select("d.id")
+    .where("s.user_id", "=", userId)
+    .where("s.status", "=", "active")
+    .where("d.status", "=", "pending")
+    .where("d.in_flight_since", "is", null)
+    .where("d.next_retry_at", "<=", sql<Date>`now()`)
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/**
+ * Starts attempts of a user's deliveries waiting for a slot, oldest first, as many as the user's
+ * free slots and each subscription's free slots allow. The caller holds lockUserAttempts, and sends
+ * them or queues their jobs in the same transaction.
+ */
+export async function reserveWaitingAttempts(
+  trx: Transaction<Database>,
+  userId: string,
+  leaseMs: number,
+  caps: InFlightCaps,
+): Promise<ClaimedAttempt[]> {
+  const { n } = await trx.selectNoFrom(userInFlight(sql.val(userId), leaseMs).as("n")).executeTakeFirstOrThrow();
+  const free = caps.perUser - Number(n);
+  if (free <= 0) return [];
+  // Per subscription, only the oldest few can start (its free slots): the lateral join reads no more.
+  const { rows: waiting } = await sql<{ id: string }>`
+    select w.id
+    from webhook_subscriptions s
+    cross join lateral (
+      select d.id, d.next_retry_at
+      from webhook_deliveries d
+      where d.subscription_id = s.id and d.status = 'pending' and d.in_flight_since is null and d.next_retry_at <= now()
+      order by d.next_retry_at, d.id
+      limit greatest(${caps.perSubscription} - ${subscriptionInFlight(sql.ref("s.id"), leaseMs)}, 0)
+    ) w
+    where s.user_id = ${userId} and s.status = 'active'
+    order by w.next_retry_at, w.id
+    limit ${free}`.execute(trx);
+  if (waiting.length === 0) return [];
+  const started = await trx
+    .updateTable("webhook_deliveries as d")
+    .from(["webhook_subscriptions as s", "outbox_events as e"])
+    .set(startAttempt)
+    .whereRef("s.id", "=", "d.subscription_id")
+    .whereRef("e.id", "=", "d.event_id")
+    .where("d.id", "in", waiting.map((w) => w.id))
+    .where("d.status", "=", "pending")
+    .where("d.in_flight_since", "is", null)
+    .returning(CLAIMED_COLUMNS)
+    .execute();
+  const order = new Map(waiting.map((w, i) => [w.id, i]));
+  return started.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
 }
 
 /** A pending delivery of a disabled subscription is not sent: it fails (a manual retry can revive it). */
@@ -251,20 +397,30 @@ export async function disableSubscription(db: Db, id: string, reason: string): P
 
 /**
  * Pending deliveries whose attempt outlived its lease (the sending process died) or whose attempt
- * is long overdue (its job was lost): the recovery sweep queues them again.
+ * is long overdue (its job was lost): the recovery sweep queues them again. An overdue delivery of
+ * an active subscription whose owner has an attempt in flight is left out: it waits for a slot, and
+ * that attempt's end starts it (reserveWaitingAttempts), so the sweep does not churn a slow user's backlog.
  */
 export async function strandedDeliveryIds(db: Db, leaseMs: number, overdueMs: number, limit: number): Promise<string[]> {
   const rows = await db
-    .selectFrom("webhook_deliveries")
-    .select("id")
-    .where("status", "=", "pending")
+    .selectFrom("webhook_deliveries as d")
+    .innerJoin("webhook_subscriptions as s", "s.id", "d.subscription_id")
+    .select("d.id")
+    .where("d.status", "=", "pending")
     .where((eb) =>
       eb.or([
-        eb("in_flight_since", "<", leaseExpired(leaseMs)),
-        eb.and([eb("in_flight_since", "is", null), eb("next_retry_at", "<", sql<Date>`now() - make_interval(secs => ${overdueMs / 1000})`)]),
+        eb("d.in_flight_since", "<", leaseExpired(leaseMs)),
+        eb.and([
+          eb("d.in_flight_since", "is", null),
+          eb("d.next_retry_at", "<", sql<Date>`now() - make_interval(secs => ${overdueMs / 1000})`),
+          eb.or([
+            eb("s.status", "<>", "active"),
+            sql<boolean>`${userInFlight(sql.ref("s.user_id"), leaseMs)} = 0`,
+          ]),
+        ]),
       ]),
     )
-    .orderBy("next_retry_at")
+    .orderBy("d.next_retry_at")
     .limit(limit)
     .execute();
   return rows.map((r) => r.id);

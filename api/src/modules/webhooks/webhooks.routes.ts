@@ -1,5 +1,5 @@
 import type { ApiRouter } from "../../http/route.ts";
-import { WEBHOOK_EVENTS } from "./events.ts";
+import { WEBHOOK_EVENT_AUDIENCE, WEBHOOK_EVENTS } from "./events.ts";
 import * as s from "./webhooks.schemas.ts";
 import type { WebhooksService } from "./webhooks.service.ts";
 
@@ -12,6 +12,7 @@ export function registerWebhooksRoutes(api: ApiRouter, webhooks: WebhooksService
     summary: "Subscribe a URL to events",
     description: [
       `Events: ${WEBHOOK_EVENTS.join(", ")}; \`*\` subscribes to all. The URL must be https and resolve only to public addresses (checked now and before every delivery).`,
+      `A subscription receives only the events that concern its owner: ${WEBHOOK_EVENTS.map((e) => `\`${e}\` (${WEBHOOK_EVENT_AUDIENCE[e]})`).join(", ")}. An admin may set \`all_users: true\` to receive every user's events; anyone else gets 403 \`forbidden\`.`,
       "The answer carries the signing secret (`whsec_…`), shown only here and on rotation. Deliveries are signed with `X-Service-Signature` and the Standard Webhooks headers; see the README's Webhooks section.",
     ].join("\n\n"),
     tags,
@@ -19,7 +20,7 @@ export function registerWebhooksRoutes(api: ApiRouter, webhooks: WebhooksService
     body: s.subscriptionCreateSchema,
     status: 201,
     response: s.subscriptionWithSecretSchema,
-    handler: ({ auth, body }) => webhooks.create(auth.userId, body),
+    handler: ({ auth, body }) => webhooks.create(auth, body),
   });
 
   api.route({
@@ -49,14 +50,15 @@ export function registerWebhooksRoutes(api: ApiRouter, webhooks: WebhooksService
     method: "patch",
     path: "/v1/webhooks/:id",
     summary: "Change a webhook subscription",
-    description: "A new URL is checked like on creation. `status: active` re-enables a disabled subscription; events that happened while it was disabled are not sent.",
+    description:
+      "A new URL is checked like on creation. `status: active` re-enables a disabled subscription; events that happened while it was disabled are not sent. `all_users: true` is for admins only (403 `forbidden` otherwise).",
     tags,
     auth: { scope: "webhooks:write" },
     params: s.subscriptionIdParams,
     body: s.subscriptionPatchSchema,
     errors: [404],
     response: s.subscriptionSchema,
-    handler: ({ auth, params, body }) => webhooks.update(auth.userId, params.id, body),
+    handler: ({ auth, params, body }) => webhooks.update(auth, params.id, body),
   });
 
   api.route({

@@ -1,4 +1,5 @@
 import { paginationQuery, paginationSchema } from "../../lib/pagination.ts";
+import { pathId, plainString, text } from "../../lib/schema.ts";
 import { z } from "../../openapi/zod.ts";
 import { ALL_EVENTS, WEBHOOK_EVENTS } from "./events.ts";
 
@@ -8,20 +9,14 @@ export const DELIVERY_STATUSES = ["pending", "succeeded", "failed"] as const;
 const timestamp = z.string().openapi({ format: "date-time", example: "2026-11-22T10:00:00.000Z" });
 const subscriptionId = z.string().openapi({ example: "whs_01JD3Y5V0Q3G7W7J6T4N4C2X1M" });
 const deliveryId = z.string().openapi({ example: "whd_01JD3Y5V0Q3G7W7J6T4N4C2X1M" });
-const pathParam = (name: string, example: string) =>
-  z.string().min(1).max(64).openapi({ param: { name, in: "path" }, example });
-
-export const subscriptionIdParams = z.object({ id: pathParam("id", "whs_01JD3Y5V0Q3G7W7J6T4N4C2X1M") });
+export const subscriptionIdParams = z.object({ id: pathId("id", "whs_01JD3Y5V0Q3G7W7J6T4N4C2X1M") });
 export const deliveryIdParams = z.object({
-  id: pathParam("id", "whs_01JD3Y5V0Q3G7W7J6T4N4C2X1M"),
-  delivery_id: pathParam("delivery_id", "whd_01JD3Y5V0Q3G7W7J6T4N4C2X1M"),
+  id: pathId("id", "whs_01JD3Y5V0Q3G7W7J6T4N4C2X1M"),
+  delivery_id: pathId("delivery_id", "whd_01JD3Y5V0Q3G7W7J6T4N4C2X1M"),
 });
 
-const url = z
-  .string()
-  .trim()
-  .min(1)
-  .max(2048)
+// Kept as given (no NFC): the service parses it and stores the normalized href.
+const url = plainString({ min: 1, max: 2048 })
   .openapi({
     format: "uri",
     example: "https://example.com/hooks/art",
@@ -44,9 +39,16 @@ const events = z
   })
   .openapi({ example: ["artwork.certified", "offer.accepted"], description: `Event names, or ["*"] for all: ${WEBHOOK_EVENTS.join(", ")}` });
 
-const description = z.string().trim().max(500).nullable().optional();
+const description = text({ min: 0, max: 500, multiline: true }).nullable().optional();
 
-export const subscriptionCreateSchema = z.strictObject({ url, events, description }).openapi("WebhookSubscriptionCreate");
+const allUsers = z.boolean().optional().openapi({
+  example: false,
+  description:
+    "true: every user's events, not only the events that concern you (admins only, with the admin:read scope; 403 otherwise). " +
+    "false (default): only your own events (your artworks, offers, payments...).",
+});
+
+export const subscriptionCreateSchema = z.strictObject({ url, events, description, all_users: allUsers }).openapi("WebhookSubscriptionCreate");
 
 export const subscriptionPatchSchema = z
   .strictObject({
@@ -54,8 +56,9 @@ export const subscriptionPatchSchema = z
     events: events.optional(),
     description,
     status: z.enum(SUBSCRIPTION_STATUSES).optional().openapi({ description: "disabled stops deliveries; active re-enables" }),
+    all_users: allUsers,
   })
-  .refine((v) => Object.keys(v).length > 0, { message: "send at least one of url, events, description, status" })
+  .refine((v) => Object.keys(v).length > 0, { message: "send at least one of url, events, description, status, all_users" })
   .openapi("WebhookSubscriptionUpdate");
 
 export const subscriptionSchema = z
@@ -65,6 +68,7 @@ export const subscriptionSchema = z
     events: z.array(z.string()),
     description: z.string().nullable(),
     status: z.enum(SUBSCRIPTION_STATUSES),
+    all_users: z.boolean().openapi({ description: "Receives every user's events (an admin's subscription); otherwise only the owner's" }),
     disabled_reason: z.string().nullable().openapi({ description: "Why the subscription is disabled (null while active)" }),
     created_at: timestamp,
     updated_at: timestamp,

@@ -1,12 +1,13 @@
 import { randomBytes } from "node:crypto";
 import type { Kysely, Transaction } from "kysely";
-import type { Database, WebhookDelivery, WebhookDeliveryStatus, WebhookSubscription, WebhookSubscriptionStatus } from "../../db/database.ts";
+import type { Database, Role, WebhookDelivery, WebhookDeliveryStatus, WebhookSubscription, WebhookSubscriptionStatus } from "../../db/database.ts";
 import { type OutboxHandler, recordUndispatchedEvent } from "../../jobs/outbox.ts";
 import { ApiError } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
 import { type OutboundPolicy, resolveTarget, UnsafeUrlError } from "../../lib/outbound.ts";
 import { type Page, paginated } from "../../lib/pagination.ts";
 import { iso, isoOrNull } from "../../lib/time.ts";
+import { scopeSatisfies } from "../auth/scopes.ts";
 import { isWebhookEvent, PING_EVENT } from "./events.ts";
 import { WEBHOOK_SECRET_PREFIX } from "./signature.ts";
 import { enqueueDelivery } from "./webhooks.delivery.ts";
@@ -24,13 +25,22 @@ export interface WebhooksSettings {
   attemptLeaseMs: number;
 }
 
+/** Who is asking: the owner of the subscriptions, and what may widen them to every user's events. */
+export interface WebhooksActor {
+  userId: string;
+  role: Role;
+  scopes: readonly string[];
+}
+
 export class WebhooksService {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly settings: WebhooksSettings,
   ) {}
 
-  async create(userId: string, input: { url: string; events: string[]; description?: string | null }) {
+  async create(actor: WebhooksActor, input: { url: string; events: string[]; description?: string | null; all_users?: boolean }) {
+    const { userId } = actor;
+    if (input.all_users) checkAllUsersAllowed(actor);
     const url = await this.checkUrl(input.url);
     const secret = newSigningSecret();
     const row = await this.db.transaction().execute(async (trx) => {
@@ -45,6 +55,7 @@ export class WebhooksService {
         events: input.events,
         description: input.description ?? null,
         secret,
+        all_users: input.all_users ?? false,
       });
     });
     return { ...toSubscriptionView(row), secret, previous_secret_expires_at: null };
@@ -60,11 +71,12 @@ export class WebhooksService {
   }
 
   async update(
-    userId: string,
+    actor: WebhooksActor,
     id: string,
-    changes: { url?: string; events?: string[]; description?: string | null; status?: WebhookSubscriptionStatus },
+    changes: { url?: string; events?: string[]; description?: string | null; status?: WebhookSubscriptionStatus; all_users?: boolean },
   ) {
-    const current = await this.owned(this.db, userId, id);
+    const current = await this.owned(this.db, actor.userId, id);
+    if (changes.all_users) checkAllUsersAllowed(actor);
     const url = changes.url === undefined ? undefined : await this.checkUrl(changes.url);
     const statusChange =
       changes.status === undefined || changes.status === current.status
@@ -76,6 +88,7 @@ export class WebhooksService {
       ...(url !== undefined ? { url } : {}),
       ...(changes.events !== undefined ? { events: changes.events } : {}),
       ...(changes.description !== undefined ? { description: changes.description } : {}),
+      ...(changes.all_users !== undefined ? { all_users: changes.all_users } : {}),
       ...statusChange,
     });
     if (!row) throw ApiError.notFound("Webhook subscription");
@@ -102,7 +115,7 @@ export class WebhooksService {
     return this.db.transaction().execute(async (trx) => {
       const subscription = await this.owned(trx, userId, id);
       if (subscription.status !== "active") throw ApiError.conflict("invalid_state", "The subscription is disabled; re-enable it first");
-      const event = await recordUndispatchedEvent(trx, PING_EVENT, { subscription_id: subscription.id });
+      const event = await recordUndispatchedEvent(trx, PING_EVENT, { subscription_id: subscription.id }, [subscription.user_id]);
       const [delivery] = await createDeliveries(trx, event.id, [subscription.id]);
       return toDeliveryView({ ...delivery!, event_type: event.type });
     });
@@ -142,13 +155,14 @@ export class WebhooksService {
   }
 
   /**
-   * Outbox subscriber: a delivery per active subscription to the event, with its job, in one
+   * Outbox subscriber: a delivery per active subscription to the event whose owner is in the
+   * event's audience (or that is an admin's all-users subscription), with its job, in one
    * transaction. Idempotent per event: a retried dispatch finds its deliveries and adds none.
    */
   readonly fanOut: OutboxHandler = async (event) => {
     if (!isWebhookEvent(event.type)) return;
     await this.db.transaction().execute(async (trx) => {
-      await createDeliveries(trx, event.id, await repo.matchingSubscriptionIds(trx, event.type, event.createdAt));
+      await createDeliveries(trx, event.id, await repo.matchingSubscriptionIds(trx, event.type, event.createdAt, event.audience));
     });
   };
 
@@ -166,6 +180,14 @@ export class WebhooksService {
       if (err instanceof UnsafeUrlError) throw ApiError.validation([{ field: "url", code: err.reason, message: err.message }]);
       throw err;
     }
+  }
+}
+
+/** Every user's events are for admins only, and only with a token that may read admin data. */
+function checkAllUsersAllowed(actor: WebhooksActor): void {
+  if (actor.role !== "admin") throw ApiError.forbidden("Only admins may subscribe to every user's events (all_users)");
+  if (!scopeSatisfies(actor.scopes, "admin:read")) {
+    throw new ApiError(403, "insufficient_scope", "all_users requires the admin:read scope", { required_scope: "admin:read" });
   }
 }
 
@@ -187,6 +209,7 @@ export function toSubscriptionView(s: WebhookSubscription) {
     events: s.events,
     description: s.description,
     status: s.status,
+    all_users: s.all_users,
     disabled_reason: s.status === "disabled" ? s.disabled_reason : null,
     created_at: iso(s.created_at),
     updated_at: iso(s.updated_at),

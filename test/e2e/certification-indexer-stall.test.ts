@@ -1,0 +1,147 @@
+/**
+ * A stalled indexer must not hold certifications. Ponder's websocket feed goes silent (a proxy
+ * between it and the chain stops delivering; the connection stays open, so Ponder's /ready stays
+ * 200): two API processes on one database still certify every artwork, from the chain (the
+ * certify transaction's receipt), each once, with its one event and provenance entry, and /readyz
+ * says the indexer is stalled. Once the feed delivers again, the indexer catches up and each
+ * record is reconciled with its view, still once.
+ */
+import { sql } from "kysely";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
+import { readIndexerStatus } from "../../api/src/chain/indexer-schema.ts";
+import { createUser, startTestApi, type TestApi, type TestUser } from "../api/helpers.ts";
+import { artworkInput, formFields, freshRelayerKey, pngImage, postMultipart, publicClient, tokenIdOfArtwork, useArtworkPlatform } from "../support/artworks.ts";
+import { testEnvironment } from "../support/environment.ts";
+import { type FreezableProxy, startFreezableProxy } from "../support/freezable-proxy.ts";
+import { waitFor } from "../support/wait.ts";
+
+const env = testEnvironment();
+let feed: FreezableProxy;
+beforeAll(async () => {
+  // The Hardhat node serves its websocket on its HTTP port.
+  feed = await startFreezableProxy(Number(new URL(env.wsUrl).port));
+});
+afterAll(async () => {
+  await feed?.close();
+});
+
+const settings = { INDEXER_STALL_TIMEOUT_MS: "1500", CERTIFICATION_SWEEP_INTERVAL_MS: "500" };
+const p = useArtworkPlatform(settings, { indexerTarget: () => ({ wsUrl: `ws://127.0.0.1:${feed.port}` }) });
+
+/** A second API process on the same database, with a relayer of its own (as several instances run). */
+let second: TestApi;
+beforeAll(async () => {
+  second = await startTestApi({ ...p.env, RELAYER_PRIVATE_KEY: await freshRelayerKey() });
+});
+afterAll(async () => {
+  await second?.close();
+});
+
+const row = (id: string) => p.db.selectFrom("artworks").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
+const certifiedEvents = (id: string) =>
+  p.db.selectFrom("outbox_events").select("payload").where("event_type", "=", "artwork.certified").where(sql`payload->>'artwork_id'`, "=", id).execute();
+const certifiedEntries = (id: string) =>
+  p.db.selectFrom("artwork_provenance").select("tx_hash").where("artwork_id", "=", id).where("event", "=", "certified").execute();
+const indexedBlock = async () => (await readIndexerStatus({ db: p.db, viewsSchema: p.indexer.viewsSchema })).indexedBlock;
+const readyz = async (api: TestApi) => {
+  const res = await fetch(`${api.url}/readyz`);
+  return { status: res.status, body: (await res.json()) as { checks: { indexer: { status: string; error?: string; stalled?: boolean; lag_blocks?: number } } } };
+};
+const mineBlock = () => publicClient().request({ method: "evm_mine", params: [] } as never);
+async function waitCertified(id: string) {
+  return waitFor(async () => ((await row(id)).status === "certified" ? row(id) : null), { timeoutMs: 30_000, what: `certification of ${id}` });
+}
+
+describe("certification while the indexer is stalled", () => {
+  let artist: TestUser;
+  const ids: string[] = [];
+
+  it("certifies from the chain while the indexer's feed is silent: once each, from two API processes; /readyz names the stall", async () => {
+    artist = await createUser(p.api, { role: "artist" });
+    // Healthy first (a new head brings a websocket indexer to it): the indexer confirms, and the record counts as indexed.
+    await mineBlock();
+    await waitFor(async () => (await readyz(p.api)).status === 200, { timeoutMs: 15_000, what: "/readyz 200 before the stall" });
+    const before = await postMultipart(p.api.url, artist.token, formFields(artworkInput()), { bytes: pngImage() });
+    expect((await waitCertified(before.body.id)).certification_indexed_at).not.toBeNull();
+
+    feed.freeze();
+    for (const api of [p.api, second, p.api, second, p.api, second]) {
+      const created = await postMultipart(api.url, artist.token, formFields(artworkInput()), { bytes: pngImage() });
+      expect(created.status).toBe(201);
+      ids.push(created.body.id);
+    }
+    const rows = await Promise.all(ids.map(waitCertified));
+
+    // It was the chain, not the indexer: its view has none of them (its block stays below theirs, checked below).
+    const stuckAt = (await indexedBlock())!;
+    expect(await p.views.selectFrom("certificate").select("artwork_id").where("artwork_id", "in", ids).execute()).toEqual([]);
+    // Ponder itself does not notice (the failure this guards against); the API's /readyz does, in both processes.
+    expect((await fetch(`${p.indexer.url}/ready`)).status).toBe(200);
+    for (const api of [p.api, second]) {
+      const ready = await waitFor(async () => {
+        const r = await readyz(api);
+        return r.status === 503 && r.body.checks.indexer.stalled ? r : null;
+      }, { what: "/readyz reporting the stall" });
+      expect(ready.body.checks.indexer.error).toMatch(/^indexer stalled: at block \d+, \d+ blocks behind the chain head \d+, no new block indexed for \d+ s .*confirmed from the chain/);
+    }
+
+    const client = publicClient();
+    for (const r of rows) {
+      // The chain's facts, as the indexer would have recorded them.
+      const tokenId = await tokenIdOfArtwork(r.id);
+      expect(r.token_id).toBe(tokenId);
+      const [log] = await client.getContractEvents({ address: env.artCertificateAddress, abi: artCertificateAbi, eventName: "ArtworkCertified", args: { tokenId }, fromBlock: 0n, strict: true });
+      const block = await client.getBlock({ blockNumber: log!.blockNumber });
+      expect(block.number).toBeGreaterThan(stuckAt);
+      expect(r).toMatchObject({
+        certificate_hash: log!.args.certificateHash,
+        certification_tx_hash: log!.transactionHash,
+        certified_at: new Date(Number(block.timestamp) * 1000),
+        certification_indexed_at: null,
+        certification_lease_until: null,
+      });
+      // Exactly once, though both processes confirmed from the chain.
+      const events = await certifiedEvents(r.id);
+      expect(events).toHaveLength(1);
+      expect(events[0]!.payload).toEqual({
+        artwork_id: r.id,
+        certificate_hash: log!.args.certificateHash,
+        certified_at: new Date(Number(block.timestamp) * 1000).toISOString(),
+        token_id: Number(tokenId),
+        contract_address: env.artCertificateAddress.toLowerCase(),
+        chain_id: env.chainId,
+        tx_hash: log!.transactionHash,
+      });
+      expect(await certifiedEntries(r.id)).toEqual([{ tx_hash: log!.transactionHash }]);
+    }
+    // The API answers certified, with the provenance entry and its transaction.
+    const detail = await p.api.request("GET", `/v1/artworks/${ids[0]}`);
+    expect(detail.body).toMatchObject({ status: "certified", verified: true, token_id: Number(rows[0]!.token_id) });
+    expect(detail.body.provenance.find((e: { event: string }) => e.event === "certified")).toMatchObject({ tx: rows[0]!.certification_tx_hash });
+  }, 90_000);
+
+  it("reconciles with the indexer once its feed delivers again: the same facts, still one event and one entry each", async () => {
+    feed.thaw();
+    // A new block, in case the held-back heads ended before the last certification.
+    await mineBlock();
+    await waitFor(async () => (await Promise.all(ids.map(row))).every((r) => r.certification_indexed_at !== null), {
+      timeoutMs: 30_000,
+      what: "reconciliation with the indexer",
+    });
+    const indexed = await p.views.selectFrom("certificate").selectAll().where("artwork_id", "in", ids).execute();
+    expect(indexed).toHaveLength(ids.length);
+    for (const c of indexed) {
+      const r = await row(c.artwork_id);
+      expect(r).toMatchObject({
+        token_id: c.token_id,
+        certification_tx_hash: c.tx_hash,
+        certificate_hash: c.certificate_hash,
+        certified_at: new Date(Number(c.certified_at) * 1000),
+      });
+      expect(await certifiedEvents(c.artwork_id)).toHaveLength(1);
+      expect(await certifiedEntries(c.artwork_id)).toEqual([{ tx_hash: c.tx_hash }]);
+    }
+    await waitFor(async () => (await readyz(p.api)).status === 200, { timeoutMs: 15_000, what: "/readyz 200 after the catch-up" });
+  }, 60_000);
+});

@@ -76,7 +76,7 @@ export function createApp(deps: AppDeps): Express {
     registry,
     authenticate: (req, opts) => services.auth.authenticate(req, opts),
     rateLimiter: deps.rateLimiter,
-    idempotency: new IdempotencyStore(deps.db),
+    idempotency: new IdempotencyStore(deps.db, { crashAfterCommit: config.idempotency.crashAfterCommit }),
     checkResponses: config.env === "test",
   });
   registerAuthRoutes(api, services.auth);

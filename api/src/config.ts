@@ -65,6 +65,7 @@ const envSchema = z.object({
   CERTIFICATION_LEASE_MS: z.coerce.number().int().min(500).max(3_600_000).default(180_000),
   CERTIFICATION_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).max(3_600_000).default(15_000),
   CERTIFICATION_CRASH_AFTER_SUBMIT: bool.default(false),
+  IDEMPOTENCY_CRASH_AFTER_COMMIT: bool.default(false),
 });
 
 export type Env = z.input<typeof envSchema>;
@@ -98,6 +99,8 @@ export interface Config {
     stallTimeoutMs: number;
   };
   bootstrapAdminApiKey: string | null;
+  /** `crashAfterCommit` (tests): SIGKILL the process after a request's unit of work commits, before its answer is sent. */
+  idempotency: { crashAfterCommit: boolean };
   redisUrl: string | null;
   /** `keyPrefix` namespaces the counters in a shared Redis (one per deployment). */
   rateLimit: { tokenPerMinute: number; anonymousPerMinute: number; keyPrefix: string };
@@ -193,6 +196,9 @@ export function loadConfig(source: NodeJS.ProcessEnv | Record<string, string | u
     if (e.CERTIFICATION_CRASH_AFTER_SUBMIT) {
       throw new ConfigError("CERTIFICATION_CRASH_AFTER_SUBMIT is a test setting and cannot be enabled in production mode");
     }
+    if (e.IDEMPOTENCY_CRASH_AFTER_COMMIT) {
+      throw new ConfigError("IDEMPOTENCY_CRASH_AFTER_COMMIT is a test setting and cannot be enabled in production mode");
+    }
     if (e.ALLOW_PRIVATE_WEBHOOK_URLS === true) {
       throw new ConfigError("ALLOW_PRIVATE_WEBHOOK_URLS cannot be enabled in production mode");
     }
@@ -233,6 +239,7 @@ export function loadConfig(source: NodeJS.ProcessEnv | Record<string, string | u
       stallTimeoutMs: e.INDEXER_STALL_TIMEOUT_MS,
     },
     bootstrapAdminApiKey: e.BOOTSTRAP_ADMIN_API_KEY ?? null,
+    idempotency: { crashAfterCommit: e.IDEMPOTENCY_CRASH_AFTER_COMMIT },
     redisUrl: e.REDIS_URL ?? null,
     rateLimit: { tokenPerMinute: e.RATE_LIMIT_TOKEN_PER_MINUTE, anonymousPerMinute: e.RATE_LIMIT_ANONYMOUS_PER_MINUTE, keyPrefix: e.RATE_LIMIT_KEY_PREFIX },
     allowPrivateWebhookUrls: production ? false : (e.ALLOW_PRIVATE_WEBHOOK_URLS ?? true),

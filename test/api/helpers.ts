@@ -3,7 +3,7 @@ import { afterAll, beforeAll } from "vitest";
 import { generateMnemonic, english } from "viem/accounts";
 import { type Config, loadConfig } from "../../api/src/config.ts";
 import { createDb } from "../../api/src/db/connection.ts";
-import { type RunningServer, startServer } from "../../api/src/server.ts";
+import { type RunningPlatform, startPlatform } from "../../api/src/platform.ts";
 import { testEnvironment } from "./environment.ts";
 
 /** Every API test server shares this admin key (the first server to start bootstraps the admin). */
@@ -13,7 +13,8 @@ const CUSTODY_MNEMONIC = generateMnemonic(english);
 export interface TestApi {
   url: string;
   config: Config;
-  server: RunningServer;
+  /** Both halves (HTTP and worker) in this process. */
+  server: RunningPlatform;
   db: ReturnType<typeof createDb>;
   request(method: string, path: string, opts?: RequestOptions): Promise<TestResponse>;
   close(): Promise<void>;
@@ -66,7 +67,7 @@ export function testApiSettings(overrides: Record<string, string> = {}): Record<
 
 export async function startTestApi(overrides: Record<string, string> = {}): Promise<TestApi> {
   const config = loadConfig(testApiSettings(overrides));
-  const server = await startServer(config);
+  const server = await startPlatform(config, { http: true, worker: true });
   const db = createDb(config.database.url, 3);
   const url = server.url;
   return {

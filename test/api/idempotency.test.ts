@@ -1,4 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { IdempotencyClaimLost, IdempotencyStore, requestFingerprint } from "../../api/src/http/idempotency.ts";
+import { newId } from "../../api/src/lib/ids.ts";
 import { artworkInput, formFields, postMultipart } from "../support/artworks.ts";
 import { createUser, expectProblem, useTestApi } from "./helpers.ts";
 
@@ -116,5 +118,80 @@ describe("Idempotency-Key", () => {
       400,
       "invalid_parameter",
     );
+  });
+});
+
+describe("Idempotency-Key inside the business transaction (issue 8)", () => {
+  const store = () => new IdempotencyStore(api.db);
+  const nonceExists = async (nonce: string) => (await api.db.selectFrom("siwe_nonces").select("nonce").where("nonce", "=", nonce).execute()).length === 1;
+  const keyRow = (principal: string, key: string) => api.db.selectFrom("idempotency_keys").selectAll().where("principal", "=", principal).where("key", "=", key).executeTakeFirst();
+  const claimFor = async (principal: string, key: string) => {
+    const claimed = await store().claim(principal, key, "POST", "/v1/test", requestFingerprint("POST", "/v1/test", { n: 1 }));
+    if (claimed.kind !== "claimed") throw new Error("expected a fresh claim");
+    return claimed.claim;
+  };
+  const insertNonce = (trx: Parameters<Parameters<IdempotencyStore["transaction"]>[1]>[0], nonce: string) =>
+    trx.insertInto("siwe_nonces").values({ nonce, expires_at: new Date(Date.now() + 60_000) }).execute();
+  const answer = (body: unknown) => ({ status: 201, body });
+
+  it("commits the change and the stored answer together", async () => {
+    const principal = `test:${crypto.randomUUID()}`;
+    const claim = await claimFor(principal, "commit-1");
+    const nonce = `n${crypto.randomUUID().replaceAll("-", "")}`;
+    const result = await store().transaction(claim, async (trx) => (await insertNonce(trx, nonce), { nonce }), answer);
+    expect(result).toEqual({ nonce });
+    expect(await nonceExists(nonce)).toBe(true);
+    expect(await keyRow(principal, "commit-1")).toMatchObject({ state: "completed", response_status: 201, response_body: { nonce } });
+    const replay = await store().claim(principal, "commit-1", "POST", "/v1/test", requestFingerprint("POST", "/v1/test", { n: 1 }));
+    expect(replay).toEqual({ kind: "replay", status: 201, body: { nonce } });
+  });
+
+  it("rolls back the change and stores nothing when the work fails after writing; the key is then freed", async () => {
+    const principal = `test:${crypto.randomUUID()}`;
+    const claim = await claimFor(principal, "rollback-1");
+    const nonce = `n${crypto.randomUUID().replaceAll("-", "")}`;
+    await expect(
+      store().transaction(claim, async (trx) => {
+        await insertNonce(trx, nonce);
+        throw new Error("failure after the business insert, before the commit");
+      }, answer),
+    ).rejects.toThrow("before the commit");
+    expect(await nonceExists(nonce)).toBe(false);
+    expect(await keyRow(principal, "rollback-1")).toMatchObject({ state: "in_progress", response_status: null, response_body: null });
+    await store().release(claim); // what the route does with a 5xx
+    expect(await keyRow(principal, "rollback-1")).toBeUndefined();
+    expect((await claimFor(principal, "rollback-1")).key).toBe("rollback-1");
+  });
+
+  it("rolls back a change whose key was taken over by a retry meanwhile, leaving the key to the retry", async () => {
+    const principal = `test:${crypto.randomUUID()}`;
+    const claim = await claimFor(principal, "takeover-1");
+    // The first request looks abandoned (past 120 s): a retry takes the key over.
+    await api.db.updateTable("idempotency_keys").set({ locked_at: new Date(Date.now() - 600_000) }).where("principal", "=", principal).execute();
+    const retry = await claimFor(principal, "takeover-1");
+    const nonce = `n${crypto.randomUUID().replaceAll("-", "")}`;
+    await expect(store().transaction(claim, async (trx) => (await insertNonce(trx, nonce), { nonce }), answer)).rejects.toBeInstanceOf(IdempotencyClaimLost);
+    expect(await nonceExists(nonce)).toBe(false);
+    await store().release(claim); // the late request cannot free the retry's key either
+    expect(await keyRow(principal, "takeover-1")).toMatchObject({ state: "in_progress" });
+    expect(retry.token).not.toBe(claim.token);
+  });
+
+  it("stores a refusal raised inside the unit of work, and replays it (HTTP)", async () => {
+    const user = await createUser(api);
+    const id = newId("webhookSubscription");
+    const sub = await api.db
+      .insertInto("webhook_subscriptions")
+      .values({ id, user_id: user.id, url: "http://127.0.0.1:9/hook", events: ["*"], description: null, secret: "whsec_test", all_users: false, status: "disabled" })
+      .returning("id")
+      .executeTakeFirstOrThrow();
+    const headers = { "idempotency-key": `refused-${user.id}` };
+    const refused = await api.request("POST", `/v1/webhooks/${sub.id}/test`, { token: user.token, headers });
+    expectProblem(refused, 409, "invalid_state");
+    expect(await keyRow(`user:${user.id}`, headers["idempotency-key"])).toMatchObject({ state: "completed", response_status: 409 });
+    const replay = await api.request("POST", `/v1/webhooks/${sub.id}/test`, { token: user.token, headers });
+    expectProblem(replay, 409, "invalid_state");
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    expect(await api.db.selectFrom("webhook_deliveries").select("id").where("subscription_id", "=", sub.id).execute()).toHaveLength(0);
   });
 });

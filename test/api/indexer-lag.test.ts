@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { IndexerLagTracker, type IndexerLagSample } from "../../api/src/chain/indexer-lag.ts";
-import { IndexerWatchdog } from "../../api/src/stack/indexer-watchdog.ts";
+import { IndexerWatchdog } from "../../tools/stack/indexer-watchdog.ts";
 
 const bounds = { maxLagBlocks: 5, stallMs: 10_000 };
 const at = (indexedBlock: number | null, headBlock: number): IndexerLagSample => ({

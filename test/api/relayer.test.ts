@@ -24,6 +24,7 @@ import {
   parseEventLogs,
   toBytes,
   toHex,
+  TransactionNotFoundError,
   zeroAddress,
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
@@ -33,7 +34,7 @@ import { artSharesAbi } from "../../api/src/chain/abi/ArtShares.ts";
 import { type ChainClients, createChainClients } from "../../api/src/chain/clients.ts";
 import { classifyChainError, PermanentChainError, TransientChainError } from "../../api/src/chain/errors.ts";
 import { isAlreadyCertified, Relayer } from "../../api/src/chain/relayer.ts";
-import { freePort } from "../../api/src/stack/processes.ts";
+import { freePort } from "../../tools/stack/processes.ts";
 import { testEnvironment } from "../support/environment.ts";
 
 const HARDHAT_ACCOUNT_5_KEY = "0x8b3a350cf5c34c9194ca85829a2df0ec3153be0318b5e2d3348e872092edffba";
@@ -236,7 +237,7 @@ describe("Relayer.write", () => {
       expect(err).toMatchObject({ kind: "transient", code: "rpc_unavailable" });
       const maybeSent = (err as TransientChainError).hash!;
       expect(maybeSent).toMatch(/^0x[0-9a-f]{64}$/);
-      expect(await clients.publicClient.getTransaction({ hash: maybeSent }).catch(() => null)).toBeNull();
+      expect(await clients.publicClient.getTransaction({ hash: maybeSent }).catch((e: unknown) => e)).toBeInstanceOf(TransactionNotFoundError);
 
       proxy.sendRawTransaction = "forward";
       const retried = await proxyRelayer.write(certifyRequest(droppedId));
@@ -276,7 +277,12 @@ describe("Relayer.write", () => {
     });
     const hash = keccak256(serializedTransaction);
     // Hardhat answers a reverting transaction with an error, but mines it.
-    await publicClient.sendRawTransaction({ serializedTransaction }).catch((e: unknown) => expect(classifyChainError(e).kind).toBe("permanent"));
+    const answer = await publicClient.sendRawTransaction({ serializedTransaction }).then(
+      (sent) => sent,
+      (e: unknown) => e,
+    );
+    expect(answer).toBeInstanceOf(Error);
+    expect(classifyChainError(answer, artCertificateAbi)).toMatchObject({ kind: "permanent", code: "reverted", errorName: "ArtCertificateAlreadyCertified" });
     expect((await publicClient.getTransactionReceipt({ hash })).status).toBe("reverted");
 
     const err = await relayer.waitForReceipt(hash, { abi: artCertificateAbi, label: `certify ${id}` }).catch((e: unknown) => e);

@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { afterAll, expect, it } from "vitest";
 import { createDb } from "../../api/src/db/connection.ts";
 import { recordEvent } from "../../api/src/jobs/outbox.ts";
-import { binPath, childEnv, repoRoot } from "../../api/src/stack/processes.ts";
+import { binPath, childEnv, repoRoot } from "../../tools/stack/processes.ts";
 import { waitFor } from "../support/wait.ts";
 import { createUser, send, startTestApi, type TestApi, testApiSettings } from "./helpers.ts";
 import { createIsolatedDatabase, Receiver } from "./webhooks.support.ts";
@@ -17,16 +17,17 @@ afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
 });
 
-/** `tsx api/src/server.ts` (the API's own entry point) in a process group of its own. */
-async function startApiProcess(settings: Record<string, string>): Promise<{ url: string; child: ChildProcess; output: () => string }> {
-  const child = spawn(binPath("tsx"), ["api/src/server.ts"], { cwd: repoRoot, env: childEnv(settings), stdio: ["ignore", "pipe", "pipe"], detached: true });
+/** `tsx api/src/server.ts` or `tsx api/src/worker.ts` (the API's own entry points) in a process group of its own. */
+async function startApiProcess(script: string, settings: Record<string, string>): Promise<{ url: string; child: ChildProcess; output: () => string }> {
+  const child = spawn(binPath("tsx"), [script], { cwd: repoRoot, env: childEnv(settings), stdio: ["ignore", "pipe", "pipe"], detached: true });
   let output = "";
   child.stdout!.on("data", (c: Buffer) => (output += c.toString()));
   child.stderr!.on("data", (c: Buffer) => (output += c.toString()));
   cleanups.push(async () => killGroup(child));
-  const url = await waitFor(() => /"msg":"API listening"/.test(output) && (JSON.parse(output.split("\n").find((l) => l.includes('"API listening"'))!).url as string), {
+  // Each entry point prints one plain line once it runs; a worker has no URL.
+  const url = await waitFor(() => /^API listening on (\S+)$/m.exec(output)?.[1] ?? (/^Worker running/m.test(output) ? "(worker)" : null), {
     timeoutMs: 30_000,
-    what: `the API process to listen (output: ${output})`,
+    what: `${script} to run (output: ${output})`,
   });
   return { url, child, output: () => output };
 }
@@ -45,7 +46,9 @@ it("re-sends a delivery interrupted by a crash under the same delivery id, and s
   // Attempts time out after 2 s, so an attempt in flight for more than 9 s (the lease) was abandoned.
   const settings = testApiSettings({ DATABASE_URL: database.url, WEBHOOK_TIMEOUT_SECONDS: "2", WEBHOOK_RETRY_SCHEDULE: "1,1,1" });
 
-  const first = await startApiProcess({ ...settings, LOG_LEVEL: "info" });
+  // The HTTP process takes the calls; the worker process sends, and is the one that crashes.
+  const first = await startApiProcess("api/src/server.ts", { ...settings, LOG_LEVEL: "info" });
+  const sender = await startApiProcess("api/src/worker.ts", { ...settings, LOG_LEVEL: "info" });
   const viaChild = { request: (method: string, path: string, opts?: object) => send(first.url, method, path, opts) } as TestApi;
   const user = await createUser(viaChild);
   const url = receiver.endpoint((n) => (n === 1 ? "hang" : { status: 200 }));
@@ -56,8 +59,9 @@ it("re-sends a delivery interrupted by a crash under the same delivery id, and s
 
   const [interrupted] = await receiver.waitForRequests(url, 1);
   expect(interrupted!.headers["webhook-id"]).toBe(ping.body.id);
+  await killGroup(sender.child);
+  expect(sender.child.signalCode).toBe("SIGKILL");
   await killGroup(first.child);
-  expect(first.child.signalCode).toBe("SIGKILL");
 
   const db = createDb(database.url, 2);
   cleanups.push(() => db.destroy());

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { Webhook } from "standardwebhooks";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { signWebhook, verifyWebhookSignature } from "../../api/src/modules/webhooks/signature.ts";
 import { retryDelayMs } from "../../api/src/modules/webhooks/webhooks.delivery.ts";
 
@@ -89,9 +89,14 @@ describe("retryDelayMs", () => {
     expect(retryDelayMs(1, schedule, response(429, " 7 "))).toBe(7_000);
     expect(retryDelayMs(1, schedule, response(429, "0"))).toBe(1_000);
     expect(retryDelayMs(1, schedule, response(503, String(30 * 24 * 3600)))).toBe(24 * 3600_000);
-    const inAMinute = retryDelayMs(1, schedule, response(429, new Date(Date.now() + 60_000).toUTCString()))!;
-    expect(inAMinute).toBeGreaterThan(58_000);
-    expect(inAMinute).toBeLessThanOrEqual(60_000);
+    // A date has whole seconds: half a second past one, a date a minute ahead is 59.5 s away.
+    vi.useFakeTimers({ toFake: ["Date"], now: Date.parse("2030-01-01T00:00:00.500Z") });
+    try {
+      expect(retryDelayMs(1, schedule, response(429, "Tue, 01 Jan 2030 00:01:00 GMT"))).toBe(59_500);
+      expect(retryDelayMs(1, schedule, response(503, "Tue, 01 Jan 2030 00:00:00 GMT"))).toBe(1_000);
+    } finally {
+      vi.useRealTimers();
+    }
     expect(retryDelayMs(1, schedule, response(500, "120"), () => 0.5)).toBe(5_000);
     expect(retryDelayMs(1, schedule, response(503, "soon"), () => 0.5)).toBe(5_000);
   });

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll } from "vitest";
-import { dropDatabase, ensureDatabase, withDatabase } from "../../api/src/stack/postgres.ts";
+import { dropDatabase, ensureDatabase, withDatabase } from "../../tools/stack/postgres.ts";
 import { waitFor } from "../support/wait.ts";
 import { testEnvironment } from "./environment.ts";
 import { startTestApi, type TestApi } from "./helpers.ts";

@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { OUTBOX_DISPATCH_TASK, recordEvent } from "../../api/src/jobs/outbox.ts";
 import { enqueue } from "../../api/src/jobs/queue.ts";
 import { WEBHOOK_EVENTS } from "../../api/src/modules/webhooks/events.ts";
+import { RETRY_JITTER } from "../../api/src/modules/webhooks/webhooks.delivery.ts";
 import { verifyWebhookSignature } from "../../api/src/modules/webhooks/signature.ts";
 import { MAX_SUBSCRIPTIONS_PER_USER } from "../../api/src/modules/webhooks/webhooks.service.ts";
 import { artworkInput } from "../support/artworks.ts";
@@ -13,7 +14,8 @@ import { createUser, expectProblem, type TestApi, type TestUser } from "./helper
 import { type ReceivedRequest, type Reply, useIsolatedTestApi, useReceiver } from "./webhooks.support.ts";
 
 // Test scale: retries after about 1 s each (three of them), attempts time out after 2 s.
-const api = useIsolatedTestApi({ WEBHOOK_RETRY_SCHEDULE: "1,1,1", WEBHOOK_TIMEOUT_SECONDS: "2", WEBHOOK_CONCURRENCY: "4" });
+const RETRY_SCHEDULE_SECONDS = [1, 1, 1];
+const api = useIsolatedTestApi({ WEBHOOK_RETRY_SCHEDULE: RETRY_SCHEDULE_SECONDS.join(","), WEBHOOK_TIMEOUT_SECONDS: "2", WEBHOOK_CONCURRENCY: "4" });
 const receiver = useReceiver();
 
 async function subscribe(a: TestApi, user: TestUser, body: Record<string, unknown>) {
@@ -33,6 +35,33 @@ function waitForDelivery(subscriptionId: string, deliveryId: string, user: TestU
     const d = await delivery(subscriptionId, deliveryId, user);
     return check(d) ? d : null;
   }, { timeoutMs, what: `delivery ${deliveryId}` });
+}
+
+/** The delivery's row once failed attempt number `attempts` has scheduled the next one. */
+function scheduledRetry(deliveryId: string, attempts: number, timeoutMs = 15_000) {
+  return waitFor(
+    () =>
+      api.db
+        .selectFrom("webhook_deliveries")
+        .selectAll()
+        .where("id", "=", deliveryId)
+        .where("attempts", "=", attempts)
+        .where("next_retry_at", "is not", null)
+        .executeTakeFirst(),
+    { timeoutMs, what: `the retry after attempt ${attempts} of ${deliveryId}` },
+  );
+}
+
+/**
+ * The stored next_retry_at is `delay` after the moment the sender computed it, a moment between the
+ * attempt's start (last_attempt_at) and the recording of its outcome (updated_at): so a delay within
+ * [minMs, maxMs] puts next_retry_at within [last_attempt_at + minMs, updated_at + maxMs] (the API
+ * and Postgres read the same host clock; 1 ms for the sender's whole milliseconds).
+ */
+function expectRetryAfter(row: { next_retry_at: Date | null; last_attempt_at: Date | null; updated_at: Date }, minMs: number, maxMs: number) {
+  const next = row.next_retry_at!.getTime();
+  expect(next - row.last_attempt_at!.getTime()).toBeGreaterThanOrEqual(Math.floor(minMs) - 1);
+  expect(next - row.updated_at.getTime()).toBeLessThanOrEqual(Math.ceil(maxMs));
 }
 
 /** Records an event that concerns `audience` (user ids), as a producer does. */
@@ -321,10 +350,9 @@ describe("delivery", () => {
     await receiver.waitForRequests(url, 1);
     const waiting = await waitForDelivery(sub.id, ping.body.id, user, (d) => d.attempts === 1 && d.next_retry_at !== null);
     expect(waiting).toMatchObject({ status: "pending", last_response_code: 500, last_response_body: "boom", last_error: "HTTP 500: not a 2xx response" });
-    const row = await api.db.selectFrom("webhook_deliveries").selectAll().where("id", "=", ping.body.id).executeTakeFirstOrThrow();
-    const delay = row.next_retry_at!.getTime() - row.last_attempt_at!.getTime();
-    expect(delay).toBeGreaterThanOrEqual(900); // 1 s ±10 %, plus the time the attempt took
-    expect(delay).toBeLessThanOrEqual(2_000);
+    const row = await scheduledRetry(ping.body.id, 1);
+    const delayMs = RETRY_SCHEDULE_SECONDS[0]! * 1000;
+    expectRetryAfter(row, delayMs * (1 - RETRY_JITTER), delayMs * (1 + RETRY_JITTER));
 
     const requests = await receiver.waitForRequests(url, 3);
     const done = await waitForDelivery(sub.id, ping.body.id, user, (d) => d.status === "succeeded");
@@ -332,7 +360,7 @@ describe("delivery", () => {
     expect(new Set(requests.map((r) => r.headers["webhook-id"]))).toEqual(new Set([ping.body.id]));
     expect(new Set(requests.map((r) => r.body)).size).toBe(1);
     for (const r of requests) expectSignedBy(r, sub.secret);
-    expect(requests[1]!.at - requests[0]!.at).toBeGreaterThanOrEqual(850);
+    expect(requests[1]!.at).toBeGreaterThanOrEqual(row.next_retry_at!.getTime()); // not before its time
     const stored = await api.db.selectFrom("webhook_subscriptions").select("failing_since").where("id", "=", sub.id).executeTakeFirstOrThrow();
     expect(stored.failing_since).toBeNull();
   });
@@ -386,22 +414,25 @@ describe("delivery", () => {
 
   it("honours Retry-After in seconds or as a date on 429 and 503", async () => {
     const user = await createUser(api);
-    const url = receiver.endpoint((n) =>
-      n === 1
-        ? { status: 503, headers: { "Retry-After": "3" } }
-        : n === 2
-          ? { status: 429, headers: { "Retry-After": new Date(Date.now() + 3_000).toUTCString() } }
-          : { status: 200 },
-    );
+    let retryAt = 0;
+    const url = receiver.endpoint((n) => {
+      if (n === 1) return { status: 503, headers: { "Retry-After": "3" } };
+      if (n > 2) return { status: 200 };
+      const date = new Date(Date.now() + 3_000).toUTCString(); // whole seconds
+      retryAt = Date.parse(date);
+      return { status: 429, headers: { "Retry-After": date } };
+    });
     const sub = await subscribe(api, user, { url, events: QUIET });
     const ping = await api.request("POST", `/v1/webhooks/${sub.id}/test`, { token: user.token });
-    await receiver.waitForRequests(url, 1);
-    await waitForDelivery(sub.id, ping.body.id, user, (d) => d.next_retry_at !== null);
-    const row = await api.db.selectFrom("webhook_deliveries").selectAll().where("id", "=", ping.body.id).executeTakeFirstOrThrow();
-    expect(row.next_retry_at!.getTime() - row.last_attempt_at!.getTime()).toBeGreaterThanOrEqual(2_900);
+    // Retry-After wins over the schedule, without jitter: 3 s after the answer, then at the date given.
+    const afterSeconds = await scheduledRetry(ping.body.id, 1);
+    expectRetryAfter(afterSeconds, 3_000, 3_000);
+    const afterDate = await scheduledRetry(ping.body.id, 2, 10_000);
+    expect(afterDate.next_retry_at!.getTime()).toBeGreaterThanOrEqual(retryAt);
+    expect(afterDate.next_retry_at!.getTime()).toBeLessThanOrEqual(retryAt + (afterDate.updated_at.getTime() - afterDate.last_attempt_at!.getTime()));
     const requests = await receiver.waitForRequests(url, 3, 20_000);
-    expect(requests[1]!.at - requests[0]!.at).toBeGreaterThanOrEqual(2_900);
-    expect(requests[2]!.at - requests[1]!.at).toBeGreaterThanOrEqual(1_900); // a date has whole seconds
+    expect(requests[1]!.at).toBeGreaterThanOrEqual(afterSeconds.next_retry_at!.getTime());
+    expect(requests[2]!.at).toBeGreaterThanOrEqual(afterDate.next_retry_at!.getTime());
     await waitForDelivery(sub.id, ping.body.id, user, (d) => d.status === "succeeded" && d.attempts === 3);
   });
 

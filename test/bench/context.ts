@@ -3,12 +3,12 @@ import os from "node:os";
 import path from "node:path";
 import { english, generateMnemonic, privateKeyToAccount } from "viem/accounts";
 import { HARDHAT_DEV_RELAYER_KEY, loadConfig } from "../../api/src/config.ts";
-import { type RunningServer, startServer } from "../../api/src/server.ts";
-import { readChainIdentity, startHardhatNode } from "../../api/src/stack/chain.ts";
-import { deployPlatform, type PlatformDeployment } from "../../api/src/stack/deploy.ts";
-import { type Indexer, startIndexer } from "../../api/src/stack/indexer.ts";
-import { ensureDatabase, startEmbeddedPostgres } from "../../api/src/stack/postgres.ts";
-import { freePort } from "../../api/src/stack/processes.ts";
+import { type RunningPlatform, startPlatform } from "../../api/src/platform.ts";
+import { readChainIdentity, startHardhatNode } from "../../tools/stack/chain.ts";
+import { deployPlatform, type PlatformDeployment } from "../../tools/stack/deploy.ts";
+import { type Indexer, startIndexer } from "../../tools/stack/indexer.ts";
+import { ensureDatabase, startEmbeddedPostgres } from "../../tools/stack/postgres.ts";
+import { freePort } from "../../tools/stack/processes.ts";
 
 export const BENCH_ADMIN_KEY = "sk_bench_admin_key_000000000000000000";
 
@@ -22,7 +22,7 @@ export interface BenchContext {
   genesisHash: `0x${string}`;
   deployment: PlatformDeployment;
   /** Starts the API (bootstrap admin key BENCH_ADMIN_KEY; rate limits off); stopped by dispose(). */
-  startApi(overrides?: Record<string, string>): Promise<RunningServer>;
+  startApi(overrides?: Record<string, string>): Promise<RunningPlatform>;
   /** Starts Ponder on this chain and database (views schema `chain`); stopped by dispose(). */
   startIndexer(): Promise<Indexer>;
   /** Runs `fn` at dispose time (reverse order of registration). */
@@ -59,7 +59,7 @@ export async function createBenchContext(): Promise<BenchContext> {
     genesisHash: identity.genesisHash,
     deployment,
     async startApi(overrides = {}) {
-      const api = await startServer(
+      const api = await startPlatform(
         loadConfig({
           NODE_ENV: "development",
           PORT: "0",
@@ -77,6 +77,7 @@ export async function createBenchContext(): Promise<BenchContext> {
           ...(indexerUrl ? { INDEXER_URL: indexerUrl } : {}),
           ...overrides,
         }),
+        { http: true, worker: true },
       );
       disposers.push(() => api.close());
       return api;

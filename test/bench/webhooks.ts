@@ -7,7 +7,7 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import { createDb } from "../../api/src/db/connection.ts";
 import { recordEvent } from "../../api/src/jobs/outbox.ts";
-import type { RunningServer } from "../../api/src/server.ts";
+import type { RunningPlatform } from "../../api/src/platform.ts";
 import { BENCH_ADMIN_KEY, type BenchContext, call, percentile, table } from "./context.ts";
 
 interface Scenario {
@@ -29,7 +29,7 @@ const SCENARIOS: Scenario[] = [
 const PRODUCERS = 4;
 
 export async function benchWebhooks(ctx: BenchContext): Promise<string> {
-  let api: RunningServer = await ctx.startApi();
+  let api: RunningPlatform = await ctx.startApi();
   const db = createDb(ctx.databaseUrl, PRODUCERS + 1);
   ctx.onDispose(() => db.destroy());
   const admin = await call(api.url, "POST", "/v1/auth/token", { api_key: BENCH_ADMIN_KEY, scope: ["admin"] });

@@ -4,13 +4,13 @@
  * then restarts. The restarted pipeline resumes from the stored hash without sending again, and the
  * indexer's event certifies the artwork once, with one event.
  */
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { sql } from "kysely";
 import { english, generateMnemonic, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createDb } from "../../api/src/db/connection.ts";
-import { binPath, childEnv, freePort, type ManagedProcess, spawnManaged, waitUntil } from "../../api/src/stack/processes.ts";
+import { binPath, childEnv, freePort, type ManagedProcess, spawnManaged, waitUntil } from "../../tools/stack/processes.ts";
 import { ADMIN_API_KEY, createUser, send, type TestApi } from "../api/helpers.ts";
 import {
   artworkInput,
@@ -49,14 +49,17 @@ afterAll(async () => {
   await database?.drop().catch(() => {});
 });
 
-/** The API as its own process (`node --import tsx api/src/server.ts`), as an operator runs it. */
+/**
+ * The API as an operator runs it: its HTTP process and its worker process (`node --import tsx
+ * api/src/server.ts` and `api/src/worker.ts`); `process` is the worker, which certifies.
+ */
 async function startApiProcess(name: string, settings: Record<string, string>): Promise<{ url: string; process: ManagedProcess }> {
   const port = await freePort();
-  const child = spawnManaged({
-    name,
+  const spawnOne = (script: string, suffix: string) => spawnManaged({
+    name: `${name}-${suffix}`,
     command: binPath("node"),
-    args: ["--import", "tsx", "api/src/server.ts"],
-    logFile: path.join(env.tempDir, `${name}.log`),
+    args: ["--import", "tsx", script],
+    logFile: path.join(env.tempDir, `${name}-${suffix}.log`),
     detached: false,
     env: childEnv({
       NODE_ENV: "test",
@@ -80,10 +83,18 @@ async function startApiProcess(name: string, settings: Record<string, string>): 
       ...settings,
     }),
   });
-  children.push(child);
+  const http = spawnOne("api/src/server.ts", "http");
+  children.push(http);
   const url = `http://127.0.0.1:${port}`;
-  await waitUntil(async () => (await fetch(`${url}/healthz`)).ok, { timeoutMs: 60_000, what: `${name} on ${url}`, abort: child.exited });
-  return { url, process: child };
+  await waitUntil(async () => (await fetch(`${url}/healthz`)).ok, { timeoutMs: 60_000, what: `${name} on ${url}`, abort: http.exited });
+  const worker = spawnOne("api/src/worker.ts", "worker");
+  children.push(worker);
+  await waitUntil(async () => /^Worker running/m.test(readFileSync(path.join(env.tempDir, `${name}-worker.log`), "utf8")), {
+    timeoutMs: 60_000,
+    what: `${name}'s worker`,
+    abort: worker.exited,
+  });
+  return { url, process: worker };
 }
 
 const apiAt = (url: string) => ({ url, request: (method: string, p: string, opts?: object) => send(url, method, p, opts) }) as unknown as TestApi;

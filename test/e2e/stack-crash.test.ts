@@ -3,7 +3,7 @@
  * process and its log, stops the others, and exits non-zero.
  */
 import { afterAll, expect, it } from "vitest";
-import { isRunning } from "../../api/src/stack/runtime-files.ts";
+import { isRunning } from "../../tools/stack/runtime-files.ts";
 import { type BootedStack, bootStack } from "../support/stack.ts";
 import { waitFor } from "../support/wait.ts";
 

@@ -7,9 +7,9 @@
  * The watchdog's judgement on a fake clock: test/api/indexer-lag.test.ts.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { chainClient } from "../../api/src/stack/chain.ts";
-import { freePort } from "../../api/src/stack/processes.ts";
-import { isRunning, readProcessRecords } from "../../api/src/stack/runtime-files.ts";
+import { chainClient } from "../../tools/stack/chain.ts";
+import { freePort } from "../../tools/stack/processes.ts";
+import { isRunning, readProcessRecords } from "../../tools/stack/runtime-files.ts";
 import { type BootedStack, bootStack } from "../support/stack.ts";
 import { type FreezableProxy, startFreezableProxy } from "../support/freezable-proxy.ts";
 import { waitFor } from "../support/wait.ts";

@@ -6,7 +6,7 @@
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { createSiweMessage } from "viem/siwe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isRunning } from "../../api/src/stack/runtime-files.ts";
+import { isRunning } from "../../tools/stack/runtime-files.ts";
 import { type BootedStack, bootStack } from "../support/stack.ts";
 import { waitFor } from "../support/wait.ts";
 
@@ -111,12 +111,12 @@ describe("npm start", () => {
 
   it("stops every process on Ctrl-C and exits 0", async () => {
     const processes = stack.processes;
-    expect(processes.map((p) => p.name).sort()).toEqual(["hardhat node", "indexer (ponder)", "postgres", "stack"]);
+    expect(processes.map((p) => p.name).sort()).toEqual(["api", "hardhat node", "indexer (ponder)", "postgres", "stack", "worker"]);
     expect(processes.every(isRunning)).toBe(true);
 
     const exit = await stack.stop("SIGINT");
     expect(exit).toEqual({ code: 0, signal: null });
-    expect(stack.output()).toContain("stopping the API, the indexer, the chain and the database");
+    expect(stack.output()).toContain("stopping the worker, the API, the indexer, the chain and the database");
     await waitFor(() => processes.every((p) => !isRunning(p)), { timeoutMs: 5_000, what: "no orphan processes" });
     const res = await fetch(`${stack.url}/healthz`).catch(() => null);
     expect(res).toBeNull();

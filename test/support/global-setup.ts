@@ -14,12 +14,12 @@ import path from "node:path";
 import type { TestProject } from "vitest/node";
 import { createDb } from "../../api/src/db/connection.ts";
 import { migrateToLatest } from "../../api/src/db/migrate.ts";
-import { readChainIdentity, startHardhatNode } from "../../api/src/stack/chain.ts";
-import { recordChainDeployment } from "../../api/src/stack/chain-identity.ts";
-import { deployPlatform } from "../../api/src/stack/deploy.ts";
-import { dropDatabase, ensureDatabase, startEmbeddedPostgres, withDatabase } from "../../api/src/stack/postgres.ts";
-import { freePort } from "../../api/src/stack/processes.ts";
-import { HARDHAT_ACCOUNT_0_KEY } from "../../api/src/stack/settings.ts";
+import { readChainIdentity, startHardhatNode } from "../../tools/stack/chain.ts";
+import { recordChainDeployment } from "../../api/src/chain/chain-identity.ts";
+import { deployPlatform } from "../../tools/stack/deploy.ts";
+import { dropDatabase, ensureDatabase, startEmbeddedPostgres, withDatabase } from "../../tools/stack/postgres.ts";
+import { freePort } from "../../tools/stack/processes.ts";
+import { HARDHAT_ACCOUNT_0_KEY } from "../../tools/stack/settings.ts";
 import type { TestEnvironment } from "./environment.ts";
 
 const RELAYER = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266"; // account #0, the key below

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import path from "node:path";
-import { type Indexer, type IndexerTarget, startIndexer } from "../../api/src/stack/indexer.ts";
-import { freePort } from "../../api/src/stack/processes.ts";
+import { type Indexer, type IndexerTarget, startIndexer } from "../../tools/stack/indexer.ts";
+import { freePort } from "../../tools/stack/processes.ts";
 import { testEnvironment } from "./environment.ts";
 
 export interface TestIndexer {

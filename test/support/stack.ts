@@ -2,8 +2,8 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { binPath, childEnv, freePort, repoRoot } from "../../api/src/stack/processes.ts";
-import { type ProcessRecord, isRunning, readProcessRecords } from "../../api/src/stack/runtime-files.ts";
+import { binPath, childEnv, freePort, repoRoot } from "../../tools/stack/processes.ts";
+import { type ProcessRecord, isRunning, readProcessRecords } from "../../tools/stack/runtime-files.ts";
 
 export interface BootedStack {
   /** The API base URL from the banner. */
@@ -41,7 +41,7 @@ const ISOLATED = [
 ];
 
 /**
- * Starts the platform exactly as `npm start` does (`tsx api/src/stack/start.ts` with
+ * Starts the platform exactly as `npm start` does (`tsx tools/stack/start.ts` with
  * node_modules/.bin on PATH and telemetry off), in a temporary DATA_DIR on free ports, and
  * resolves once the banner is printed.
  */
@@ -58,7 +58,7 @@ export async function bootStack(options: BootStackOptions = {}): Promise<BootedS
     LOG_LEVEL: "warn",
     ...options.env,
   });
-  const child: ChildProcess = spawn(binPath("tsx"), ["api/src/stack/start.ts"], { cwd: repoRoot, env, stdio: ["ignore", "pipe", "pipe"] });
+  const child: ChildProcess = spawn(binPath("tsx"), ["tools/stack/start.ts"], { cwd: repoRoot, env, stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));

@@ -57,6 +57,21 @@ export class IndexedCertificates {
     return rows.map(toCertificate);
   }
 
+  /** The certificates minted in blocks (fromBlock, toBlock], in chain order. */
+  async inBlocks(fromBlock: bigint, toBlock: bigint): Promise<IndexedCertificate[]> {
+    const rows = await this.read(() =>
+      this.views
+        .selectFrom("certificate")
+        .selectAll()
+        .where("block_number", ">", fromBlock)
+        .where("block_number", "<=", toBlock)
+        .orderBy("block_number")
+        .orderBy("log_index")
+        .execute(),
+    );
+    return rows.map(toCertificate);
+  }
+
   async byHash(certificateHash: string): Promise<IndexedCertificate | undefined> {
     const row = await this.read(() =>
       this.views

@@ -1,3 +1,4 @@
+import { type Kysely, sql } from "kysely";
 import type { Logger } from "pino";
 import {
   type Abi,
@@ -57,6 +58,13 @@ export interface RelayerOptions {
   receiptTimeoutMs?: number | undefined;
   /** Blocks on top of the transaction's before it counts as done (default 1: mined). */
   confirmations?: number | undefined;
+  /**
+   * The database the processes signing with this key share: each send then takes the nonce under a
+   * Postgres advisory lock of the account, re-read from the node's pending count, so that several
+   * worker processes never sign two transactions with one nonce. Without it, nonces are assigned
+   * in memory: one process per key.
+   */
+  sharedNonces?: Kysely<any> | undefined;
 }
 
 /** Attempts of one write when the node refuses its nonce or its fees (each attempt re-reads them). */
@@ -75,11 +83,11 @@ type Fees = { type: "eip1559"; maxFeePerGas: bigint; maxPriorityFeePerGas: bigin
  * Nonces start from the account's pending transaction count and are re-read from the chain after
  * any send failure; a refused nonce or fee is retried with fresh values a few times.
  *
- * One relayer account per process: nonces are assigned in memory, so two processes (two API
- * instances, or a worker beside the API) signing with the same key race for nonces and keep
- * failing each other's writes with nonce conflicts (which stay safe, as every contract write here
- * is idempotent, but waste attempts). Give each instance its own relayer key with the roles, or
- * put a lock shared by the instances (a Postgres advisory lock) around `submit`.
+ * Several processes with one key: with `sharedNonces` (the shared database), a send takes a Postgres
+ * advisory lock of the account, reads the node's pending nonce under it, signs and sends, and
+ * releases it, so the processes take turns and never sign one nonce twice (each keeps its own
+ * pipelining of receipts). Without it, nonces are assigned in memory and one process per key is the
+ * rule: two would race for nonces and fail each other's writes with nonce conflicts.
  */
 export class Relayer {
   private readonly publicClient: PublicClient<Transport, Chain>;
@@ -88,6 +96,7 @@ export class Relayer {
   private readonly log: Logger | undefined;
   private readonly receiptTimeoutMs: number;
   private readonly confirmations: number;
+  private readonly sharedNonces: Kysely<any> | undefined;
 
   /** The next nonce to assign; undefined means "read it from the chain first". */
   private nextNonce: number | undefined;
@@ -101,6 +110,7 @@ export class Relayer {
     this.log = options.logger?.child({ component: "relayer", relayer: options.account.address });
     this.receiptTimeoutMs = options.receiptTimeoutMs ?? 120_000;
     this.confirmations = options.confirmations ?? 1;
+    this.sharedNonces = options.sharedNonces;
   }
 
   get address(): Address {
@@ -221,38 +231,55 @@ export class Relayer {
 
   /**
    * Assigns the next nonce, signs and sends, all under the nonce lock (never held while waiting for
-   * receipts). Any failure makes the next assignment re-read the nonce from the chain.
+   * receipts; with `sharedNonces`, also under the account's advisory lock shared by the processes).
+   * Any failure makes the next assignment re-read the nonce from the chain.
    */
   private submit(
     tx: { to: Address; data: Hex; value: bigint; gas: bigint; fees: Fees },
     abi: Abi,
     label: string,
   ): Promise<{ hash: Hash; nonce: number }> {
-    return this.exclusive(async () => {
-      const nonce = this.nextNonce ?? (await this.syncNonce());
-      const serializedTransaction = await this.account.signTransaction(
-        { chainId: this.chain.id, to: tx.to, data: tx.data, value: tx.value, gas: tx.gas, nonce, ...tx.fees },
-        { serializer: this.chain.serializers?.transaction },
+    if (this.sharedNonces) {
+      const shared = this.sharedNonces;
+      // Another process may have sent since: the nonce is read from the node under the lock, every time.
+      return this.exclusive(() =>
+        shared.transaction().execute(async (trx) => {
+          await sql`select pg_advisory_xact_lock(hashtextextended(${`relayer_nonce:${this.account.address.toLowerCase()}`}, 0))`.execute(trx);
+          return this.signAndSend(await this.syncNonce(), tx, abi, label);
+        }),
       );
-      const hash = keccak256(serializedTransaction);
-      try {
-        await this.publicClient.sendRawTransaction({ serializedTransaction });
-      } catch (err) {
-        this.nextNonce = undefined;
-        // A retried HTTP request can land twice ("already known", or "nonce too low" once mined), and
-        // Hardhat answers a reverting transaction with an error although it mined it: if the node has
-        // our exact transaction, it was sent.
-        if (!(await this.isKnown(hash))) {
-          const failed = classifyChainError(err, abi, { label });
-          // Refused outright, the transaction does not exist; lost on the way, it may still be mined.
-          const mayHaveLanded = failed.code === "rpc_unavailable" || failed.code === "timeout" || failed.code === "unknown";
-          throw mayHaveLanded ? classifyChainError(err, abi, { label, hash }) : failed;
-        }
+    }
+    return this.exclusive(async () => this.signAndSend(this.nextNonce ?? (await this.syncNonce()), tx, abi, label));
+  }
+
+  private async signAndSend(
+    nonce: number,
+    tx: { to: Address; data: Hex; value: bigint; gas: bigint; fees: Fees },
+    abi: Abi,
+    label: string,
+  ): Promise<{ hash: Hash; nonce: number }> {
+    const serializedTransaction = await this.account.signTransaction(
+      { chainId: this.chain.id, to: tx.to, data: tx.data, value: tx.value, gas: tx.gas, nonce, ...tx.fees },
+      { serializer: this.chain.serializers?.transaction },
+    );
+    const hash = keccak256(serializedTransaction);
+    try {
+      await this.publicClient.sendRawTransaction({ serializedTransaction });
+    } catch (err) {
+      this.nextNonce = undefined;
+      // A retried HTTP request can land twice ("already known", or "nonce too low" once mined), and
+      // Hardhat answers a reverting transaction with an error although it mined it: if the node has
+      // our exact transaction, it was sent.
+      if (!(await this.isKnown(hash))) {
+        const failed = classifyChainError(err, abi, { label });
+        // Refused outright, the transaction does not exist; lost on the way, it may still be mined.
+        const mayHaveLanded = failed.code === "rpc_unavailable" || failed.code === "timeout" || failed.code === "unknown";
+        throw mayHaveLanded ? classifyChainError(err, abi, { label, hash }) : failed;
       }
-      this.nextNonce = nonce + 1;
-      this.log?.debug({ label, hash, nonce }, "transaction sent");
-      return { hash, nonce };
-    });
+    }
+    this.nextNonce = nonce + 1;
+    this.log?.debug({ label, hash, nonce }, "transaction sent");
+    return { hash, nonce };
   }
 
   private async syncNonce(): Promise<number> {

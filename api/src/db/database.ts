@@ -192,6 +192,37 @@ export interface ArtworkProvenanceTable {
   occurred_at: Timestamp;
 }
 
+export type ChainOperationStatus = "pending" | "sent" | "confirmed" | "failed";
+
+/** A chain write as a durable operation (api/src/chain/operations.ts). */
+export interface ChainOperationsTable {
+  id: Generated<bigint>;
+  /** The business key: `certify:<artwork_id>`, `mint_shares:<purchase_id>`, ... */
+  key: string;
+  kind: string;
+  /** jsonb: what to send; written as JSON text. */
+  payload: ColumnType<Record<string, unknown>, string, string>;
+  status: ChainOperationStatus;
+  tx_hash: string | null;
+  attempts: Generated<number>;
+  lease_until: NullableTimestamp;
+  last_error: string | null;
+  /** jsonb: the confirmed facts, as the kind returned them. */
+  result: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;
+  confirmed_from: "indexer" | "chain" | null;
+  confirmed_at: NullableTimestamp;
+  indexed_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+/** The last indexed block a consumer (an operation kind) has read. */
+export interface ChainCursorsTable {
+  consumer: string;
+  block_number: ColumnType<bigint, bigint | string, bigint | string>;
+  updated_at: Timestamp;
+}
+
 export interface Database {
   users: UsersTable;
   api_keys: ApiKeysTable;
@@ -204,6 +235,8 @@ export interface Database {
   artwork_provenance: ArtworkProvenanceTable;
   webhook_subscriptions: WebhookSubscriptionsTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  chain_operations: ChainOperationsTable;
+  chain_cursors: ChainCursorsTable;
 }
 
 export type User = Selectable<UsersTable>;
@@ -215,6 +248,7 @@ export type WebhookSubscription = Selectable<WebhookSubscriptionsTable>;
 export type WebhookDelivery = Selectable<WebhookDeliveriesTable>;
 export type Artwork = Selectable<ArtworksTable>;
 export type ArtworkProvenance = Selectable<ArtworkProvenanceTable>;
+export type ChainOperation = Selectable<ChainOperationsTable>;
 
 /** What repositories take first: the pool, or the transaction a service opened. */
 export type Db = Kysely<Database> | Transaction<Database>;

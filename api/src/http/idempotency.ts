@@ -1,5 +1,5 @@
 import canonicalize from "canonicalize";
-import { type Kysely, sql } from "kysely";
+import { type Kysely, sql, type Transaction } from "kysely";
 import type { Database } from "../db/database.ts";
 import { ApiError } from "../lib/errors.ts";
 import { sha256Hex } from "../lib/secrets.ts";
@@ -9,9 +9,31 @@ const ABANDONED_AFTER_SECONDS = 120;
 /** Keys are remembered for a day, as Stripe does. */
 export const IDEMPOTENCY_TTL_HOURS = 24;
 
+/**
+ * A key this request holds. `token` is the claim's `locked_at` (as text, microseconds kept): a
+ * request that lost its key to a takeover (abandoned after 120 s) can no longer complete or free it.
+ */
+export interface ClaimedKey {
+  principal: string;
+  key: string;
+  token: string;
+}
+
 export type IdempotencyClaim =
-  | { kind: "claimed" }
+  | { kind: "claimed"; claim: ClaimedKey }
   | { kind: "replay"; status: number; body: unknown };
+
+/**
+ * The key was taken over by a retry while this request ran: its transaction rolls back and the key
+ * is the retry's (neither stored nor freed here).
+ */
+export class IdempotencyClaimLost extends ApiError {
+  constructor() {
+    super(409, "request_in_progress", "A retry with this Idempotency-Key took it over while this request ran; retry to get its answer", {
+      headers: { "Retry-After": "1" },
+    });
+  }
+}
 
 /**
  * The request a key stands for. Keys belong to the user, so the caller's scopes count too: a replay
@@ -28,7 +50,11 @@ export function requestFingerprint(method: string, path: string, body: unknown, 
  * still running is 409.
  */
 export class IdempotencyStore {
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    /** IDEMPOTENCY_CRASH_AFTER_COMMIT (tests): SIGKILL after a unit of work commits, before the answer is sent. */
+    private readonly options: { crashAfterCommit?: boolean } = {},
+  ) {}
 
   async claim(principal: string, key: string, method: string, path: string, fingerprint: string): Promise<IdempotencyClaim> {
     const inserted = await this.db
@@ -57,9 +83,9 @@ export class IdempotencyStore {
           ]),
         ),
       )
-      .returning("key")
+      .returning(sql<string>`locked_at::text`.as("token"))
       .executeTakeFirst();
-    if (inserted) return { kind: "claimed" };
+    if (inserted) return { kind: "claimed", claim: { principal, key, token: inserted.token } };
 
     const existing = await this.db
       .selectFrom("idempotency_keys")
@@ -79,18 +105,66 @@ export class IdempotencyStore {
     return { kind: "replay", status: existing.response_status ?? 200, body: existing.response_body };
   }
 
-  async complete(principal: string, key: string, status: number, body: unknown): Promise<void> {
+  /**
+   * Stores the answer inside the business transaction `trx` (Stripe's recovery point): the key row
+   * is locked by this UPDATE and committed or rolled back with the change, so a crash can never
+   * leave a committed change behind a key that is still "in progress". Takes the row lock last, so
+   * a concurrent retry waits only for the commit (then replays) instead of for the whole handler.
+   */
+  private async completeIn(trx: Transaction<Database>, claim: ClaimedKey, status: number, body: unknown): Promise<void> {
+    const updated = await trx
+      .updateTable("idempotency_keys")
+      .set({ state: "completed", response_status: status, response_body: JSON.stringify(body ?? null), completed_at: sql<Date>`now()` })
+      .where("principal", "=", claim.principal)
+      .where("key", "=", claim.key)
+      .where("state", "=", "in_progress")
+      .where(sql<boolean>`locked_at = ${claim.token}::timestamptz`)
+      .returning("key")
+      .executeTakeFirst();
+    if (!updated) throw new IdempotencyClaimLost();
+  }
+
+  /**
+   * A request's unit of work: `work` in one transaction which, when the request holds a key, also
+   * stores `answerOf(result)` under it before committing. Without a key it is a plain transaction.
+   */
+  async transaction<T>(claim: ClaimedKey | null, work: (trx: Transaction<Database>) => Promise<T>, answerOf: (result: T) => { status: number; body: unknown }): Promise<T> {
+    if (!claim) return this.db.transaction().execute(work);
+    const result = await this.db.transaction().execute(async (trx) => {
+      const value = await work(trx);
+      const answer = answerOf(value);
+      await this.completeIn(trx, claim, answer.status, answer.body);
+      return value;
+    });
+    // The test hook: a crash after the commit, before the answer is sent (IDEMPOTENCY_CRASH_AFTER_COMMIT).
+    if (this.options.crashAfterCommit) process.kill(process.pid, "SIGKILL");
+    return result;
+  }
+
+  /**
+   * Stores an answer outside any business transaction: a refusal (4xx) after the change rolled
+   * back, the answer of a handler without a unit of work, or a later answer than the one its
+   * transaction stored (a handler that learned more after the commit).
+   */
+  async complete(claim: ClaimedKey, status: number, body: unknown): Promise<void> {
     await this.db
       .updateTable("idempotency_keys")
       .set({ state: "completed", response_status: status, response_body: JSON.stringify(body ?? null), completed_at: sql<Date>`now()` })
-      .where("principal", "=", principal)
-      .where("key", "=", key)
+      .where("principal", "=", claim.principal)
+      .where("key", "=", claim.key)
+      .where(sql<boolean>`locked_at = ${claim.token}::timestamptz`)
       .execute();
   }
 
   /** A server-side failure is not a result: free the key so the client can retry. */
-  async release(principal: string, key: string): Promise<void> {
-    await this.db.deleteFrom("idempotency_keys").where("principal", "=", principal).where("key", "=", key).execute();
+  async release(claim: ClaimedKey): Promise<void> {
+    await this.db
+      .deleteFrom("idempotency_keys")
+      .where("principal", "=", claim.principal)
+      .where("key", "=", claim.key)
+      .where("state", "=", "in_progress")
+      .where(sql<boolean>`locked_at = ${claim.token}::timestamptz`)
+      .execute();
   }
 
   async purgeExpired(): Promise<number> {

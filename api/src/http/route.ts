@@ -2,10 +2,11 @@ import type { OpenAPIRegistry, RouteConfig } from "@asteasolutions/zod-to-openap
 import type { NextFunction, Request, Response, Router } from "express";
 import type { ZodType } from "zod";
 import type { Role } from "../db/database.ts";
+import type { Transact } from "../db/transact.ts";
 import { ApiError, type FieldError } from "../lib/errors.ts";
 import type { AuthContext } from "../modules/auth/auth.context.ts";
 import { type Scope, scopeCovers } from "../modules/auth/scopes.ts";
-import { type IdempotencyStore, requestFingerprint } from "./idempotency.ts";
+import { type ClaimedKey, IdempotencyClaimLost, type IdempotencyStore, requestFingerprint } from "./idempotency.ts";
 import { type MultipartSpec, parseMultipart, type UploadedFile } from "./multipart.ts";
 import type { RateLimitDecision, RateLimiter } from "./rate-limit.ts";
 import { problemResponses } from "./problem.ts";
@@ -27,6 +28,12 @@ export interface RouteContext<B, Q, P> {
   auth: AuthContext | null;
   /** The uploaded file of a multipart request (routes with `multipart` only). */
   file: UploadedFile | undefined;
+  /**
+   * The request's unit of work: hand it to the service method that writes, which runs its whole
+   * change in it and returns the answer from it. With an Idempotency-Key, that answer is stored in
+   * the same transaction (see ApiRouter). One per request.
+   */
+  transaction: Transact;
 }
 
 export interface AuthedRouteContext<B, Q, P> extends RouteContext<B, Q, P> {
@@ -96,6 +103,17 @@ export interface ApiRouterDeps {
  * Declares an endpoint once: the zod schemas validate the request, document it in OpenAPI and (in
  * tests) check the response. Order per request: authenticate, rate limit, authorize, validate,
  * idempotency, handler.
+ *
+ * Writes and Idempotency-Key (Stripe's recovery point): the route claims the key (in progress),
+ * then every POST that writes the database does all of it in `ctx.transaction`, passed to its
+ * service (`service.create(..., transaction)`; services take a `Transact`, default their own
+ * database). What the transaction's work returns is the answer (a `Reply` for another status): it
+ * is stored under the key inside that transaction, so the change and its stored answer commit or
+ * roll back together, and a crash after the commit leaves a key that replays. The handler answers
+ * what the work returned (a later answer, known only after the commit, is stored as well, with the
+ * in-transaction one as what a crash leaves). A 4xx thrown inside rolls the change back and stores
+ * the refusal; a 5xx frees the key. Effects outside the database go through the outbox or a job
+ * written in the same transaction. Routes that write nothing (or only outside) need not use it.
  */
 export class ApiRouter {
   constructor(private readonly deps: ApiRouterDeps) {}
@@ -149,53 +167,71 @@ export class ApiRouter {
 
     const key = req.get("Idempotency-Key");
     const principal = auth?.principal ?? `ip:${req.ip}`;
-    let claimed = false;
+    let claim: ClaimedKey | null = null;
     if (def.method === "post" && key !== undefined) {
       if (key.length < 1 || key.length > 255 || !/^[\x21-\x7e]+$/.test(key)) {
         throw ApiError.invalidParameter([{ field: "Idempotency-Key", code: "invalid_string", message: "must be 1-255 printable ASCII characters" }]);
       }
       // A multipart request's fields are in rawBody (req.body is unset): they count, with or without a file.
       const fingerprinted = multipart ? { body: rawBody, ...(file ? { [file.field]: file.sha256 } : {}) } : req.body;
-      const claim = await idempotency.claim(principal, key, req.method, req.path, requestFingerprint(req.method, req.path, fingerprinted, auth?.scopes));
-      if (claim.kind === "replay") {
+      const claimed = await idempotency.claim(principal, key, req.method, req.path, requestFingerprint(req.method, req.path, fingerprinted, auth?.scopes));
+      if (claimed.kind === "replay") {
         res.setHeader("Idempotent-Replayed", "true");
-        sendResult(res, claim.status, claim.body);
+        sendResult(res, claimed.status, claimed.body);
         return;
       }
-      claimed = true;
+      claim = claimed.claim;
     }
 
-    let status = def.status ?? 200;
+    // Set once the unit of work committed: its answer is stored, and nothing after it may free the key.
+    let committed: { result: unknown } | null = null;
+    let used = false;
+    const transaction: Transact = async (work) => {
+      if (used) throw new Error(`${def.method.toUpperCase()} ${def.path} ran a second unit of work: one transaction per request`);
+      used = true;
+      const result = await idempotency.transaction(claim, work, (value) => this.answer(def, value));
+      committed = claim ? { result } : null;
+      return result;
+    };
+
     let result: unknown;
+    let answer: { status: number; body: unknown };
     try {
-      result = await def.handler({ req, res, body, query, params, auth, file } as HandlerContext<A, B, Q, P>);
+      result = await def.handler({ req, res, body, query, params, auth, file, transaction } as HandlerContext<A, B, Q, P>);
       if (result instanceof Reply && result.raw) {
         // Bytes are not stored for replay: a key used with such a route stays free for a retry.
-        if (claimed && key) await idempotency.release(principal, key);
+        if (claim && !committed) await idempotency.release(claim);
         for (const [name, value] of Object.entries(result.raw.headers ?? {})) res.setHeader(name, value);
         res.status(result.status).type(result.raw.contentType).send(result.body);
         return;
       }
-      if (result instanceof Reply) {
-        status = result.status;
-        result = result.body;
-      }
-      const schema = status === (def.status ?? 200) ? def.response : def.alternatives?.[status]?.schema;
-      if (this.deps.checkResponses && schema) {
-        const checked = schema.safeParse(result);
-        if (!checked.success) {
-          throw new Error(`Response of ${def.method.toUpperCase()} ${def.path} does not match its schema: ${checked.error.message}`);
-        }
-      }
+      answer = this.answer(def, result);
     } catch (err) {
-      if (claimed && key) {
-        if (err instanceof ApiError && err.status < 500) await idempotency.complete(principal, key, err.status, problemBody(err, res));
-        else await idempotency.release(principal, key);
+      // After the commit the stored answer stands; a lost key is the retry's that took it over.
+      if (claim && !committed && !(err instanceof IdempotencyClaimLost)) {
+        if (err instanceof ApiError && err.status < 500) await idempotency.complete(claim, err.status, problemBody(err, res));
+        else await idempotency.release(claim);
       }
       throw err;
     }
-    if (claimed && key) await idempotency.complete(principal, key, status, result ?? null);
-    sendResult(res, status, result);
+    const stored = committed as { result: unknown } | null;
+    if (claim && (!stored || stored.result !== result)) await idempotency.complete(claim, answer.status, answer.body ?? null);
+    sendResult(res, answer.status, answer.body);
+  }
+
+  /** A handler's (or unit of work's) result as status and body, checked against its schema in tests. */
+  private answer<A extends RouteAuth, B, Q, P>(def: RouteDef<A, B, Q, P>, result: unknown): { status: number; body: unknown } {
+    if (result instanceof Reply && result.raw) throw new Error(`${def.method.toUpperCase()} ${def.path}: a unit of work answers JSON, not bytes`);
+    const status = result instanceof Reply ? result.status : (def.status ?? 200);
+    const body = result instanceof Reply ? result.body : result;
+    const schema = status === (def.status ?? 200) ? def.response : def.alternatives?.[status]?.schema;
+    if (this.deps.checkResponses && schema) {
+      const checked = schema.safeParse(body);
+      if (!checked.success) {
+        throw new Error(`Response of ${def.method.toUpperCase()} ${def.path} does not match its schema: ${checked.error.message}`);
+      }
+    }
+    return { status, body };
   }
 
   private document<A extends RouteAuth, B, Q, P>(def: RouteDef<A, B, Q, P>): void {

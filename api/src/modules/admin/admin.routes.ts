@@ -27,7 +27,7 @@ export function registerAdminRoutes(api: ApiRouter, admin: AdminService, users: 
     body: s.adminUserCreateSchema,
     status: 201,
     response: s.adminUserCreatedSchema,
-    handler: ({ body }) => admin.createUser(body),
+    handler: ({ body, transaction }) => admin.createUser(body, transaction),
   });
 
   api.route({

@@ -1,6 +1,7 @@
 import type { Kysely } from "kysely";
 import { sql } from "kysely";
 import type { Database, Role } from "../../db/database.ts";
+import { type Transact, transactOn } from "../../db/transact.ts";
 import type { AuthService } from "../auth/auth.service.ts";
 import { toAdminView, type UsersService } from "../users/users.service.ts";
 
@@ -12,8 +13,8 @@ export class AdminService {
   ) {}
 
   /** A user with a custodial wallet and a first API key, shown once. */
-  async createUser(input: { username: string; email: string; role: Role; display_name?: string }) {
-    return this.db.transaction().execute(async (trx) => {
+  async createUser(input: { username: string; email: string; role: Role; display_name?: string }, transact: Transact = transactOn(this.db)) {
+    return transact(async (trx) => {
       const user = await this.users.createCustodialUser(trx, input);
       const key = await this.auth.createApiKey(user.id, "default", trx);
       return { ...toAdminView(user), api_key: { id: key.id, secret: key.secret } };

@@ -112,6 +112,17 @@ export function startAttempt(db: Db, id: string, leaseMs: number): Promise<(Artw
     .executeTakeFirst();
 }
 
+/** The artwork with its artist's wallet (the token's recipient). */
+export function findWithArtistWallet(db: Db, id: string): Promise<(Artwork & { artist_wallet: string }) | undefined> {
+  return db
+    .selectFrom("artworks")
+    .innerJoin("users", "users.id", "artworks.artist_id")
+    .selectAll("artworks")
+    .select("users.wallet_address as artist_wallet")
+    .where("artworks.id", "=", id)
+    .executeTakeFirst();
+}
+
 export async function setLease(db: Db, id: string, ms: number, error: string | null = null): Promise<void> {
   await db
     .updateTable("artworks")
@@ -261,39 +272,6 @@ export async function insertCertifiedProvenance(db: Db, entries: { artwork_id: s
 }
 
 /**
- * Artworks not yet certified with a sent certify transaction: those the chain may have certified
- * already (failed ones too, as for the indexer: a transaction may be mined after the last attempt).
- */
-export async function sentUncertified(db: Db, afterId: string | null, limit: number): Promise<{ id: string; certification_tx_hash: string }[]> {
-  let query = db
-    .selectFrom("artworks")
-    .select(["id", "certification_tx_hash"])
-    .where("status", "<>", "certified")
-    .where("certification_tx_hash", "is not", null);
-  if (afterId) query = query.where("id", ">", afterId);
-  const rows = await query.orderBy("id").limit(limit).execute();
-  return rows.map((r) => ({ id: r.id, certification_tx_hash: r.certification_tx_hash! }));
-}
-
-/** Certified from the chain while the indexer lagged, and not yet seen in its view. */
-export async function certifiedUnindexed(db: Db, afterId: string | null, limit: number): Promise<CertifiedFacts[]> {
-  let query = db
-    .selectFrom("artworks")
-    .select(["id", "certificate_hash", "token_id", "certified_at", "certification_tx_hash"])
-    .where("status", "=", "certified")
-    .where("certification_indexed_at", "is", null);
-  if (afterId) query = query.where("id", ">", afterId);
-  const rows = await query.orderBy("id").limit(limit).execute();
-  return rows.map((r) => ({
-    id: r.id,
-    certificate_hash: r.certificate_hash!,
-    token_id: r.token_id!,
-    certified_at: r.certified_at!,
-    tx_hash: r.certification_tx_hash!,
-  }));
-}
-
-/**
  * The indexer now shows these certificates: recorded as indexed, with the indexer's facts (the same
  * as the chain's, unless a reorg moved the certificate to another transaction since).
  */
@@ -315,17 +293,10 @@ export async function markIndexed(db: Db, facts: CertifiedFacts[]): Promise<void
     where p.artwork_id = c.id and p.event = 'certified' and p.tx_hash is distinct from c.tx_hash`.execute(db);
 }
 
-/** Ids of artworks not yet certified (deleted ones included: their certificate is still recorded). */
-export async function uncertifiedIds(db: Db, afterId: string | null, limit: number): Promise<string[]> {
-  let query = db.selectFrom("artworks").select("id").where("status", "<>", "certified");
-  if (afterId) query = query.where("id", ">", afterId);
-  const rows = await query.orderBy("id").limit(limit).execute();
-  return rows.map((r) => r.id);
-}
-
 /**
- * Pending artworks whose attempt should have ended a while ago (its process died, or its job was
- * lost): leased again for `leaseMs` so that only one sweeper re-enqueues each.
+ * Pending artworks still waiting for their image whose download should have ended a while ago (its
+ * process died, or its job was lost): leased again for `leaseMs` so that only one sweeper
+ * re-enqueues each. (Once the image is stored, the chain operation's own lease takes over.)
  */
 export async function reclaimExpiredLeases(trx: Transaction<Database>, graceMs: number, leaseMs: number, limit: number): Promise<string[]> {
   const rows = await trx
@@ -336,6 +307,7 @@ export async function reclaimExpiredLeases(trx: Transaction<Database>, graceMs: 
         .selectFrom("artworks")
         .select("id")
         .where("status", "=", "pending_certification")
+        .where("image_sha256", "is", null)
         .where("certification_lease_until", "<", sql<Date>`now() - ${graceMs} * interval '1 millisecond'`)
         .orderBy("certification_lease_until")
         .limit(limit)

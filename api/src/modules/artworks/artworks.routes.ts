@@ -35,7 +35,7 @@ export function registerArtworksRoutes(api: ApiRouter, artworks: ArtworksService
     multipart: { fileField: "image", maxFileBytes: MAX_IMAGE_BYTES, toBody: s.artworkFormToBody, schema: s.artworkCreateFormSchema },
     status: 201,
     response: s.artworkCreatedSchema,
-    handler: ({ auth, body, file }) => artworks.create({ userId: auth.userId, role: auth.role }, body, file),
+    handler: ({ auth, body, file, transaction }) => artworks.create({ userId: auth.userId, role: auth.role }, body, file, transaction),
   });
 
   api.route({
@@ -127,6 +127,6 @@ export function registerArtworksRoutes(api: ApiRouter, artworks: ArtworksService
     errors: [404, 409],
     response: s.adminVerifyResultSchema,
     alternatives: { 202: { description: "Accepted: the certification is under way (not on-chain within 10 s)", schema: s.adminVerifyResultSchema } },
-    handler: ({ auth, params, body }) => artworks.adminVerify(auth.userId, params.id, body),
+    handler: ({ auth, params, body, transaction }) => artworks.adminVerify(auth.userId, params.id, body, transaction),
   });
 }

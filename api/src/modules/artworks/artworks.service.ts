@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import { type IndexedCertificates, type IndexedTransfer, IndexerNotReadyError } from "../../chain/certificates.ts";
 import type { Config } from "../../config.ts";
 import type { Artwork, ArtworkProvenance, Database, Role } from "../../db/database.ts";
+import { type Transact, transactOn } from "../../db/transact.ts";
 import type { UploadedFile } from "../../http/multipart.ts";
 import { Reply } from "../../http/route.ts";
 import { ApiError, type FieldError } from "../../lib/errors.ts";
@@ -38,7 +39,7 @@ export class ArtworkLinks {
 /** How many recent certifications the estimate looks at, and what it says before there are any. */
 const ESTIMATE_SAMPLE = 50;
 const DEFAULT_ESTIMATE = "5-30 seconds";
-const ADMIN_VERIFY_WAIT_MS = 10_000;
+export const ADMIN_VERIFY_WAIT_MS = 10_000;
 /** The estimate is recomputed at most this often (a burst of uploads asks for it each time). */
 const ESTIMATE_CACHE_MS = 1_000;
 
@@ -64,8 +65,8 @@ export class ArtworksService {
 
   // ---- create ----
 
-  async create(actor: Actor, input: ArtworkCreate, file: UploadedFile | undefined) {
-    const { db, config, storage, users, certification } = this.deps;
+  async create(actor: Actor, input: ArtworkCreate, file: UploadedFile | undefined, transact: Transact = transactOn(this.deps.db)) {
+    const { config, storage, users, certification } = this.deps;
     const artistId = await this.artistFor(actor, input.artist_id);
 
     if (file && input.image_url !== undefined) {
@@ -88,10 +89,15 @@ export class ArtworksService {
       checkImageUrl(input.image_url!, config.allowPrivateWebhookUrls);
     }
 
-    // The file first: if the transaction then fails, the object is removed again; nothing else was written.
+    // The answer is built inside the transaction (it may be stored there for Idempotency-Key replays).
+    const estimate = await this.estimatedCertificationTime();
+    // The file first, outside the transaction: objects are immutable and named by this request's
+    // artwork id and the file's SHA-256, so a retry (a new request after a crash before the commit)
+    // stores its own copy harmlessly; only an object whose request died before committing is left
+    // unreferenced. If the transaction fails, the object is removed again.
     if (image) await storage.put(image.key, image.body, image.contentType);
     try {
-      const artwork = await db.transaction().execute(async (trx) => {
+      return await transact(async (trx) => {
         const created = await repo.insert(trx, {
           id,
           artist_id: artistId,
@@ -124,17 +130,16 @@ export class ArtworksService {
         await certification.request(trx, id);
         // Last: it locks the artist's row until the commit, and an artist's uploads may run at once.
         await users.adjustArtworksCount(trx, artistId, 1);
-        return created;
+        return {
+          id: created.id,
+          title: created.title,
+          artist_id: created.artist_id,
+          status: created.status,
+          certificate_hash: null,
+          estimated_certification_time: estimate,
+          created_at: iso(created.created_at),
+        };
       });
-      return {
-        id: artwork.id,
-        title: artwork.title,
-        artist_id: artwork.artist_id,
-        status: artwork.status,
-        certificate_hash: null,
-        estimated_certification_time: await this.estimatedCertificationTime(),
-        created_at: iso(artwork.created_at),
-      };
     } catch (err) {
       if (image) await storage.delete(image.key).catch(() => {});
       throw err;
@@ -365,9 +370,10 @@ export class ArtworksService {
    * Admin override: certifies a pending or failed artwork through the same pipeline, recording who
    * and why; answers once the chain has it (200) or, after a bounded wait, with the pending state (202).
    */
-  async adminVerify(adminId: string, id: string, input: { override_reason: string; inspector_id?: string | undefined }) {
+  async adminVerify(adminId: string, id: string, input: { override_reason: string; inspector_id?: string | undefined }, transact: Transact = transactOn(this.deps.db)) {
     const { db, config, certification } = this.deps;
-    await db.transaction().execute(async (trx) => {
+    // The transaction's answer (202, pending) is what a crash during the wait leaves to replay.
+    await transact(async (trx) => {
       const a = isId("artwork", id) ? await repo.lockAny(trx, id) : undefined;
       if (!a) throw ApiError.notFound("Artwork");
       if (a.deleted_at) throw ApiError.conflict("invalid_state", "The artwork is deleted");
@@ -389,6 +395,7 @@ export class ArtworksService {
         details: { reason: input.override_reason, ...(input.inspector_id ? { inspector_id: input.inspector_id } : {}) },
       });
       await certification.request(trx, a.id, { priority: -10 });
+      return new Reply(202, { artwork_id: a.id, status: "pending_certification" as const, certificate_hash: a.certificate_hash, certified_at: isoOrNull(a.certified_at), certified_by: adminId });
     });
     const certified = await certification.waitForCertified(id, ADMIN_VERIFY_WAIT_MS);
     const a = (await repo.findAny(db, id))!;

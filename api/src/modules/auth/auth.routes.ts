@@ -2,9 +2,7 @@ import type { ApiRouter } from "../../http/route.ts";
 import { z } from "../../openapi/zod.ts";
 import { iso, isoOrNull } from "../../lib/time.ts";
 import * as s from "./auth.schemas.ts";
-import type { AuthService, IssuedToken } from "./auth.service.ts";
-
-const tokenView = (t: IssuedToken) => ({ token: t.token, token_type: t.token_type, expires_at: iso(t.expires_at), scope: t.scope });
+import type { AuthService } from "./auth.service.ts";
 
 export function registerAuthRoutes(api: ApiRouter, auth: AuthService): void {
   api.route({
@@ -17,7 +15,7 @@ export function registerAuthRoutes(api: ApiRouter, auth: AuthService): void {
     body: s.tokenRequestSchema,
     status: 201,
     response: s.tokenResponseSchema,
-    handler: async ({ body }) => tokenView(await auth.exchangeApiKey(body.api_key, body.scope)),
+    handler: ({ body, transaction }) => auth.exchangeApiKey(body.api_key, body.scope, transaction),
   });
 
   api.route({
@@ -42,10 +40,7 @@ export function registerAuthRoutes(api: ApiRouter, auth: AuthService): void {
     auth: { public: true },
     status: 201,
     response: s.nonceResponseSchema,
-    handler: async () => {
-      const n = await auth.createNonce();
-      return { nonce: n.nonce, expires_at: iso(n.expires_at) };
-    },
+    handler: ({ transaction }) => auth.createNonce(transaction),
   });
 
   api.route({
@@ -59,7 +54,7 @@ export function registerAuthRoutes(api: ApiRouter, auth: AuthService): void {
     body: s.siweVerifySchema,
     status: 201,
     response: s.tokenResponseSchema,
-    handler: async ({ body }) => tokenView(await auth.verifySiwe(body.message, body.signature, body.scope ?? ["write"])),
+    handler: ({ body, transaction }) => auth.verifySiwe(body.message, body.signature, body.scope ?? ["write"], transaction),
   });
 
   api.route({
@@ -73,10 +68,7 @@ export function registerAuthRoutes(api: ApiRouter, auth: AuthService): void {
     body: s.apiKeyCreateSchema,
     status: 201,
     response: s.apiKeyCreatedSchema,
-    handler: async ({ body, auth: caller }) => {
-      const key = await auth.createApiKeyFor(caller, body.name ?? null, body.scope);
-      return { id: key.id, name: key.name, secret: key.secret, scopes: key.scopes, parent_key_id: key.parent_api_key_id, created_at: iso(key.created_at) };
-    },
+    handler: ({ body, auth: caller, transaction }) => auth.createApiKeyFor(caller, body.name ?? null, body.scope, transaction),
   });
 
   api.route({

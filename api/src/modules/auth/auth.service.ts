@@ -4,10 +4,12 @@ import type { Kysely } from "kysely";
 import siwe from "siwe";
 import { getAddress, type Hex, type PublicClient } from "viem";
 import type { Config } from "../../config.ts";
-import type { Database } from "../../db/database.ts";
+import type { Database, Db } from "../../db/database.ts";
+import { type Transact, transactOn } from "../../db/transact.ts";
 import { ApiError } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
 import { hashSecret, newSecret } from "../../lib/secrets.ts";
+import { iso } from "../../lib/time.ts";
 import type { UsersService } from "../users/users.service.ts";
 import type { AuthContext } from "./auth.context.ts";
 import * as repo from "./auth.repository.ts";
@@ -19,10 +21,14 @@ export const NONCE_TTL_MS = 10 * 60 * 1000;
 const SIWE_MAX_SKEW_MS = 5 * 60 * 1000;
 const SIWE_MAX_AGE_MS = NONCE_TTL_MS;
 
+/**
+ * A bearer token as answered (and, under an Idempotency-Key, stored and replayed to the same
+ * caller for 24 h, as Stripe replays what it answered: a retried exchange gets the same token).
+ */
 export interface IssuedToken {
   token: string;
   token_type: "Bearer";
-  expires_at: Date;
+  expires_at: string;
   scope: string[];
 }
 
@@ -76,16 +82,18 @@ export class AuthService {
   }
 
   /** POST /v1/auth/token: an API key and the scopes wanted, for a 24 h bearer token. */
-  async exchangeApiKey(apiKey: string, scopes: Scope[]): Promise<IssuedToken> {
+  async exchangeApiKey(apiKey: string, scopes: Scope[], transact: Transact = transactOn(this.db)): Promise<IssuedToken> {
     const key = await repo.findApiKeyByHash(this.db, hashSecret(apiKey));
     if (!key || key.revoked_at) throw new ApiError(401, "unauthenticated", "The API key is not valid or has been revoked");
     assertActive(key.status);
     assertScopesAllowed(key.role, scopes);
     if (key.scopes) assertWithinCap(key.scopes, scopes, "This API key");
-    const issued = await this.issueToken(this.db, key.user_id, key.id, scopes);
-    await repo.touchApiKey(this.db, key.id);
-    await repo.touchLogin(this.db, key.user_id);
-    return issued;
+    return transact(async (trx) => {
+      const issued = await this.issueToken(trx, key.user_id, key.id, scopes);
+      await repo.touchApiKey(trx, key.id);
+      await repo.touchLogin(trx, key.user_id);
+      return issued;
+    });
   }
 
   async revoke(auth: AuthContext): Promise<{ revoked: true; revoked_at: Date }> {
@@ -93,16 +101,18 @@ export class AuthService {
     return { revoked: true, revoked_at: await repo.revokeToken(this.db, auth.tokenId) };
   }
 
-  async createNonce(): Promise<{ nonce: string; expires_at: Date }> {
+  async createNonce(transact: Transact = transactOn(this.db)): Promise<{ nonce: string; expires_at: string }> {
     // EIP-4361 nonces are alphanumeric, at least 8 characters.
     const nonce = randomBytes(16).toString("hex");
     const expiresAt = new Date(Date.now() + NONCE_TTL_MS);
-    await repo.insertNonce(this.db, nonce, expiresAt);
-    return { nonce, expires_at: expiresAt };
+    return transact(async (trx) => {
+      await repo.insertNonce(trx, nonce, expiresAt);
+      return { nonce, expires_at: iso(expiresAt) };
+    });
   }
 
   /** POST /v1/auth/siwe/verify: an EIP-4361 message and its signature, for a bearer token. */
-  async verifySiwe(message: string, signature: Hex, scopes: Scope[]): Promise<IssuedToken> {
+  async verifySiwe(message: string, signature: Hex, scopes: Scope[], transact: Transact = transactOn(this.db)): Promise<IssuedToken> {
     let parsed: InstanceType<typeof siwe.SiweMessage>;
     try {
       parsed = new siwe.SiweMessage(message);
@@ -132,7 +142,7 @@ export class AuthService {
     }
     if (!valid) throw fail("the signature does not match the address");
 
-    return this.db.transaction().execute(async (trx) => {
+    return transact(async (trx) => {
       if (!(await repo.consumeNonce(trx, parsed.nonce))) throw fail("the nonce is unknown, expired or already used");
       const user = await this.users.findOrCreateWalletUser(trx, address);
       assertActive(user.status);
@@ -156,17 +166,17 @@ export class AuthService {
    * POST /v1/api-keys: a key capped at `scopes` (default: the caller's), which the caller's token
    * must cover; it dies with the key the caller's token came from.
    */
-  async createApiKeyFor(caller: AuthContext, name: string | null, scopes: Scope[] | undefined) {
+  async createApiKeyFor(caller: AuthContext, name: string | null, scopes: Scope[] | undefined, transact: Transact = transactOn(this.db)) {
     const cap = scopes ? [...new Set(scopes)] : [...caller.scopes];
     assertWithinCap(caller.scopes, cap as Scope[], "Your token");
     const secret = newSecret("sk");
-    const row = await this.db.transaction().execute(async (trx) => {
+    return transact(async (trx) => {
       if (caller.apiKeyId && !(await repo.lockLiveApiKey(trx, caller.apiKeyId))) {
         throw new ApiError(401, "token_revoked", "This token has been revoked", bearerChallenge("invalid_token"));
       }
-      return repo.insertApiKey(trx, { ...keyRow(caller.userId, name, secret), scopes: cap, parent_api_key_id: caller.apiKeyId });
+      const row = await repo.insertApiKey(trx, { ...keyRow(caller.userId, name, secret), scopes: cap, parent_api_key_id: caller.apiKeyId });
+      return { id: row.id, name: row.name, secret, scopes: cap, parent_key_id: row.parent_api_key_id, created_at: iso(row.created_at) };
     });
-    return { ...row, scopes: cap, secret };
   }
 
   /** Registers an operator-chosen secret (BOOTSTRAP_ADMIN_API_KEY). */
@@ -191,7 +201,7 @@ export class AuthService {
     return repo.purgeExpiredCredentials(this.db);
   }
 
-  private async issueToken(db: Kysely<Database>, userId: string, apiKeyId: string | null, scopes: Scope[]): Promise<IssuedToken> {
+  private async issueToken(db: Db, userId: string, apiKeyId: string | null, scopes: Scope[]): Promise<IssuedToken> {
     const token = newSecret("at");
     const unique = [...new Set(scopes)];
     const row = await repo.insertToken(db, {
@@ -202,7 +212,7 @@ export class AuthService {
       scopes: unique,
       expires_at: new Date(Date.now() + TOKEN_TTL_MS),
     });
-    return { token, token_type: "Bearer", expires_at: row.expires_at as Date, scope: unique };
+    return { token, token_type: "Bearer", expires_at: iso(row.expires_at as Date), scope: unique };
   }
 }
 

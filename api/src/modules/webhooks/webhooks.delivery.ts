@@ -13,6 +13,8 @@ export const WEBHOOK_USER_AGENT = "ArtPlatform-Webhooks/1.0";
 
 /** Bytes of a receiver's response body kept in the delivery log. */
 const RESPONSE_BODY_LIMIT = 4096;
+/** A scheduled retry comes this fraction of its delay early or late, at random: spreads retry storms. */
+export const RETRY_JITTER = 0.1;
 /** A receiver's Retry-After is honoured up to this. */
 const RETRY_AFTER_CAP_MS = 24 * 3600_000;
 /** A subscription with no success since its first failure this long ago is disabled. */
@@ -295,7 +297,7 @@ export function retryDelayMs(
     if (asked !== null) return Math.min(Math.max(asked, 1000), RETRY_AFTER_CAP_MS);
   }
   const base = scheduleSeconds[attempts - 1]! * 1000;
-  return Math.round(base * (0.9 + random() * 0.2)); // ±10 % jitter spreads retry storms
+  return Math.round(base * (1 - RETRY_JITTER + random() * 2 * RETRY_JITTER));
 }
 
 /** The body's own fields (id, event, created_at) always win over a payload field of the same name. */

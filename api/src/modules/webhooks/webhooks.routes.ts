@@ -20,7 +20,7 @@ export function registerWebhooksRoutes(api: ApiRouter, webhooks: WebhooksService
     body: s.subscriptionCreateSchema,
     status: 201,
     response: s.subscriptionWithSecretSchema,
-    handler: ({ auth, body }) => webhooks.create(auth, body),
+    handler: ({ auth, body, transaction }) => webhooks.create(auth, body, transaction),
   });
 
   api.route({
@@ -83,7 +83,7 @@ export function registerWebhooksRoutes(api: ApiRouter, webhooks: WebhooksService
     params: s.subscriptionIdParams,
     errors: [404],
     response: s.subscriptionWithSecretSchema,
-    handler: ({ auth, params }) => webhooks.rotateSecret(auth.userId, params.id),
+    handler: ({ auth, params, transaction }) => webhooks.rotateSecret(auth.userId, params.id, transaction),
   });
 
   api.route({
@@ -98,7 +98,7 @@ export function registerWebhooksRoutes(api: ApiRouter, webhooks: WebhooksService
     errors: [404],
     status: 202,
     response: s.deliverySchema,
-    handler: ({ auth, params }) => webhooks.sendTest(auth.userId, params.id),
+    handler: ({ auth, params, transaction }) => webhooks.sendTest(auth.userId, params.id, transaction),
   });
 
   api.route({
@@ -142,6 +142,6 @@ export function registerWebhooksRoutes(api: ApiRouter, webhooks: WebhooksService
     errors: [404],
     status: 202,
     response: s.deliverySchema,
-    handler: ({ auth, params }) => webhooks.retryDelivery(auth.userId, params.id, params.delivery_id),
+    handler: ({ auth, params, transaction }) => webhooks.retryDelivery(auth.userId, params.id, params.delivery_id, transaction),
   });
 }

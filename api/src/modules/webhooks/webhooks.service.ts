@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Kysely, Transaction } from "kysely";
+import { type Transact, transactOn } from "../../db/transact.ts";
 import type { Database, Role, WebhookDelivery, WebhookDeliveryStatus, WebhookSubscription, WebhookSubscriptionStatus } from "../../db/database.ts";
 import { type OutboxHandler, recordUndispatchedEvent } from "../../jobs/outbox.ts";
 import { ApiError } from "../../lib/errors.ts";
@@ -38,17 +39,21 @@ export class WebhooksService {
     private readonly settings: WebhooksSettings,
   ) {}
 
-  async create(actor: WebhooksActor, input: { url: string; events: string[]; description?: string | null; all_users?: boolean }) {
+  async create(
+    actor: WebhooksActor,
+    input: { url: string; events: string[]; description?: string | null; all_users?: boolean },
+    transact: Transact = transactOn(this.db),
+  ) {
     const { userId } = actor;
     if (input.all_users) checkAllUsersAllowed(actor);
     const url = await this.checkUrl(input.url);
     const secret = newSigningSecret();
-    const row = await this.db.transaction().execute(async (trx) => {
+    return transact(async (trx) => {
       await repo.lockUserSubscriptions(trx, userId);
       if ((await repo.countSubscriptions(trx, userId)) >= MAX_SUBSCRIPTIONS_PER_USER) {
         throw ApiError.conflict("conflict", `A user may have at most ${MAX_SUBSCRIPTIONS_PER_USER} webhook subscriptions; delete one first`);
       }
-      return repo.insertSubscription(trx, {
+      const row = await repo.insertSubscription(trx, {
         id: newId("webhookSubscription"),
         user_id: userId,
         url,
@@ -57,8 +62,8 @@ export class WebhooksService {
         secret,
         all_users: input.all_users ?? false,
       });
+      return { ...toSubscriptionView(row), secret, previous_secret_expires_at: null };
     });
-    return { ...toSubscriptionView(row), secret, previous_secret_expires_at: null };
   }
 
   async list(userId: string, page: Page) {
@@ -101,18 +106,20 @@ export class WebhooksService {
   }
 
   /** A new secret; the old one keeps signing for 24 h (each delivery then carries both signatures). */
-  async rotateSecret(userId: string, id: string) {
-    const current = await this.owned(this.db, userId, id);
+  async rotateSecret(userId: string, id: string, transact: Transact = transactOn(this.db)) {
     const secret = newSigningSecret();
     const expiresAt = new Date(Date.now() + ROTATION_OVERLAP_MS);
-    const row = await repo.updateSubscription(this.db, current.id, { secret, previous_secret: current.secret, previous_secret_expires_at: expiresAt });
-    if (!row) throw ApiError.notFound("Webhook subscription");
-    return { ...toSubscriptionView(row), secret, previous_secret_expires_at: iso(expiresAt) };
+    return transact(async (trx) => {
+      const current = await this.owned(trx, userId, id);
+      const row = await repo.updateSubscription(trx, current.id, { secret, previous_secret: current.secret, previous_secret_expires_at: expiresAt });
+      if (!row) throw ApiError.notFound("Webhook subscription");
+      return { ...toSubscriptionView(row), secret, previous_secret_expires_at: iso(expiresAt) };
+    });
   }
 
   /** A `ping` event for this subscription only, through the same delivery path as every event. */
-  async sendTest(userId: string, id: string) {
-    return this.db.transaction().execute(async (trx) => {
+  async sendTest(userId: string, id: string, transact: Transact = transactOn(this.db)) {
+    return transact(async (trx) => {
       const subscription = await this.owned(trx, userId, id);
       if (subscription.status !== "active") throw ApiError.conflict("invalid_state", "The subscription is disabled; re-enable it first");
       const event = await recordUndispatchedEvent(trx, PING_EVENT, { subscription_id: subscription.id }, [subscription.user_id]);
@@ -138,9 +145,9 @@ export class WebhooksService {
    * Queues an attempt now, whatever the delivery's status. A failure then follows the retry
    * schedule from the delivery's attempt count (a delivery that used up its retries gets this one).
    */
-  async retryDelivery(userId: string, id: string, deliveryId: string) {
+  async retryDelivery(userId: string, id: string, deliveryId: string, transact: Transact = transactOn(this.db)) {
     // The answer is the delivery as queued: once this commits, the attempt may already be running.
-    return this.db.transaction().execute(async (trx) => {
+    return transact(async (trx) => {
       const subscription = await this.owned(trx, userId, id);
       const delivery = isId("webhookDelivery", deliveryId)
         ? await repo.lockDeliveryForRetry(trx, subscription.id, deliveryId, this.settings.attemptLeaseMs)

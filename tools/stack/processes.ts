@@ -4,8 +4,8 @@ import { createServer } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-/** The repository root (this file is api/src/stack/processes.ts). */
-export const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
+/** The repository root (this file is tools/stack/processes.ts). */
+export const repoRoot = fileURLToPath(new URL("../../", import.meta.url));
 
 /** A command of the repository's node_modules/.bin, run on the Node 22 those tools need. */
 export function binPath(name: string): string {

@@ -5,8 +5,6 @@
  */
 import path from "node:path";
 import dotenv from "dotenv";
-import { loadConfig } from "../config.ts";
-import { startServer } from "../server.ts";
 import { type ManagedProcess, repoRoot } from "./processes.ts";
 import { readStackSettings } from "./settings.ts";
 import { type RunningStack, startStack } from "./stack.ts";
@@ -56,7 +54,7 @@ function onSignal(signal: NodeJS.Signals): void {
     })();
     return;
   }
-  say(`${signal}: stopping the API, the indexer, the chain and the database...`);
+  say(`${signal}: stopping the worker, the API, the indexer, the chain and the database...`);
   void shutdown(0).then(() => undefined);
 }
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, onSignal);
@@ -80,7 +78,7 @@ try {
       // A child started later (the watchdog's restarted indexer) is watched like the first ones.
       if (stack) watchForCrash(child);
     },
-    startApi: async (env) => startServer(loadConfig(env)),
+    startApi: true,
   });
 } catch (error) {
   say(`Startup failed. ${error instanceof Error ? error.message : String(error)}`);
@@ -108,7 +106,8 @@ function printBanner(s: RunningStack, startupMs: number): void {
     "",
     "  Art platform API is running",
     "",
-    `  API:             ${api.url}`,
+    `  API:             ${api.url} (HTTP process, pid ${api.http.pid}; log ${rel(s.logs.api)})`,
+    `  Worker:          pid ${api.worker.pid} (jobs, chain operations, indexer listener, sweeps; log ${rel(s.logs.worker)})`,
     `  Docs:            ${api.url}/docs`,
     `  OpenAPI:         ${api.url}/v1/openapi.json`,
     `  Chain RPC:       ${s.chain.rpcUrl} (chain id ${s.chain.chainId}${s.chain.node ? ", local Hardhat node" : ""})`,
@@ -119,7 +118,7 @@ function printBanner(s: RunningStack, startupMs: number): void {
     `  Indexer:         ${s.indexer.url} (views schema "${s.indexer.viewsSchema}", build schema ${s.indexer.schema})`,
     `  Database:        ${s.postgres ? `embedded Postgres on port ${s.postgres.port}, data in ${rel(s.postgres.dataDir)}` : "DATABASE_URL"}`,
     `  Data:            ${rel(s.settings.dataDir)}`,
-    `  Logs:            ${rel(s.settings.logDir)}/ (hardhat-node.log, ponder.log, postgres.log, ignition.log)`,
+    `  Logs:            ${rel(s.settings.logDir)}/ (api.log, worker.log, hardhat-node.log, ponder.log, postgres.log, ignition.log)`,
   ];
   if (s.archivedDatabase) lines.push(`  Old database:    ${rel(s.archivedDatabase)} (belonged to an earlier chain)`);
   if (api.bootstrapAdminKey) {

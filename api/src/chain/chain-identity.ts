@@ -66,3 +66,33 @@ export function contractsMismatch(
   }
   return null;
 }
+
+export class ChainIdentityError extends Error {
+  override name = "ChainIdentityError";
+}
+
+/**
+ * The API's and the worker's start-up check (`npm start` runs the same before it starts them): the
+ * database's data must come from the chain and contracts configured now. A database new to any
+ * chain is recorded for this one.
+ */
+export async function assertChainDeployment(
+  db: Kysely<Database>,
+  chain: { getChainId(): Promise<number>; getBlock(args: { blockNumber: bigint }): Promise<{ hash: Hex | null }> },
+  configured: { chainId: number; artCertificate: Address | null; artShares: Address | null; startBlock: number },
+): Promise<void> {
+  const [chainId, genesis] = await Promise.all([chain.getChainId(), chain.getBlock({ blockNumber: 0n })]);
+  if (chainId !== configured.chainId) {
+    throw new ChainIdentityError(`refusing to start: CHAIN_ID is ${configured.chainId} but the RPC serves chain id ${chainId}`);
+  }
+  const current = { chainId, genesisHash: genesis.hash! };
+  const contracts = configured.artCertificate && configured.artShares ? { artCertificate: configured.artCertificate, artShares: configured.artShares } : null;
+  const recorded = await readChainDeployment(db);
+  const mismatch = recorded && (chainMismatch(recorded, current) ?? (contracts ? contractsMismatch(recorded, contracts) : null));
+  if (mismatch) {
+    throw new ChainIdentityError(
+      `refusing to start: ${mismatch}. Point DATABASE_URL at this chain's database, or CHAIN_RPC_URL/the contract addresses at the database's chain`,
+    );
+  }
+  if (!recorded && contracts) await recordChainDeployment(db, { ...current, ...contracts, startBlock: configured.startBlock });
+}

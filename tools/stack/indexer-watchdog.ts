@@ -1,4 +1,4 @@
-import { type IndexerLagBounds, type IndexerLagSample, type IndexerLagState, IndexerLagTracker, describeLag, lagSampleIntervalMs } from "../chain/indexer-lag.ts";
+import { type IndexerLagBounds, type IndexerLagSample, type IndexerLagState, IndexerLagTracker, describeLag, lagSampleIntervalMs } from "../../api/src/chain/indexer-lag.ts";
 
 export interface IndexerWatchdogOptions extends IndexerLagBounds {
   /** The indexer's block against the chain head; null when the chain itself cannot be read (no verdict then). */

@@ -1,12 +1,12 @@
-import { existsSync, mkdirSync, renameSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync } from "node:fs";
 import path from "node:path";
 import type { Kysely } from "kysely";
 import { type Address, type Hex, parseEther } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { readIndexerStatus } from "../chain/indexer-schema.ts";
-import { createDb } from "../db/connection.ts";
-import type { Database } from "../db/database.ts";
-import { migrateToLatest } from "../db/migrate.ts";
+import { readIndexerStatus } from "../../api/src/chain/indexer-schema.ts";
+import { createDb } from "../../api/src/db/connection.ts";
+import type { Database } from "../../api/src/db/database.ts";
+import { migrateToLatest } from "../../api/src/db/migrate.ts";
 import { chainClient, type HardhatNode, hasCode, isLocalChainId, readChainIdentity, startHardhatNode } from "./chain.ts";
 import {
   type ChainDeployment,
@@ -14,12 +14,13 @@ import {
   contractsMismatch,
   readChainDeployment,
   recordChainDeployment,
-} from "./chain-identity.ts";
+} from "../../api/src/chain/chain-identity.ts";
 import { deployPlatform, localDeploymentId } from "./deploy.ts";
 import { dropOldIndexerSchemas, dropPonderSyncCache, type Indexer, type IndexerOptions, startIndexer } from "./indexer.ts";
 import { IndexerWatchdog } from "./indexer-watchdog.ts";
 import { archiveCluster, type EmbeddedPostgres, ensureDatabase, startEmbeddedPostgres } from "./postgres.ts";
-import { type ManagedProcess, portInUse } from "./processes.ts";
+import { newSecret } from "../../api/src/lib/secrets.ts";
+import { binPath, childEnv, type ManagedProcess, portInUse, spawnManaged, waitUntil } from "./processes.ts";
 import {
   clearProcessRecords,
   localCustodyMnemonic,
@@ -29,13 +30,14 @@ import {
 } from "./runtime-files.ts";
 import { HARDHAT_ACCOUNT_0_KEY, type StackSettings } from "./settings.ts";
 
-/** The API as the stack runs it (api/src/server.ts startServer, after loadConfig of `env`). */
+/** The API's two processes as the stack runs them: api/src/server.ts (HTTP) and api/src/worker.ts. */
 export interface StackApi {
   url: string;
+  /** The admin API key the stack generated for an empty database (shown once), else null. */
   bootstrapAdminKey: string | null;
-  close(): Promise<void>;
+  http: ManagedProcess;
+  worker: ManagedProcess;
 }
-export type StartApi = (env: NodeJS.ProcessEnv) => Promise<StackApi>;
 
 export interface RunningStack {
   settings: StackSettings;
@@ -48,7 +50,7 @@ export interface RunningStack {
   api: StackApi | null;
   /** Where the previous local database went, when this start archived it. */
   archivedDatabase: string | null;
-  logs: { postgres: string; hardhatNode: string; ignition: string; ponder: string };
+  logs: { postgres: string; hardhatNode: string; ignition: string; ponder: string; api: string; worker: string };
   /** How long each startup step took, in ms (Postgres and the Hardhat node start in parallel). */
   timings: Record<string, number>;
   /** The child processes, for crash monitoring. */
@@ -72,8 +74,8 @@ export class StackStartupError extends Error {
 
 export interface StartStackOptions {
   log?: (line: string) => void;
-  /** Omit to start everything but the API (tests, tools). */
-  startApi?: StartApi;
+  /** Also start the API: its HTTP process and its worker process (default: everything but the API). */
+  startApi?: boolean;
   /** Called as each child process starts (the stack's own records are written too). */
   onChild?: (child: ManagedProcess) => void;
   /** Seconds to wait for the indexer's backfill before starting the API anyway (default 60). */
@@ -95,6 +97,8 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
     hardhatNode: path.join(settings.logDir, "hardhat-node.log"),
     ignition: path.join(settings.logDir, "ignition.log"),
     ponder: path.join(settings.logDir, "ponder.log"),
+    api: path.join(settings.logDir, "api.log"),
+    worker: path.join(settings.logDir, "worker.log"),
   };
   const cleanups: Array<() => Promise<void>> = [];
   const children = new Set<ManagedProcess>();
@@ -273,6 +277,11 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
         await recordChainDeployment(db!, deployment);
       });
     }
+    // The API creates the first admin with this key; the stack shows it once in its banner.
+    const bootstrapAdminKey =
+      options.startApi && !process.env.BOOTSTRAP_ADMIN_API_KEY?.trim() && !(await db.selectFrom("users").select("id").limit(1).executeTakeFirst())
+        ? newSecret("sk")
+        : null;
     await db.destroy();
     db = null;
 
@@ -321,10 +330,16 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
         // Artwork images live beside the embedded database unless STORAGE_DIR says otherwise.
         STORAGE_DIR: process.env.STORAGE_DIR || path.join(settings.dataDir, "storage"),
         PORT: String(settings.apiPort),
+        ...(bootstrapAdminKey ? { BOOTSTRAP_ADMIN_API_KEY: bootstrapAdminKey } : {}),
       };
-      api = await step("Starting the API", null, () => options.startApi!(env));
-      const started = api;
-      cleanups.push(() => started.close());
+      // The HTTP process first (it creates the first admin), then the worker; stopped in reverse.
+      const http = await step("Starting the API", logs.api, () => startApiProcess("api", "api/src/server.ts", /^API listening on (\S+)$/m, env, logs.api));
+      cleanups.push(() => http.process.stop("SIGTERM", 15_000).then(() => undefined));
+      track(http.process, true);
+      const worker = await step("Starting the worker", logs.worker, () => startApiProcess("worker", "api/src/worker.ts", /^Worker running/m, env, logs.worker));
+      cleanups.push(() => worker.process.stop("SIGTERM", 15_000).then(() => undefined));
+      track(worker.process, true);
+      api = { url: http.ready[1]!, bootstrapAdminKey, http: http.process, worker: worker.process };
     }
 
     // Ponder's websocket feed can stay open and deliver nothing while its /ready answers 200: the
@@ -391,7 +406,28 @@ async function runCleanups(cleanups: Array<() => Promise<void>>): Promise<void> 
   }
 }
 
+/** One of the API's processes on the repository's Node 22 (one PID: node --import tsx), once it says it runs. */
+async function startApiProcess(name: string, script: string, readyLine: RegExp, env: NodeJS.ProcessEnv, logFile: string) {
+  if (existsSync(logFile)) renameSync(logFile, logFile.replace(/\.log$/, ".previous.log"));
+  const child = spawnManaged({ name, command: binPath("node"), args: ["--import", "tsx", script], logFile, env: childEnv(env) });
+  try {
+    const ready = await waitUntil(async () => readyLine.exec(readFileSync(logFile, "utf8")) ?? undefined, {
+      timeoutMs: 60_000,
+      intervalMs: 100,
+      what: `${name} (${script})`,
+      abort: child.exited,
+    });
+    return { process: child, ready };
+  } catch (error) {
+    await child.stop("SIGTERM", 5_000);
+    const tail = readFileSync(logFile, "utf8").trim().split("\n").slice(-5).join("\n");
+    throw new Error(`${error instanceof Error ? error.message : String(error)}${tail ? `:\n${tail}` : ""}`);
+  }
+}
+
 function markerOf(childName: string): string {
+  if (childName === "api") return "api/src/server.ts";
+  if (childName === "worker") return "api/src/worker.ts";
   if (childName.startsWith("indexer")) return "ponder";
   if (childName.startsWith("hardhat")) return "hardhat";
   return "postgres";

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
-import { readIndexerStatus } from "../chain/indexer-schema.ts";
+import { readIndexerStatus } from "../../api/src/chain/indexer-schema.ts";
 import { withClient } from "./postgres.ts";
 import { binPath, childEnv, type ManagedProcess, portInUse, repoRoot, spawnManaged, waitUntil } from "./processes.ts";
 

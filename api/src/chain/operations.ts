@@ -1,0 +1,537 @@
+import { EventEmitter } from "node:events";
+import { type Kysely, sql, type Transaction } from "kysely";
+import type { Logger } from "pino";
+import { type Abi, type Hash, type PublicClient, TransactionNotFoundError } from "viem";
+import type { ChainOperation, Database, Db } from "../db/database.ts";
+import { enqueue, type Task } from "../jobs/queue.ts";
+import { IndexerNotReadyError } from "./certificates.ts";
+import { classifyChainError, PermanentChainError } from "./errors.ts";
+import type { IndexerLagState } from "./indexer-lag.ts";
+import { IndexerListener } from "./indexer-listener.ts";
+import { readIndexerStatus } from "./indexer-schema.ts";
+import type { Relayer } from "./relayer.ts";
+
+/** The job that sends (or resumes) one operation; its payload is `{ key }` and its job key the operation's key. */
+export const CHAIN_OPERATION_TASK = "chain_operation_send";
+
+/** A step of an operation that failed: `permanent` fails the operation, `transient` is retried with backoff. */
+export class ChainOperationFailure extends Error {
+  override name = "ChainOperationFailure";
+  constructor(
+    readonly kind: "permanent" | "transient",
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** Facts of the chain that settle an operation, keyed by the operation's business key. */
+export interface KeyedFacts<F> {
+  key: string;
+  facts: F;
+}
+
+export interface SendContext {
+  /**
+   * Records the transaction of these operations (one, or a batch's) as sent, before its receipt is
+   * awaited: a crash after it resumes from the hash instead of sending again.
+   */
+  recordSent(keys: readonly string[], hash: Hash): Promise<void>;
+}
+
+/**
+ * What a module registers for one kind of chain write. The component owns the row's lifecycle
+ * (lease, send job, stored hash, resume, retries, sweep, cursor); the kind knows the contract.
+ */
+export interface ChainOperationKind<F = unknown> {
+  readonly kind: string;
+  /** Decodes reverts of a resumed transaction. */
+  readonly abi: Abi;
+  readonly maxAttempts: number;
+  /** Backoff of the n-th retry: retryBaseMs * 2^(n-1), capped at one hour, jittered. */
+  readonly retryBaseMs: number;
+  /** Sends the operation's transaction (alone or batched) and resolves once it is mined; calls `ctx.recordSent` when it is in the pool. */
+  send(op: ChainOperation, ctx: SendContext): Promise<void>;
+  /** An error that means the effect is on the chain already (e.g. ArtCertificateAlreadyCertified): done, not failed. */
+  settled?(err: unknown): boolean;
+  /** What the indexer projected in blocks (fromBlock, toBlock]: the cursor's read. */
+  readIndexed(fromBlock: bigint, toBlock: bigint): Promise<KeyedFacts<F>[]>;
+  /** The indexer's facts of these operations whatever their block (the sweep's safety net). */
+  lookupIndexed(ops: ChainOperation[]): Promise<KeyedFacts<F>[]>;
+  /** The chain's facts of these sent operations (receipts, contract reads), while the indexer lags. */
+  readFromChain(ops: ChainOperation[]): Promise<KeyedFacts<F>[]>;
+  /** Hands the confirmed operations to the module, in the confirming transaction (its outbox events go here). */
+  onConfirmed(trx: Transaction<Database>, confirmed: { op: ChainOperation; facts: F; source: "indexer" | "chain" }[]): Promise<void>;
+  /** Operations confirmed from the chain that the indexer now shows, with its facts. */
+  onIndexed?(trx: Transaction<Database>, indexed: { op: ChainOperation; facts: F }[]): Promise<void>;
+  /** The operation failed for good, in the transaction that records it. */
+  onFailed(trx: Transaction<Database>, op: ChainOperation, reason: string): Promise<void>;
+  /** An attempt begins (the module may keep its own record of attempts). */
+  onAttempt?(db: Db, op: ChainOperation): Promise<void>;
+  /** An attempt failed and is retried in `delayMs`, in the transaction that schedules it. */
+  onRetry?(trx: Transaction<Database>, op: ChainOperation, reason: string, delayMs: number): Promise<void>;
+}
+
+export interface ChainOperationsDeps {
+  db: Kysely<Database>;
+  logger: Logger;
+  relayer: Relayer;
+  publicClient: PublicClient;
+  databaseUrl: string;
+  viewsSchema: string;
+  chainId: number;
+  /** The first block of the contracts: where a new cursor starts. */
+  startBlock: number;
+  /** How long an attempt may run before the sweep takes it for lost. */
+  leaseMs: number;
+  sweepIntervalMs: number;
+  /** The indexer's last indexed block (default: its checkpoint in the views schema); null when unknown. */
+  indexedBlock?: (() => Promise<bigint | null>) | undefined;
+}
+
+/** An expired lease counts as lost only after this much more (a re-enqueued live attempt is harmless anyway). */
+const LEASE_GRACE_MS = 2_000;
+const MAX_RETRY_DELAY_MS = 3_600_000;
+/** Blocks come in bursts (one per transaction on a local chain): a short pause lets one pass take several. */
+const CONFIRM_PAUSE_MS = 15;
+/** Blocks read per cursor step (one transaction each). */
+const CURSOR_SPAN = 5_000n;
+/** Operations per sweep or chain-confirmation page. */
+const PAGE = 200;
+
+/**
+ * Chain writes as durable operations. A module requests an operation by business key in its own
+ * transaction (`request`); the component sends it through the relayer in a job, stores its hash as
+ * soon as it is sent, resumes from that hash after a crash, and confirms it when the indexer shows
+ * its event: one LISTEN connection, and per kind a cursor (the last indexed block read) so each
+ * notification reads only the newly indexed rows. While the indexer lags, sent operations are
+ * confirmed from the chain and reconciled when the cursor reaches them. A sweep re-enqueues
+ * operations whose lease ran out (their process died) and looks up those the cursor passed before
+ * they were watched. Confirmation and failure are handed to the kind in the transaction that
+ * records them, so its outbox events are written exactly once.
+ */
+export class ChainOperations {
+  private readonly log: Logger;
+  private readonly kinds = new Map<string, ChainOperationKind<any>>();
+  /** Emits an operation's key once this process confirmed it. */
+  readonly confirmations = new EventEmitter();
+  private listener: IndexerListener | null = null;
+  private sweepTimer: NodeJS.Timeout | null = null;
+  private sweeping: Promise<void> | null = null;
+  private confirming: Promise<void> | null = null;
+  private confirmAgain = false;
+  private chainConfirming: Promise<void> | null = null;
+  private stopped = true;
+
+  constructor(private readonly deps: ChainOperationsDeps) {
+    this.log = deps.logger.child({ component: "chain-operations" });
+    this.confirmations.setMaxListeners(0);
+  }
+
+  register<F>(kind: ChainOperationKind<F>): void {
+    if (this.kinds.has(kind.kind)) throw new Error(`chain operation kind ${kind.kind} is registered twice`);
+    this.kinds.set(kind.kind, kind);
+  }
+
+  /**
+   * Requests an operation in the caller's transaction, idempotent on `key`: a new key is stored
+   * pending; a failed one starts over (attempts reset); a pending or sent one is left as it is. The
+   * send job is enqueued unless the operation is confirmed (an existing job of the key is replaced,
+   * so a scheduled retry moves to now). The operation as it now is.
+   */
+  async request(
+    db: Db,
+    input: { key: string; kind: string; payload: Record<string, unknown> },
+    options: { priority?: number | undefined; runAt?: Date | undefined } = {},
+  ): Promise<ChainOperation> {
+    if (!this.kinds.has(input.kind)) throw new Error(`unknown chain operation kind ${input.kind}`);
+    const written = await db
+      .insertInto("chain_operations")
+      .values({
+        key: input.key,
+        kind: input.kind,
+        payload: JSON.stringify(input.payload),
+        status: "pending",
+        lease_until: sql<Date>`now() + ${this.deps.leaseMs} * interval '1 millisecond'`,
+      })
+      .onConflict((oc) =>
+        oc
+          .column("key")
+          .doUpdateSet({
+            status: "pending",
+            attempts: 0,
+            tx_hash: null,
+            last_error: null,
+            lease_until: sql<Date>`excluded.lease_until`,
+            updated_at: sql<Date>`now()`,
+          })
+          .where("chain_operations.status", "=", "failed"),
+      )
+      .returningAll()
+      .executeTakeFirst();
+    const op = written ?? (await db.selectFrom("chain_operations").selectAll().where("key", "=", input.key).executeTakeFirstOrThrow());
+    if (op.status !== "confirmed") await this.enqueueSend(db, op.key, options);
+    return op;
+  }
+
+  /** The operation of `key`, if requested. */
+  find(db: Db, key: string): Promise<ChainOperation | undefined> {
+    return db.selectFrom("chain_operations").selectAll().where("key", "=", key).executeTakeFirst();
+  }
+
+  private enqueueSend(db: Db, key: string, options: { priority?: number | undefined; runAt?: Date | undefined } = {}): Promise<void> {
+    return enqueue(db, CHAIN_OPERATION_TASK, { key }, { jobKey: key, priority: options.priority, runAt: options.runAt });
+  }
+
+  readonly task: Task = async (payload) => {
+    const key = (payload as { key?: unknown }).key;
+    if (typeof key !== "string") throw new Error(`${CHAIN_OPERATION_TASK}: payload without key`);
+    await this.run(key);
+  };
+
+  /**
+   * One attempt: leases the operation, then waits for its stored transaction or sends it. Never
+   * throws for a chain failure (it records it), only for database trouble.
+   */
+  async run(key: string): Promise<void> {
+    const { db } = this.deps;
+    const op = await db
+      .updateTable("chain_operations")
+      .set({
+        attempts: sql<number>`attempts + 1`,
+        lease_until: sql<Date>`now() + ${this.deps.leaseMs} * interval '1 millisecond'`,
+        updated_at: sql<Date>`now()`,
+      })
+      .where("key", "=", key)
+      .where("status", "in", ["pending", "sent"])
+      .returningAll()
+      .executeTakeFirst();
+    if (!op) return; // confirmed, failed, or unknown: nothing to do
+    const kind = this.kindOf(op);
+    try {
+      await kind.onAttempt?.(db, op);
+      // Sent and mined: the indexer's notification confirms it. Should it never come, the sweep
+      // looks again once the lease has run out, and a lagging indexer makes the chain confirm it.
+      if (op.tx_hash && (await this.resume(kind, op, op.tx_hash as Hash))) return;
+      await kind.send(op, { recordSent: (keys, hash) => this.recordSent(keys, hash) });
+    } catch (err) {
+      if (kind.settled?.(err)) return;
+      await this.recordFailure(kind, op, err);
+    }
+  }
+
+  /** Waits for the transaction of an earlier attempt; false when the node does not know it (send again). */
+  private async resume(kind: ChainOperationKind, op: ChainOperation, hash: Hash): Promise<boolean> {
+    try {
+      await this.deps.publicClient.getTransaction({ hash });
+    } catch (err) {
+      if (!(err instanceof TransactionNotFoundError)) throw classifyChainError(err, kind.abi, { hash });
+      this.log.warn({ key: op.key, hash }, "the earlier transaction is unknown to the node; sending again");
+      return false;
+    }
+    await this.deps.relayer.waitForReceipt(hash, { abi: kind.abi, label: op.key });
+    return true;
+  }
+
+  /** Stores the transaction hash of operations just sent (one statement for a batch). */
+  async recordSent(keys: readonly string[], hash: Hash): Promise<void> {
+    if (keys.length === 0) return;
+    await this.deps.db
+      .updateTable("chain_operations")
+      .set({ status: "sent", tx_hash: hash, updated_at: sql<Date>`now()` })
+      .where("key", "in", [...keys])
+      .where("status", "in", ["pending", "sent"])
+      .execute();
+  }
+
+  /** A permanent failure or the last attempt fails the operation; anything else is retried with backoff. */
+  private async recordFailure(kind: ChainOperationKind, op: ChainOperation, err: unknown): Promise<void> {
+    const permanent = (err instanceof ChainOperationFailure && err.kind === "permanent") || err instanceof PermanentChainError;
+    const reason = describe(err);
+    if (permanent || op.attempts >= kind.maxAttempts) {
+      const final = permanent ? reason : `${reason} (gave up after ${op.attempts} attempts)`;
+      this.log.warn({ key: op.key, attempts: op.attempts, err: final }, "chain operation failed");
+      await this.fail(kind, op.key, final);
+      return;
+    }
+    const base = Math.min(kind.retryBaseMs * 2 ** (op.attempts - 1), MAX_RETRY_DELAY_MS);
+    const delayMs = Math.round(base * (0.8 + Math.random() * 0.4));
+    this.log.info({ key: op.key, attempts: op.attempts, retry_in_ms: delayMs, err: reason }, "chain operation attempt failed; retrying");
+    await this.deps.db.transaction().execute(async (trx) => {
+      const scheduled = await trx
+        .updateTable("chain_operations")
+        .set({ lease_until: sql<Date>`now() + ${delayMs} * interval '1 millisecond'`, last_error: reason, updated_at: sql<Date>`now()` })
+        .where("key", "=", op.key)
+        .where("status", "in", ["pending", "sent"])
+        .returningAll()
+        .executeTakeFirst();
+      if (!scheduled) return;
+      await kind.onRetry?.(trx, scheduled, reason, delayMs);
+      await this.enqueueSend(trx, op.key, { runAt: new Date(Date.now() + delayMs) });
+    });
+  }
+
+  /** Fails the operation for good (unless it was confirmed or failed meanwhile) and tells its kind. */
+  async fail(kind: ChainOperationKind, key: string, reason: string): Promise<void> {
+    await this.deps.db.transaction().execute(async (trx) => {
+      const failed = await trx
+        .updateTable("chain_operations")
+        .set({ status: "failed", last_error: reason, lease_until: null, updated_at: sql<Date>`now()` })
+        .where("key", "=", key)
+        .where("status", "in", ["pending", "sent"])
+        .returningAll()
+        .executeTakeFirst();
+      if (failed) await kind.onFailed(trx, failed, reason);
+    });
+  }
+
+  // ---- confirmation ----
+
+  start(): void {
+    this.stopped = false;
+    this.listener = new IndexerListener({
+      databaseUrl: this.deps.databaseUrl,
+      viewsSchema: this.deps.viewsSchema,
+      onNotify: () => this.poke(),
+      onReady: () => this.poke(),
+      logger: this.log,
+    });
+    this.listener.start();
+    const sweep = () => {
+      this.sweepTimer = setTimeout(() => {
+        this.sweeping = this.sweep().finally(() => {
+          this.sweeping = null;
+          if (!this.stopped) sweep();
+        });
+      }, this.deps.sweepIntervalMs);
+    };
+    sweep();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.sweepTimer) clearTimeout(this.sweepTimer);
+    await this.listener?.stop();
+    await Promise.all([this.confirming, this.sweeping, this.chainConfirming]);
+  }
+
+  /** Asks for a cursor pass; passes never overlap, and a request during one runs another after it. */
+  poke(): void {
+    if (this.stopped) return;
+    if (this.confirming) {
+      this.confirmAgain = true;
+      return;
+    }
+    this.confirming = (async () => {
+      do {
+        await new Promise((resolve) => setTimeout(resolve, CONFIRM_PAUSE_MS));
+        this.confirmAgain = false;
+        await this.advanceCursors().catch((err: Error) => {
+          if (err instanceof IndexerNotReadyError || isUndefinedTable(err)) this.log.debug("indexer views not published yet");
+          else this.log.error({ err }, "confirmation pass failed");
+        });
+      } while (this.confirmAgain && !this.stopped);
+    })().finally(() => {
+      this.confirming = null;
+    });
+  }
+
+  /** Reads each kind's newly indexed rows up to the indexer's block; confirms and reconciles what they settle. How many were confirmed. */
+  async advanceCursors(): Promise<number> {
+    const indexedBlock = this.deps.indexedBlock
+      ? await this.deps.indexedBlock()
+      : (await readIndexerStatus({ db: this.deps.db, viewsSchema: this.deps.viewsSchema, chainId: this.deps.chainId })).indexedBlock;
+    if (indexedBlock === null) return 0;
+    let confirmed = 0;
+    for (const kind of this.kinds.values()) confirmed += await this.advanceCursor(kind, indexedBlock);
+    return confirmed;
+  }
+
+  private async advanceCursor(kind: ChainOperationKind, indexedBlock: bigint): Promise<number> {
+    const { db } = this.deps;
+    let confirmed = 0;
+    const settledKeys: string[] = [];
+    for (;;) {
+      // The cursor row's lock makes one process at a time read a kind's blocks; the others skip.
+      const step = await db.transaction().execute(async (trx) => {
+        await trx
+          .insertInto("chain_cursors")
+          .values({ consumer: kind.kind, block_number: String(this.deps.startBlock - 1) })
+          .onConflict((oc) => oc.column("consumer").doNothing())
+          .execute();
+        const cursor = await trx.selectFrom("chain_cursors").select("block_number").where("consumer", "=", kind.kind).forUpdate().skipLocked().executeTakeFirst();
+        if (!cursor || cursor.block_number >= indexedBlock) return null;
+        const to = cursor.block_number + CURSOR_SPAN < indexedBlock ? cursor.block_number + CURSOR_SPAN : indexedBlock;
+        const facts = await kind.readIndexed(cursor.block_number, to);
+        const keys = await this.applyFacts(trx, kind, facts, "indexer");
+        await trx.updateTable("chain_cursors").set({ block_number: to, updated_at: sql<Date>`now()` }).where("consumer", "=", kind.kind).execute();
+        return { keys, done: to >= indexedBlock };
+      });
+      if (!step) break;
+      confirmed += step.keys.length;
+      settledKeys.push(...step.keys);
+      if (step.done) break;
+    }
+    this.announce(settledKeys);
+    return confirmed;
+  }
+
+  /**
+   * Records `facts` in `trx`: operations not yet confirmed become confirmed (from `source`) and go to
+   * the kind's onConfirmed; with the indexer as source, operations confirmed from the chain become
+   * indexed (onIndexed). Rows are locked, so concurrent sources and processes record each once.
+   * The keys confirmed now.
+   */
+  private async applyFacts(trx: Transaction<Database>, kind: ChainOperationKind, facts: KeyedFacts<unknown>[], source: "indexer" | "chain"): Promise<string[]> {
+    if (facts.length === 0) return [];
+    const byKey = new Map(facts.map((f) => [f.key, f.facts]));
+    const ops = await trx
+      .selectFrom("chain_operations")
+      .selectAll()
+      .where("key", "in", [...byKey.keys()])
+      .where("kind", "=", kind.kind)
+      .orderBy("id")
+      .forUpdate()
+      .execute();
+    const toConfirm = ops.filter((op) => op.status !== "confirmed");
+    const toIndex = source === "indexer" ? ops.filter((op) => op.status === "confirmed" && op.indexed_at === null) : [];
+    if (toConfirm.length > 0) {
+      const keys = toConfirm.map((op) => op.key);
+      await sql`
+        update chain_operations as o set
+          status = 'confirmed', result = r.result, confirmed_from = ${source}, confirmed_at = now(),
+          indexed_at = ${source === "indexer" ? sql`now()` : null}, lease_until = null, last_error = null, updated_at = now()
+        from jsonb_to_recordset(${resultsJson(keys, byKey)}::jsonb) as r(key text, result jsonb)
+        where o.key = r.key`.execute(trx);
+      await kind.onConfirmed(trx, toConfirm.map((op) => ({ op, facts: byKey.get(op.key), source })));
+    }
+    if (toIndex.length > 0) {
+      const keys = toIndex.map((op) => op.key);
+      await sql`
+        update chain_operations as o set result = r.result, indexed_at = now(), updated_at = now()
+        from jsonb_to_recordset(${resultsJson(keys, byKey)}::jsonb) as r(key text, result jsonb)
+        where o.key = r.key`.execute(trx);
+      await kind.onIndexed?.(trx, toIndex.map((op) => ({ op, facts: byKey.get(op.key) })));
+    }
+    return toConfirm.map((op) => op.key);
+  }
+
+  private async confirmFacts(kind: ChainOperationKind, facts: KeyedFacts<unknown>[], source: "indexer" | "chain"): Promise<number> {
+    if (facts.length === 0) return 0;
+    const keys = await this.deps.db.transaction().execute((trx) => this.applyFacts(trx, kind, facts, source));
+    this.announce(keys);
+    return keys.length;
+  }
+
+  private announce(keys: string[]): void {
+    for (const key of keys) this.confirmations.emit(key);
+  }
+
+  /** Each verdict of the IndexerLagMonitor: while the indexer lags, the chain confirms (one pass at a time). */
+  onIndexerLag(state: IndexerLagState): void {
+    if (!state.lagging || this.stopped || this.chainConfirming) return;
+    this.chainConfirming = this.confirmFromChain()
+      .then(() => undefined)
+      .catch((err: Error) => this.log.warn({ err: err.message }, "confirmation from the chain failed; trying again at the next sample"))
+      .finally(() => {
+        this.chainConfirming = null;
+      });
+  }
+
+  /** Confirms sent operations from the chain itself (the kind reads receipts or the contract); how many. */
+  async confirmFromChain(): Promise<number> {
+    let total = 0;
+    for (const kind of this.kinds.values()) {
+      let after = 0n;
+      for (;;) {
+        const ops = await this.deps.db
+          .selectFrom("chain_operations")
+          .selectAll()
+          .where("kind", "=", kind.kind)
+          .where("status", "=", "sent")
+          .where("id", ">", after)
+          .orderBy("id")
+          .limit(PAGE)
+          .execute();
+        if (ops.length > 0) total += await this.confirmFacts(kind, await kind.readFromChain(ops), "chain");
+        if (ops.length < PAGE) break;
+        after = ops.at(-1)!.id;
+      }
+    }
+    return total;
+  }
+
+  /**
+   * The safety net: a cursor pass (what a lost notification missed), then the operations whose
+   * lease ran out: those the indexer shows are confirmed (their block was read before they were
+   * watched), the others re-enqueued (their process died between send and receipt).
+   */
+  async sweep(): Promise<void> {
+    this.poke();
+    try {
+      const reclaimed = await this.deps.db
+        .updateTable("chain_operations")
+        .set({ lease_until: sql<Date>`now() + ${this.deps.leaseMs} * interval '1 millisecond'` })
+        .where("id", "in", (eb) =>
+          eb
+            .selectFrom("chain_operations")
+            .select("id")
+            .where("status", "in", ["pending", "sent"])
+            .where("lease_until", "<", sql<Date>`now() - ${LEASE_GRACE_MS} * interval '1 millisecond'`)
+            .orderBy("lease_until")
+            .limit(PAGE)
+            .forUpdate()
+            .skipLocked(),
+        )
+        .returningAll()
+        .execute();
+      if (reclaimed.length === 0) return;
+      for (const [kindName, ops] of groupBy(reclaimed, (op) => op.kind)) {
+        const kind = this.kinds.get(kindName);
+        if (!kind) continue; // a kind of another deployment: its processes sweep it
+        const found = await kind.lookupIndexed(ops).catch((err: Error) => {
+          if (err instanceof IndexerNotReadyError) return [];
+          throw err;
+        });
+        await this.confirmFacts(kind, found, "indexer");
+        const confirmed = new Set(found.map((f) => f.key));
+        const lost = ops.filter((op) => !confirmed.has(op.key));
+        for (const op of lost) await this.enqueueSend(this.deps.db, op.key);
+        if (lost.length > 0) this.log.warn({ keys: lost.map((op) => op.key) }, "re-enqueued chain operations whose attempt was lost");
+      }
+    } catch (err) {
+      this.log.error({ err }, "chain operations sweep failed");
+    }
+  }
+
+  private kindOf(op: ChainOperation): ChainOperationKind {
+    const kind = this.kinds.get(op.kind);
+    if (!kind) throw new Error(`chain operation ${op.key}: kind ${op.kind} is not registered in this process`);
+    return kind;
+  }
+}
+
+function resultsJson(keys: string[], byKey: Map<string, unknown>): string {
+  return JSON.stringify(
+    keys.map((key) => ({ key, result: byKey.get(key) })),
+    (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v),
+  );
+}
+
+function groupBy<T>(items: T[], keyOf: (item: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) groups.set(keyOf(item), [...(groups.get(keyOf(item)) ?? []), item]);
+  return groups;
+}
+
+function isUndefinedTable(err: unknown): boolean {
+  const code = (err as { code?: string }).code;
+  return code === "42P01" || code === "3F000";
+}
+
+function describe(err: unknown): string {
+  if (err instanceof PermanentChainError) return `the transaction was refused: ${err.message}`;
+  if (err instanceof Error) return err.message;
+  return String(err);
+}

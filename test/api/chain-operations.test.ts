@@ -1,0 +1,231 @@
+/**
+ * The chain operations component on its own, with kinds written for the test: a database of its
+ * own, the shared Hardhat node for the one test that sends, and a scripted indexer (its head and
+ * rows) for the cursor.
+ */
+import { sql } from "kysely";
+import pino from "pino";
+import { type Hash, keccak256, toBytes } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
+import { createChainClients } from "../../api/src/chain/clients.ts";
+import { CHAIN_OPERATION_TASK, type ChainOperationKind, ChainOperations, type KeyedFacts } from "../../api/src/chain/operations.ts";
+import { Relayer } from "../../api/src/chain/relayer.ts";
+import { createDbHandle } from "../../api/src/db/connection.ts";
+import { recordEvent } from "../../api/src/jobs/outbox.ts";
+import { migrateJobQueue, removeJobs } from "../../api/src/jobs/queue.ts";
+import { createPlatformDatabase, freshRelayerKey, publicClient } from "../support/artworks.ts";
+import { testEnvironment } from "../support/environment.ts";
+import { waitFor } from "../support/wait.ts";
+
+const env = testEnvironment();
+const logger = pino({ level: "silent" });
+let database: Awaited<ReturnType<typeof createPlatformDatabase>>;
+let handle: ReturnType<typeof createDbHandle>;
+let relayerKey: `0x${string}`;
+let seq = 0;
+
+beforeAll(async () => {
+  [database, relayerKey] = await Promise.all([createPlatformDatabase(), freshRelayerKey()]);
+  handle = createDbHandle(database.databaseUrl, 6);
+  await migrateJobQueue(handle.pool);
+});
+afterAll(async () => {
+  await handle?.db.destroy();
+  await database?.drop().catch(() => {});
+});
+
+type Facts = { n: number };
+
+/** A kind that records what the component asks of it; `indexer` scripts what the indexer shows. */
+function scriptedKind(overrides: Partial<ChainOperationKind<Facts>> = {}) {
+  const calls = { send: 0, readIndexed: [] as [bigint, bigint][], lookupIndexed: 0, confirmed: [] as string[], indexed: [] as string[], failed: [] as string[] };
+  const indexer = { head: 0n as bigint | null, rows: [] as { block: bigint; key: string; facts: Facts }[], fromChain: [] as KeyedFacts<Facts>[] };
+  const kind: ChainOperationKind<Facts> = {
+    kind: `test_${process.pid}_${++seq}`,
+    abi: artCertificateAbi,
+    maxAttempts: 3,
+    retryBaseMs: 10,
+    async send() {
+      calls.send++;
+    },
+    async readIndexed(from, to) {
+      calls.readIndexed.push([from, to]);
+      return indexer.rows.filter((r) => r.block > from && r.block <= to).map(({ key, facts }) => ({ key, facts }));
+    },
+    async lookupIndexed(ops) {
+      calls.lookupIndexed++;
+      return indexer.rows.filter((r) => ops.some((op) => op.key === r.key)).map(({ key, facts }) => ({ key, facts }));
+    },
+    async readFromChain(ops) {
+      return indexer.fromChain.filter((f) => ops.some((op) => op.key === f.key));
+    },
+    async onConfirmed(trx, confirmed) {
+      for (const { op, facts, source } of confirmed) {
+        calls.confirmed.push(op.key);
+        await recordEvent(trx, "test.confirmed", { key: op.key, n: facts.n, source }, []);
+      }
+    },
+    async onIndexed(_trx, indexed) {
+      calls.indexed.push(...indexed.map((i) => i.op.key));
+    },
+    async onFailed(_trx, op) {
+      calls.failed.push(op.key);
+    },
+    ...overrides,
+  };
+  return { kind, calls, indexer };
+}
+
+function component(kinds: ChainOperationKind<any>[], indexer: { head: bigint | null } = { head: null }, relayer?: Relayer) {
+  const { chain, publicClient, relayerAccount } = createChainClients({ rpcUrl: env.rpcUrl, chainId: env.chainId, relayerPrivateKey: relayerKey });
+  const operations = new ChainOperations({
+    db: handle.db,
+    logger,
+    relayer: relayer ?? new Relayer({ publicClient, account: relayerAccount, chain, logger }),
+    publicClient,
+    databaseUrl: database.databaseUrl,
+    viewsSchema: "absent_views",
+    chainId: env.chainId,
+    startBlock: 0,
+    leaseMs: 200,
+    sweepIntervalMs: 60_000,
+    indexedBlock: async () => indexer.head,
+  });
+  for (const kind of kinds) operations.register(kind);
+  return operations;
+}
+
+const op = (key: string) => handle.db.selectFrom("chain_operations").selectAll().where("key", "=", key).executeTakeFirstOrThrow();
+const jobsOf = async (key: string) =>
+  (await sql<{ n: string }>`select count(*)::text as n from graphile_worker.jobs where task_identifier = ${CHAIN_OPERATION_TASK} and key = ${key}`.execute(handle.db)).rows[0]!.n;
+const eventsOf = async (key: string) =>
+  handle.db.selectFrom("outbox_events").select("payload").where("event_type", "=", "test.confirmed").where(sql`payload->>'key'`, "=", key).execute();
+
+describe("ChainOperations.request", () => {
+  it("is idempotent per key: one row and one pending job, whatever the number of requests; a failed one starts over, a confirmed one stays", async () => {
+    const { kind, indexer } = scriptedKind();
+    const operations = component([kind], indexer);
+    const key = `${kind.kind}:a`;
+    const first = await handle.db.transaction().execute((trx) => operations.request(trx, { key, kind: kind.kind, payload: { n: 1 } }));
+    const again = await handle.db.transaction().execute((trx) => operations.request(trx, { key, kind: kind.kind, payload: { n: 2 } }));
+    expect(again.id).toBe(first.id);
+    expect(await op(key)).toMatchObject({ status: "pending", attempts: 0, payload: { n: 1 } });
+    expect(await handle.db.selectFrom("chain_operations").select("id").where("key", "=", key).execute()).toHaveLength(1);
+    expect(await jobsOf(key)).toBe("1");
+
+    // A request in a transaction that rolls back leaves nothing.
+    const other = `${kind.kind}:rolled_back`;
+    await handle.db
+      .transaction()
+      .execute(async (trx) => {
+        await operations.request(trx, { key: other, kind: kind.kind, payload: {} });
+        throw new Error("rollback");
+      })
+      .catch(() => undefined);
+    expect(await handle.db.selectFrom("chain_operations").select("id").where("key", "=", other).execute()).toEqual([]);
+    expect(await jobsOf(other)).toBe("0");
+
+    await operations.fail(kind, key, "refused");
+    await operations.request(handle.db, { key, kind: kind.kind, payload: { n: 3 } });
+    expect(await op(key)).toMatchObject({ status: "pending", attempts: 0, last_error: null, tx_hash: null });
+
+    indexer.rows.push({ block: 1n, key, facts: { n: 1 } });
+    indexer.head = 1n;
+    await operations.advanceCursors();
+    await removeJobs(handle.db, [key]);
+    const confirmed = await operations.request(handle.db, { key, kind: kind.kind, payload: {} });
+    expect(confirmed.status).toBe("confirmed");
+    expect(await jobsOf(key)).toBe("0");
+  });
+});
+
+describe("resuming after a crash", () => {
+  it("waits for the stored transaction and sends nothing new", async () => {
+    const address = privateKeyToAccount(relayerKey).address;
+    const { chain, publicClient: client, relayerAccount } = createChainClients({ rpcUrl: env.rpcUrl, chainId: env.chainId, relayerPrivateKey: relayerKey });
+    const relayer = new Relayer({ publicClient: client, account: relayerAccount, chain, logger });
+    let sent: Hash | null = null;
+    // The first process: sends, records the hash, then never finishes (it died waiting for the receipt).
+    const { kind: dying } = scriptedKind({
+      async send(operation, ctx) {
+        const artworkId = `art_resume_${operation.id}_${process.pid}`;
+        await relayer.write({
+          address: env.artCertificateAddress,
+          abi: artCertificateAbi,
+          functionName: "certify",
+          args: [address, artworkId, keccak256(toBytes(artworkId)), `https://example.test/${artworkId}`, address, 500n],
+          onSubmitted: async ({ hash }) => {
+            sent = hash;
+            await ctx.recordSent([operation.key], hash);
+          },
+        });
+        await new Promise(() => {});
+      },
+    });
+    const first = component([dying], { head: null }, relayer);
+    const key = `${dying.kind}:crash`;
+    await first.request(handle.db, { key, kind: dying.kind, payload: {} });
+    void first.run(key);
+    const stored = await waitFor(async () => ((await op(key)).tx_hash ? op(key) : null), { what: "the stored hash" });
+    expect(stored).toMatchObject({ status: "sent", tx_hash: sent, attempts: 1 });
+    const nonceAfterSend = await publicClient().getTransactionCount({ address });
+
+    // The restarted process: the same kind, counting its sends. The sweep finds the lease expired.
+    const { kind: restarted, calls } = scriptedKind({ kind: dying.kind } as Partial<ChainOperationKind<Facts>>);
+    const second = component([restarted], { head: null }, relayer);
+    await new Promise((r) => setTimeout(r, 2_400)); // lease 200 ms + the sweep's 2 s grace
+    await second.sweep();
+    expect(calls.lookupIndexed).toBe(1);
+    expect(await jobsOf(key)).toBe("1");
+    await second.run(key);
+
+    expect(calls.send).toBe(0);
+    expect(await op(key)).toMatchObject({ status: "sent", tx_hash: sent, attempts: 2, last_error: null });
+    expect(await publicClient().getTransactionCount({ address })).toBe(nonceAfterSend);
+  }, 30_000);
+});
+
+describe("confirmation by cursor", () => {
+  it("reads only newly indexed blocks, never rescans failed operations, and hands each confirmation over once with its event", async () => {
+    const { kind, calls, indexer } = scriptedKind();
+    const operations = component([kind], indexer);
+    const [failed, pending, late] = ["failed", "pending", "late"].map((s) => `${kind.kind}:${s}`) as [string, string, string];
+    for (const key of [failed, pending, late]) await operations.request(handle.db, { key, kind: kind.kind, payload: {} });
+    await operations.fail(kind, failed, "refused for good");
+
+    indexer.rows.push({ block: 5n, key: pending, facts: { n: 5 } });
+    indexer.head = 5n;
+    // Two passes at once (two processes on one notification): the cursor's lock lets one read.
+    await Promise.all([operations.advanceCursors(), operations.advanceCursors()]);
+    expect(calls.readIndexed).toEqual([[-1n, 5n]]);
+    expect(await op(pending)).toMatchObject({ status: "confirmed", confirmed_from: "indexer", result: { n: 5 } });
+    expect(await op(failed)).toMatchObject({ status: "failed" });
+
+    // Nothing new indexed: nothing read. New blocks: only those.
+    await operations.advanceCursors();
+    indexer.head = 9n;
+    await operations.advanceCursors();
+    expect(calls.readIndexed).toEqual([[-1n, 5n], [5n, 9n]]);
+    expect(calls.lookupIndexed).toBe(0);
+    expect((await handle.db.selectFrom("chain_cursors").select("block_number").where("consumer", "=", kind.kind).executeTakeFirstOrThrow()).block_number).toBe(9n);
+
+    // Confirmed from the chain while the indexer lags, then reached by the cursor: reconciled, not confirmed again.
+    await handle.db.updateTable("chain_operations").set({ status: "sent", tx_hash: "0xabc" }).where("key", "=", late).execute();
+    indexer.fromChain.push({ key: late, facts: { n: 12 } });
+    await Promise.all([operations.confirmFromChain(), operations.confirmFromChain()]);
+    expect(await op(late)).toMatchObject({ status: "confirmed", confirmed_from: "chain", indexed_at: null });
+    indexer.rows.push({ block: 12n, key: late, facts: { n: 12 } }, { block: 12n, key: pending, facts: { n: 5 } });
+    indexer.head = 12n;
+    await operations.advanceCursors();
+    expect((await op(late)).indexed_at).not.toBeNull();
+
+    expect(calls.confirmed.sort()).toEqual([late, pending].sort());
+    expect(calls.indexed).toEqual([late]);
+    expect(calls.failed).toEqual([failed]);
+    expect(await eventsOf(pending)).toEqual([{ payload: { key: pending, n: 5, source: "indexer" } }]);
+    expect(await eventsOf(late)).toEqual([{ payload: { key: late, n: 12, source: "chain" } }]);
+    expect(await eventsOf(failed)).toEqual([]);
+  });
+});

@@ -1,0 +1,135 @@
+/**
+ * Two HTTP processes (api/src/server.ts) and two workers (api/src/worker.ts) on one Postgres, the
+ * run's chain and a Ponder of their own: 100 artworks created through both HTTP processes are each
+ * certified once (one token, one provenance entry, one artwork.certified event), their 100 webhook
+ * deliveries are each sent once, and, with Redis (TEST_REDIS_URL), the HTTP processes share one
+ * rate limit. Without TEST_REDIS_URL the rate-limit part is skipped (each process counts alone).
+ */
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { sql } from "kysely";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { createDb } from "../../api/src/db/connection.ts";
+import { binPath, childEnv, freePort, type ManagedProcess, spawnManaged, waitUntil } from "../../tools/stack/processes.ts";
+import { testEnvironment } from "../api/environment.ts";
+import { createUser, send, testApiSettings, type TestApi } from "../api/helpers.ts";
+import { Receiver } from "../api/webhooks.support.ts";
+import { artworkInput, createPlatformDatabase, formFields, freshRelayerKey, pngImage, postMultipart } from "../support/artworks.ts";
+import { startIndexerForTest, type TestIndexer } from "../support/indexer.ts";
+
+const ARTWORKS = 100;
+const ANONYMOUS_LIMIT = 40;
+const redisUrl = testEnvironment().redisUrl;
+
+const children: ManagedProcess[] = [];
+let database: { databaseUrl: string; drop(): Promise<void> };
+let indexer: TestIndexer;
+let receiver: Receiver;
+let urls: string[] = [];
+let db: ReturnType<typeof createDb>;
+
+async function startProcess(name: string, script: string, settings: Record<string, string>, ready: RegExp): Promise<RegExpExecArray> {
+  const logFile = path.join(testEnvironment().tempDir, `${name}-${randomBytes(3).toString("hex")}.log`);
+  const child = spawnManaged({ name, command: binPath("node"), args: ["--import", "tsx", script], logFile, detached: false, env: childEnv(settings) });
+  children.push(child);
+  return waitUntil(async () => ready.exec(readFileSync(logFile, "utf8")) ?? undefined, { timeoutMs: 60_000, intervalMs: 100, what: `${name} (${script}, log ${logFile})`, abort: child.exited });
+}
+
+beforeAll(async () => {
+  database = await createPlatformDatabase();
+  const [started, relayerKey] = await Promise.all([startIndexerForTest({ target: { databaseUrl: database.databaseUrl } }), freshRelayerKey()]);
+  indexer = started;
+  receiver = await new Receiver().start();
+  const settings = testApiSettings({
+    DATABASE_URL: database.databaseUrl,
+    INDEXER_URL: indexer.url,
+    INDEXER_VIEWS_SCHEMA: indexer.viewsSchema,
+    STORAGE_DIR: mkdtempSync(path.join(testEnvironment().tempDir, "storage-")),
+    // One relayer account for both workers: its nonces must not collide.
+    RELAYER_PRIVATE_KEY: relayerKey,
+    LOG_LEVEL: "warn",
+    DATABASE_POOL_SIZE: "8",
+    CERTIFICATION_CONCURRENCY: "8",
+    CERTIFICATION_SWEEP_INTERVAL_MS: "1000",
+    CERTIFICATION_RETRY_BASE_MS: "200",
+    WEBHOOK_CONCURRENCY: "8",
+    WEBHOOK_MAX_IN_FLIGHT_PER_USER: "8",
+    WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION: "8",
+    ALLOW_PRIVATE_WEBHOOK_URLS: "true",
+    RATE_LIMIT_ANONYMOUS_PER_MINUTE: String(ANONYMOUS_LIMIT),
+    RATE_LIMIT_KEY_PREFIX: `rl-multi-${randomBytes(4).toString("hex")}`,
+    REDIS_URL: redisUrl ?? "",
+  });
+  // Links in token metadata must not depend on which process certifies.
+  const ports = [await freePort(), await freePort()];
+  const http = ports.map((port, i) =>
+    startProcess(`http-${i + 1}`, "api/src/server.ts", { ...settings, PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${ports[0]}` }, /^API listening on (\S+)$/m),
+  );
+  const workers = [1, 2].map((i) => startProcess(`worker-${i}`, "api/src/worker.ts", { ...settings, PUBLIC_BASE_URL: `http://127.0.0.1:${ports[0]}` }, /^Worker running/m));
+  await Promise.all([...http, ...workers]);
+  urls = ports.map((port) => `http://127.0.0.1:${port}`);
+  db = createDb(database.databaseUrl, 2);
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all(children.map((c) => c.stop("SIGTERM", 15_000)));
+  await db?.destroy();
+  await receiver?.stop();
+  await indexer?.stop();
+  await database?.drop().catch(() => {});
+}, 60_000);
+
+const at = (url: string) => ({ url, request: (method: string, p: string, opts?: object) => send(url, method, p, opts) }) as unknown as TestApi;
+
+it(`certifies ${ARTWORKS} artworks created through two HTTP processes once each, and sends each webhook delivery once`, async () => {
+  const artist = await createUser(at(urls[0]!), { role: "artist" });
+  const hook = receiver.endpoint(() => ({ status: 200 }));
+  const sub = await send(urls[1]!, "POST", "/v1/webhooks", { token: artist.token, body: { url: hook, events: ["artwork.certified"] } });
+  expect(sub.status).toBe(201);
+
+  const created = await Promise.all(
+    Array.from({ length: ARTWORKS }, (_, i) => postMultipart(urls[i % 2]!, artist.token, formFields(artworkInput()), { bytes: pngImage() })),
+  );
+  expect(created.map((r) => r.status)).toEqual(Array(ARTWORKS).fill(201));
+  const ids = created.map((r) => r.body.id as string);
+
+  await waitUntil(
+    async () => {
+      const { count } = await db.selectFrom("artworks").select((eb) => eb.fn.countAll<string>().as("count")).where("id", "in", ids).where("status", "=", "certified").executeTakeFirstOrThrow();
+      return Number(count) === ARTWORKS || undefined;
+    },
+    { timeoutMs: 60_000, intervalMs: 250, what: `${ARTWORKS} certified artworks` },
+  );
+
+  // One token per artwork on chain (the indexer's view), one provenance entry, one event.
+  const tokens = await sql<{ artwork_id: string; n: number }>`select artwork_id, count(*)::int as n from ${sql.id(indexer.viewsSchema, "certificate")} where artwork_id in (${sql.join(ids)}) group by artwork_id`.execute(db);
+  expect(tokens.rows).toHaveLength(ARTWORKS);
+  expect(tokens.rows.every((r) => r.n === 1)).toBe(true);
+  const provenance = await db.selectFrom("artwork_provenance").select(["artwork_id", (eb) => eb.fn.countAll<string>().as("n")]).where("artwork_id", "in", ids).where("event", "=", "certified").groupBy("artwork_id").execute();
+  expect(provenance).toHaveLength(ARTWORKS);
+  expect(provenance.every((r) => Number(r.n) === 1)).toBe(true);
+  const events = await db.selectFrom("outbox_events").select(sql<string>`payload->>'artwork_id'`.as("artwork_id")).where("event_type", "=", "artwork.certified").where(sql`payload->>'artwork_id'`, "in", ids).execute();
+  expect(events).toHaveLength(ARTWORKS);
+  expect(new Set(events.map((e) => e.artwork_id)).size).toBe(ARTWORKS);
+
+  // Each delivery sent once per attempt: one request per delivery id, and the database counts one attempt.
+  const requests = await receiver.waitForRequests(hook, ARTWORKS, 30_000);
+  await new Promise((r) => setTimeout(r, 1_500)); // a duplicate send would arrive by now
+  const perDelivery = new Map<string, number>();
+  for (const r of receiver.requests(hook)) perDelivery.set(String(r.headers["webhook-id"]), (perDelivery.get(String(r.headers["webhook-id"])) ?? 0) + 1);
+  expect(requests.length).toBeGreaterThanOrEqual(ARTWORKS);
+  expect(perDelivery.size).toBe(ARTWORKS);
+  expect([...perDelivery.values()].every((n) => n === 1)).toBe(true);
+  const deliveries = await db.selectFrom("webhook_deliveries").select(["id", "attempts", "status"]).where("subscription_id", "=", sub.body.id).execute();
+  expect(deliveries).toHaveLength(ARTWORKS);
+  expect(deliveries.every((d) => d.status === "succeeded" && d.attempts === 1 && perDelivery.get(d.id) === 1)).toBe(true);
+}, 90_000);
+
+it.skipIf(!redisUrl)("shares the rate limit between the HTTP processes (Redis)", async () => {
+  // Anonymous calls count per IP: 30 to each process against one limit of 40 a minute.
+  const answers = await Promise.all(urls.flatMap((url) => Array.from({ length: 30 }, () => fetch(`${url}/v1/users/me`).then((r) => r.status))));
+  const allowed = answers.filter((s) => s !== 429).length;
+  expect(allowed).toBeLessThanOrEqual(ANONYMOUS_LIMIT);
+  expect(answers.filter((s) => s === 429).length).toBeGreaterThanOrEqual(60 - ANONYMOUS_LIMIT);
+});

@@ -66,6 +66,13 @@ const envSchema = z.object({
   CERTIFICATION_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).max(3_600_000).default(15_000),
   CERTIFICATION_CRASH_AFTER_SUBMIT: bool.default(false),
   IDEMPOTENCY_CRASH_AFTER_COMMIT: bool.default(false),
+
+  // Only the built-in sandbox so far; a real adapter (Stripe) adds its name here (README, Payments).
+  PAYMENT_PROCESSOR: z.enum(["sandbox"]).default("sandbox"),
+  PAYMENT_SANDBOX_IN_PRODUCTION: bool.default(false),
+  PLATFORM_FEE_BPS: z.coerce.number().int().min(0).max(10_000).default(250),
+  PAYMENT_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(3),
+  PAYMENT_RETRY_BASE_MS: z.coerce.number().int().min(1).max(60_000).default(250),
 });
 
 export type Env = z.input<typeof envSchema>;
@@ -144,6 +151,14 @@ export interface Config {
     /** Tests only: SIGKILL the process right after a certify transaction is sent. */
     crashAfterSubmit: boolean;
   };
+  payments: {
+    processor: "sandbox";
+    /** The platform's fee on every charge, in basis points (250 = 2.5 %). */
+    platformFeeBps: number;
+    /** Attempts of a charge or refund that fails transiently, the n-th retry after retryBaseMs * 2^(n-1) (jittered). */
+    maxAttempts: number;
+    retryBaseMs: number;
+  };
 }
 
 export class ConfigError extends Error {
@@ -198,6 +213,9 @@ export function loadConfig(source: NodeJS.ProcessEnv | Record<string, string | u
     }
     if (e.IDEMPOTENCY_CRASH_AFTER_COMMIT) {
       throw new ConfigError("IDEMPOTENCY_CRASH_AFTER_COMMIT is a test setting and cannot be enabled in production mode");
+    }
+    if (e.PAYMENT_PROCESSOR === "sandbox" && !e.PAYMENT_SANDBOX_IN_PRODUCTION) {
+      throw new ConfigError("Production mode refuses the sandbox payment processor (PAYMENT_PROCESSOR=sandbox) unless PAYMENT_SANDBOX_IN_PRODUCTION=true");
     }
     if (e.ALLOW_PRIVATE_WEBHOOK_URLS === true) {
       throw new ConfigError("ALLOW_PRIVATE_WEBHOOK_URLS cannot be enabled in production mode");
@@ -265,6 +283,12 @@ export function loadConfig(source: NodeJS.ProcessEnv | Record<string, string | u
       leaseMs: e.CERTIFICATION_LEASE_MS,
       sweepIntervalMs: e.CERTIFICATION_SWEEP_INTERVAL_MS,
       crashAfterSubmit: e.CERTIFICATION_CRASH_AFTER_SUBMIT,
+    },
+    payments: {
+      processor: e.PAYMENT_PROCESSOR,
+      platformFeeBps: e.PLATFORM_FEE_BPS,
+      maxAttempts: e.PAYMENT_MAX_ATTEMPTS,
+      retryBaseMs: e.PAYMENT_RETRY_BASE_MS,
     },
   };
 }

@@ -1,4 +1,5 @@
 import type { AddressInfo } from "node:net";
+import type pg from "pg";
 import { Kysely, PostgresDialect } from "kysely";
 import { pino } from "pino";
 import { createApp } from "./app.ts";
@@ -17,18 +18,11 @@ import { migrateToLatest } from "./db/migrate.ts";
 import { IdempotencyStore } from "./http/idempotency.ts";
 import { createRateLimiter } from "./http/rate-limit.ts";
 import { OUTBOX_DISPATCH_TASK, OutboxDispatcher, redispatchStaleEvents } from "./jobs/outbox.ts";
-import { migrateJobQueue, startJobQueue } from "./jobs/queue.ts";
+import { migrateJobQueue, startJobQueue, type TaskList } from "./jobs/queue.ts";
 import { LocalDiskStorage } from "./lib/storage.ts";
-import { AdminService } from "./modules/admin/admin.service.ts";
-import { ArtworkLinks, ArtworksService } from "./modules/artworks/artworks.service.ts";
-import { CERTIFY_TASK, CertificationPipeline, FETCH_IMAGE_TASK } from "./modules/artworks/certification.ts";
-import { ImageFetcher } from "./modules/artworks/image-fetch.ts";
-import { AuthService } from "./modules/auth/auth.service.ts";
-import { CertificatesService } from "./modules/certificates/certificates.service.ts";
 import type { IndexerProbe } from "./modules/health/health.routes.ts";
-import { UsersService } from "./modules/users/users.service.ts";
-import { attemptLeaseMs, WEBHOOK_DELIVER_TASK, WebhookSender } from "./modules/webhooks/webhooks.delivery.ts";
-import { WebhooksService } from "./modules/webhooks/webhooks.service.ts";
+import { modules, type Services } from "./modules/index.ts";
+import type { FeatureModule, JobRunnerSpec, PlatformDeps, WorkerPart } from "./modules/module.ts";
 
 /**
  * The platform's construction, shared by the HTTP process (api/src/server.ts) and the worker
@@ -67,14 +61,10 @@ export async function buildPlatform(config: Config, role: ProcessRole | "api+wor
     });
 
     const custody = new CustodyWallet(config.chain.custodyMnemonic);
-    const users = new UsersService(db, custody);
-    const auth = new AuthService(db, config, users, publicClient);
-    const admin = new AdminService(db, users, auth);
     // Only workers send transactions; the relayer serialises its account's nonces across them.
     const relayer = new Relayer({ publicClient, account: relayerAccount, chain, logger, sharedNonces: db });
     // Links go into token metadata: they use the URL the server really listens on (PORT=0 in tests).
     const links = { baseUrl: config.publicBaseUrl };
-    const artworkLinks = new ArtworkLinks(() => links.baseUrl);
     const storage = new LocalDiskStorage(config.storage.dir);
     const indexedCertificates = new IndexedCertificates(db, config.indexer.viewsSchema);
     // Chain writes as durable operations: modules register their kinds; the worker runs them.
@@ -90,21 +80,8 @@ export async function buildPlatform(config: Config, role: ProcessRole | "api+wor
       leaseMs: config.certification.leaseMs,
       sweepIntervalMs: config.certification.sweepIntervalMs,
     });
-    const certification = new CertificationPipeline({
-      db,
-      config,
-      logger,
-      relayer,
-      publicClient,
-      certificates: indexedCertificates,
-      operations: chainOperations,
-      metadataUrl: artworkLinks.metadata,
-    });
-    const imageFetcher = new ImageFetcher({ db, config, logger, storage, certification });
-    const artworks = new ArtworksService({ db, config, logger, storage, users, certificates: indexedCertificates, certification, links: artworkLinks });
-    const certificates = new CertificatesService({ config, logger, publicClient, certificates: indexedCertificates, artworks });
-    const webhookPolicy = { allowPrivate: config.allowPrivateWebhookUrls };
-    const webhooks = new WebhooksService(db, { policy: webhookPolicy, attemptLeaseMs: attemptLeaseMs(config.webhooks.timeoutMs) });
+    const deps: PlatformDeps = { config, db, logger, publicClient, relayer, custody, storage, indexedCertificates, chainOperations, links };
+    const services = createServices(deps);
     const idempotency = new IdempotencyStore(db);
 
     // The views schema is what the API's reads see; Ponder's HTTP status covers the time before it exists.
@@ -140,17 +117,31 @@ export async function buildPlatform(config: Config, role: ProcessRole | "api+wor
       relayer,
       indexedBlock,
       indexerLag,
-      webhookPolicy,
-      services: { auth, users, admin, webhooks, artworks, certificates },
-      certification,
+      deps,
+      services,
       chainOperations,
-      imageFetcher,
       idempotency,
     };
   } catch (error) {
     await db.destroy();
     throw error;
   }
+}
+
+type AnyModule = FeatureModule<any, any>;
+
+/** Each module's services, in the list's order: a module gets the platform's parts and the services built before it. */
+function createServices(deps: PlatformDeps): Services {
+  const services: Record<string, unknown> = {};
+  for (const module of modules as readonly AnyModule[]) {
+    const built = module.create({ ...deps, ...services });
+    for (const name of Object.keys(built)) {
+      if (name in services || name in deps) throw new Error(`Module ${module.name}: a service named ${name} exists already`);
+    }
+    Object.assign(services, built);
+    for (const kind of module.chainOperationKinds?.(services) ?? []) deps.chainOperations.register(kind);
+  }
+  return services as Services;
 }
 
 export interface RunningHttp {
@@ -162,8 +153,8 @@ export interface RunningHttp {
 
 /** The HTTP half: routes, rate limits, idempotency; it enqueues jobs and runs none. */
 export async function startHttp(platform: Platform, options: { indexerLag?: IndexerLagMonitor } = {}): Promise<RunningHttp> {
-  const { config, db, logger, publicClient, services } = platform;
-  const bootstrap = await services.admin.bootstrapAdmin(config.bootstrapAdminApiKey);
+  const { config, logger, services } = platform;
+  const bootstrap = await services.accounts.bootstrapAdmin(config.bootstrapAdminApiKey);
   if (bootstrap) logger.info({ user_id: bootstrap.userId }, "created the bootstrap admin");
 
   // /readyz judges the indexer over time: sampled here read-only (or shared with the worker half).
@@ -177,7 +168,7 @@ export async function startHttp(platform: Platform, options: { indexerLag?: Inde
     keyPrefix: config.rateLimit.keyPrefix,
   });
 
-  const app = createApp({ config, db, logger, publicClient, rateLimiter, indexer, services });
+  const app = createApp({ deps: platform.deps, rateLimiter, indexer, services, modules });
   const server = app.listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => {
     server.once("listening", resolve);
@@ -215,67 +206,76 @@ export interface RunningWorker {
 }
 
 /**
- * The worker half: the job runners (outbox dispatch, webhook sends and their recovery,
- * certifications, image fetches, maintenance), the indexer listener and the certification sweep.
+ * The worker half: the job runners (`general`: outbox dispatch and maintenance; `chain`: chain
+ * operations; and each module's tasks and runners of its own), the modules' background loops, the
+ * indexer listener and the chain operations' sweep.
  * Any number of workers may run on one database: jobs are claimed in it, and the relayer's nonces
  * are serialised across processes.
  */
 export async function startWorker(platform: Platform, options: { indexerLag?: IndexerLagMonitor } = {}): Promise<RunningWorker> {
-  const { config, db, pool, logger, services, certification, imageFetcher, idempotency } = platform;
-  // While the indexer lags, the certification runner confirms from the chain.
+  const { config, db, pool, logger, services, idempotency } = platform;
+  // While the indexer lags, the chain operations are confirmed from the chain.
   const indexerLag = options.indexerLag ?? workerIndexerLag(platform);
 
+  const parts: WorkerPart[] = (modules as readonly AnyModule[]).map((m) => m.worker?.(services, platform.deps) ?? {});
   const outbox = new OutboxDispatcher(db, logger.child({ component: "outbox" }));
-  const webhookSender = new WebhookSender(db, { policy: platform.webhookPolicy, ...config.webhooks }, logger.child({ component: "webhooks" }));
-  outbox.subscribe("*", services.webhooks.fanOut);
-  const jobs = await startJobQueue({
-    pool,
-    concurrency: config.jobs.concurrency,
-    logger,
-    tasks: {
-      [OUTBOX_DISPATCH_TASK]: outbox.task,
-      maintenance_purge: async () => {
-        await idempotency.purgeExpired();
-        await services.auth.purgeExpired();
-      },
-      outbox_redispatch: async () => {
-        await redispatchStaleEvents(db);
-      },
-    },
-    crontab: "17 * * * * maintenance_purge\n* * * * * outbox_redispatch\n",
-  });
-  // Sends wait on other people's servers (up to the timeout each): a runner of their own keeps them
-  // from starving the other jobs. Its poll interval bounds how late a scheduled retry starts.
-  const webhookJobs = await startJobQueue({
-    pool,
-    concurrency: config.webhooks.concurrency,
-    logger,
-    pollIntervalMs: 1000,
-    tasks: { [WEBHOOK_DELIVER_TASK]: webhookSender.task },
-  });
-  webhookSender.startRecovery();
+  for (const module of modules as readonly AnyModule[]) {
+    for (const { type, handler } of module.outboxHandlers?.(services) ?? []) outbox.subscribe(type, handler);
+  }
 
-  // Certifications wait on the chain: a runner of their own, with connections of its own for the
-  // queue's bookkeeping (its LISTEN holds one for good).
-  const certificationPool = createPool(config.database.url, config.certification.concurrency + 1);
-  const certificationJobs = await startJobQueue({
-    pool: certificationPool,
-    concurrency: config.certification.concurrency,
-    logger,
-    // Each idle worker polls for due retries; new jobs arrive by NOTIFY at once.
-    pollIntervalMs: 2000,
-    tasks: { [CERTIFY_TASK]: certification.task, [CHAIN_OPERATION_TASK]: platform.chainOperations.task },
-  });
-  // Downloads of image_url wait on other people's servers: a runner of their own, so certification
-  // slots never wait on a URL (a per-artist cap inside keeps one artist from taking every slot).
-  const imageFetchJobs = await startJobQueue({
-    pool,
-    concurrency: config.certification.imageFetchConcurrency,
-    logger,
-    pollIntervalMs: 1000,
-    tasks: { [FETCH_IMAGE_TASK]: imageFetcher.task },
-  });
-  certification.start();
+  const runners: (JobRunnerSpec & { tasks: TaskList; crontab?: string })[] = [
+    {
+      name: "general",
+      concurrency: config.jobs.concurrency,
+      tasks: {
+        [OUTBOX_DISPATCH_TASK]: outbox.task,
+        maintenance_purge: async () => {
+          await idempotency.purgeExpired();
+          for (const part of parts) await part.maintenance?.();
+        },
+        outbox_redispatch: async () => {
+          await redispatchStaleEvents(db);
+        },
+      },
+      crontab: "17 * * * * maintenance_purge\n* * * * * outbox_redispatch\n",
+    },
+    // Chain operations wait on the chain: a runner of their own, with connections of its own for the
+    // queue's bookkeeping. Each idle worker polls for due retries; new jobs arrive by NOTIFY at once.
+    {
+      name: "chain",
+      concurrency: config.certification.concurrency,
+      pollIntervalMs: 2000,
+      ownPool: true,
+      tasks: { [CHAIN_OPERATION_TASK]: platform.chainOperations.task },
+    },
+    ...parts.flatMap((part) => (part.runners ?? []).map((spec) => ({ ...spec, tasks: {} }))),
+  ];
+  for (const part of parts) {
+    for (const [name, tasks] of Object.entries(part.tasks ?? {})) {
+      const runner = runners.find((r) => r.name === name);
+      if (!runner) throw new Error(`No job runner named ${name}`);
+      Object.assign(runner.tasks, tasks);
+    }
+  }
+
+  const ownPools: pg.Pool[] = [];
+  const started: { stop(): Promise<void> }[] = [];
+  for (const runner of runners) {
+    if (Object.keys(runner.tasks).length === 0) continue;
+    const runnerPool = runner.ownPool ? createPool(config.database.url, runner.concurrency + 1) : pool;
+    if (runner.ownPool) ownPools.push(runnerPool);
+    started.push(
+      await startJobQueue({
+        pool: runnerPool,
+        concurrency: runner.concurrency,
+        logger,
+        ...(runner.pollIntervalMs ? { pollIntervalMs: runner.pollIntervalMs } : {}),
+        tasks: runner.tasks,
+        ...(runner.crontab ? { crontab: runner.crontab } : {}),
+      }),
+    );
+  }
+  for (const part of parts) part.start?.();
   platform.chainOperations.start();
   indexerLag.start();
   logger.info("worker running");
@@ -285,12 +285,11 @@ export async function startWorker(platform: Platform, options: { indexerLag?: In
     indexerLag,
     close() {
       closing ??= (async () => {
-        await webhookSender.stopRecovery();
+        for (const part of [...parts].reverse()) await part.stop?.();
         await indexerLag.stop();
-        await certification.stop();
         await platform.chainOperations.stop();
-        await Promise.all([jobs.stop(), webhookJobs.stop(), certificationJobs.stop(), imageFetchJobs.stop()]);
-        await certificationPool.end();
+        await Promise.all(started.map((runner) => runner.stop()));
+        await Promise.all(ownPools.map((p) => p.end()));
       })();
       return closing;
     },

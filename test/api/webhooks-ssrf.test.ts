@@ -29,6 +29,7 @@ describe("webhook URLs in strict mode", () => {
       NODE_ENV: "production",
       RELAYER_PRIVATE_KEY: `0x${"11".repeat(32)}`,
       PUBLIC_BASE_URL: "https://api.example.com",
+      PAYMENT_SANDBOX_IN_PRODUCTION: "true",
     };
     expect(() => loadConfig({ ...production, ALLOW_PRIVATE_WEBHOOK_URLS: "true" })).toThrow(ConfigError);
     expect(loadConfig(production).allowPrivateWebhookUrls).toBe(false);

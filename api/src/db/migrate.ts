@@ -2,15 +2,39 @@ import { promises as fs } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Kysely, sql } from "kysely";
-import { FileMigrationProvider, Migrator } from "kysely/migration";
+import { FileMigrationProvider, type Migration, type MigrationProvider, Migrator } from "kysely/migration";
+import { modules } from "../modules/index.ts";
 
-const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), "migrations");
+/** The shared tables' migrations (requests, outbox, chain); each module has its own folder. */
+const SHARED_MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), "migrations");
+
+/** The shared folder and every module's: one ordered history (names are date-prefixed and global). */
+export function migrationFolders(): string[] {
+  return [SHARED_MIGRATIONS_DIR, ...modules.flatMap((m) => ("migrations" in m && m.migrations ? [m.migrations] : []))];
+}
+
+/** Migrations of several folders as one set, sorted by name by the migrator; a name used twice is refused. */
+class FoldersMigrationProvider implements MigrationProvider {
+  constructor(private readonly folders: readonly string[]) {}
+
+  async getMigrations(): Promise<Record<string, Migration>> {
+    const all: Record<string, Migration> = {};
+    for (const folder of this.folders) {
+      const found = await new FileMigrationProvider({ fs, path, migrationFolder: folder }).getMigrations();
+      for (const [name, migration] of Object.entries(found)) {
+        if (name in all) throw new Error(`Migration ${name} exists twice (${folder})`);
+        all[name] = migration;
+      }
+    }
+    return all;
+  }
+}
 
 /** Applies every pending migration; concurrent starters serialize on Kysely's migration lock. */
-export async function migrateToLatest(db: Kysely<any>): Promise<void> {
+export async function migrateToLatest(db: Kysely<any>, folders: readonly string[] = migrationFolders()): Promise<void> {
   const migrator = new Migrator({
     db,
-    provider: new FileMigrationProvider({ fs, path, migrationFolder: MIGRATIONS_DIR }),
+    provider: new FoldersMigrationProvider(folders),
     // Named, so that Ponder's own Kysely tables (`ponder_sync.kysely_migration*`) are never taken
     // for ours when the indexer reached this database first.
     migrationTableSchema: "public",

@@ -1,7 +1,7 @@
 import type { OpenAPIRegistry, RouteConfig } from "@asteasolutions/zod-to-openapi";
 import type { NextFunction, Request, Response, Router } from "express";
 import type { ZodType } from "zod";
-import type { Role } from "../db/database.ts";
+import type { Role } from "../modules/users/users.tables.ts";
 import type { Transact } from "../db/transact.ts";
 import { ApiError, type FieldError } from "../lib/errors.ts";
 import type { AuthContext } from "../modules/auth/auth.context.ts";
@@ -68,6 +68,11 @@ interface RouteDefBase<B, Q, P> {
    * successes, or an error page that is not problem+json (`contentType`, default JSON).
    */
   alternatives?: Record<number, { description: string; schema?: ZodType; contentType?: string }>;
+  /**
+   * The status of a plain result, when it depends on the result (one of `alternatives`, e.g. 202
+   * while a certification is pending): services answer facts, the route maps them to HTTP.
+   */
+  statusOf?: (result: any) => number;
 }
 
 /**
@@ -222,7 +227,7 @@ export class ApiRouter {
   /** A handler's (or unit of work's) result as status and body, checked against its schema in tests. */
   private answer<A extends RouteAuth, B, Q, P>(def: RouteDef<A, B, Q, P>, result: unknown): { status: number; body: unknown } {
     if (result instanceof Reply && result.raw) throw new Error(`${def.method.toUpperCase()} ${def.path}: a unit of work answers JSON, not bytes`);
-    const status = result instanceof Reply ? result.status : (def.status ?? 200);
+    const status = result instanceof Reply ? result.status : (def.statusOf?.(result) ?? def.status ?? 200);
     const body = result instanceof Reply ? result.body : result;
     const schema = status === (def.status ?? 200) ? def.response : def.alternatives?.[status]?.schema;
     if (this.deps.checkResponses && schema) {

@@ -68,3 +68,9 @@ export class ApiError extends Error {
     return new ApiError(409, code, detail);
   }
 }
+
+/** Lookup-or-404: the value found, or a 404 naming `what` ("Artwork"). */
+export function found<T>(value: T | null | undefined, what: string): NonNullable<T> {
+  if (value === null || value === undefined) throw ApiError.notFound(what);
+  return value;
+}

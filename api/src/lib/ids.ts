@@ -19,6 +19,9 @@ export const ID_PREFIXES = {
   redemption: "rdm",
   reward: "rwd",
   paymentMethod: "pm",
+  /** The sandbox processor's charges and refunds (Stripe's prefixes). */
+  charge: "ch",
+  refund: "re",
   order: "ord",
   adminAction: "adm",
   webhookSubscription: "whs",

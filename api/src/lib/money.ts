@@ -23,3 +23,6 @@ export const usdAmount = z
   .max(MAX_USD)
   .refine(hasCents, { message: "must have at most 2 decimals" })
   .openapi({ example: 12500, description: `US dollars, 0..${MAX_USD}, at most 2 decimals` });
+
+/** A `_usd` amount in an answer (cents / 100). */
+export const usdValue = z.number().openapi({ example: 12500, description: "US dollars" });

@@ -1,3 +1,4 @@
+import { type SelectQueryBuilder, sql } from "kysely";
 import { z } from "../openapi/zod.ts";
 
 /** `?page=` and `?limit=` (CONTRACT §3); lists answer `{data, pagination}`. */
@@ -40,3 +41,24 @@ export const paginationSchema = z
     has_more: z.boolean(),
   })
   .openapi("Pagination");
+
+/**
+ * One page of a list and the count of the whole list, from one filtered query: `rows` adds the
+ * selection and order (`q.selectAll().orderBy(...)`), the page's limit and offset are added here.
+ */
+export async function paginate<DB, TB extends keyof DB, O>(
+  query: SelectQueryBuilder<DB, TB, {}>,
+  page: Page,
+  rows: (q: SelectQueryBuilder<DB, TB, {}>) => SelectQueryBuilder<DB, TB, O>,
+): Promise<{ rows: O[]; total: number }> {
+  const [found, total] = await Promise.all([
+    rows(query).limit(page.limit).offset(offsetOf(page)).execute(),
+    query.select(sql<string>`count(*)`.as("n")).executeTakeFirstOrThrow(),
+  ]);
+  return { rows: found as O[], total: Number((total as { n: string }).n) };
+}
+
+/** An ILIKE/LIKE pattern matching `text` anywhere, its `%`, `_` and `\` taken literally. */
+export function containsPattern(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}

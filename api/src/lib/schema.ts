@@ -1,3 +1,4 @@
+import { ID_PREFIXES, type IdKind } from "./ids.ts";
 import { z } from "../openapi/zod.ts";
 
 /**
@@ -74,4 +75,19 @@ const DECIMAL = /^-?\d+(?:\.\d+)?$/;
  */
 export function decimalText(value: unknown): unknown {
   return typeof value === "string" && DECIMAL.test(value) ? Number(value) : value;
+}
+
+/** A point in time as answered: ISO 8601 in UTC (`iso()` of lib/time.ts). */
+export const timestamp = z.string().openapi({ format: "date-time", example: "2026-11-22T10:00:00.000Z" });
+
+const EXAMPLE_ULID = "01JD3Y5V0Q3G7W7J6T4N4C2X1M";
+
+/** An id of `kind` in an answer (`usr_…`, `art_…`). */
+export function idOf(kind: IdKind) {
+  return z.string().openapi({ example: `${ID_PREFIXES[kind]}_${EXAMPLE_ULID}` });
+}
+
+/** A path parameter (`:id` unless named) holding an id of `kind`. */
+export function idParam(kind: IdKind, name = "id") {
+  return pathId(name, `${ID_PREFIXES[kind]}_${EXAMPLE_ULID}`);
 }

@@ -1,6 +1,7 @@
 import { type Insertable, sql, type Transaction, type Updateable } from "kysely";
-import type { Artwork, ArtworkProvenance, ArtworksTable, Database, Db } from "../../db/database.ts";
-import { offsetOf, type Page } from "../../lib/pagination.ts";
+import type { Database, Db } from "../../db/database.ts";
+import type { Artwork, ArtworkProvenance, ArtworksTable } from "./artworks.tables.ts";
+import { containsPattern, type Page, paginate } from "../../lib/pagination.ts";
 
 export type NewArtwork = Insertable<ArtworksTable>;
 
@@ -48,25 +49,19 @@ export interface ArtworkFilter {
   q?: string;
 }
 
-const likePattern = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-
 export async function search(db: Db, filter: ArtworkFilter, page: Page): Promise<{ rows: Artwork[]; total: number }> {
   let query = db.selectFrom("artworks").where("deleted_at", "is", null);
-  if (filter.medium) query = query.where("medium", "ilike", likePattern(filter.medium));
+  if (filter.medium) query = query.where("medium", "ilike", containsPattern(filter.medium));
   if (filter.priceMinCents !== undefined) query = query.where("price_cents", ">=", filter.priceMinCents);
   if (filter.priceMaxCents !== undefined) query = query.where("price_cents", "<=", filter.priceMaxCents);
   if (filter.artistId) query = query.where("artist_id", "=", filter.artistId);
   if (filter.verified !== undefined) query = query.where("status", filter.verified ? "=" : "<>", "certified");
   if (filter.forSale !== undefined) query = query.where("for_sale", "=", filter.forSale);
   if (filter.q) {
-    const pattern = likePattern(filter.q);
+    const pattern = containsPattern(filter.q);
     query = query.where((eb) => eb.or([eb("title", "ilike", pattern), eb("description", "ilike", pattern), eb("medium", "ilike", pattern)]));
   }
-  const [rows, total] = await Promise.all([
-    query.selectAll().orderBy("created_at", "desc").orderBy("id", "desc").limit(page.limit).offset(offsetOf(page)).execute(),
-    query.select((eb) => eb.fn.countAll<string>().as("n")).executeTakeFirstOrThrow(),
-  ]);
-  return { rows, total: Number(total.n) };
+  return paginate(query, page, (q) => q.selectAll().orderBy("created_at", "desc").orderBy("id", "desc"));
 }
 
 export async function insertProvenance(

@@ -127,6 +127,7 @@ export function registerArtworksRoutes(api: ApiRouter, artworks: ArtworksService
     errors: [404, 409],
     response: s.adminVerifyResultSchema,
     alternatives: { 202: { description: "Accepted: the certification is under way (not on-chain within 10 s)", schema: s.adminVerifyResultSchema } },
+    statusOf: (result: { status: string }) => (result.status === "certified" ? 200 : 202),
     handler: ({ auth, params, body, transaction }) => artworks.adminVerify(auth.userId, params.id, body, transaction),
   });
 }

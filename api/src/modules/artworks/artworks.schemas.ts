@@ -1,7 +1,7 @@
 import { MAX_IMAGE_BYTES } from "../../lib/images.ts";
-import { usdAmount } from "../../lib/money.ts";
+import { usdAmount, usdValue } from "../../lib/money.ts";
 import { paginationQuery, paginationSchema } from "../../lib/pagination.ts";
-import { decimalText, httpUrl, pathId, plainString, text } from "../../lib/schema.ts";
+import { decimalText, httpUrl, idOf, idParam, plainString, text, timestamp } from "../../lib/schema.ts";
 import { z } from "../../openapi/zod.ts";
 
 export const ARTWORK_STATUSES = ["pending_certification", "certified", "certification_failed"] as const;
@@ -9,11 +9,10 @@ export const DIMENSION_UNITS = ["mm", "cm", "m", "in", "ft", "px"] as const;
 /** Fields of the certificate document: never changed after creation (409 immutable_field). */
 export const IMMUTABLE_FIELDS = ["title", "year", "medium", "dimensions", "image", "image_url", "artist_id", "artist"] as const;
 
-const timestamp = z.string().openapi({ format: "date-time", example: "2026-11-22T10:00:00.000Z" });
-const artworkId = z.string().openapi({ example: "art_01JD3Y5V0Q3G7W7J6T4N4C2X1M" });
+const artworkId = idOf("artwork");
 const hash32 = z.string().openapi({ example: "0x3f1c9b6a0d2e4f8a7c5b1e9d0a6f3c2b8e7d4a1f0c9b8e7d6a5f4e3d2c1b0a9f" });
 
-export const artworkIdParams = z.object({ id: pathId("id", "art_01JD3Y5V0Q3G7W7J6T4N4C2X1M") });
+export const artworkIdParams = z.object({ id: idParam("artwork") });
 
 const year = z
   .number()
@@ -138,7 +137,7 @@ export type ArtworkPatch = z.infer<typeof artworkPatchSchema>;
 export const artworkPatchResultSchema = z
   .object({
     id: artworkId,
-    price_usd: z.number().nullable().optional(),
+    price_usd: usdValue.nullable().optional(),
     description: z.string().nullable().optional(),
     for_sale: z.boolean().optional(),
     updated_at: timestamp,
@@ -170,7 +169,7 @@ export const artworkListItemSchema = z
     artist_id: z.string(),
     year: z.number().int(),
     medium: z.string(),
-    price_usd: z.number().nullable(),
+    price_usd: usdValue.nullable(),
     for_sale: z.boolean(),
     verified: z.boolean(),
     fractional_available: z.boolean(),
@@ -207,7 +206,7 @@ export const artworkDetailSchema = z
     medium: z.string(),
     dimensions: dimensionsSchema,
     description: z.string().nullable(),
-    price_usd: z.number().nullable(),
+    price_usd: usdValue.nullable(),
     for_sale: z.boolean(),
     verified: z.boolean(),
     fractional_available: z.boolean(),

@@ -2,11 +2,12 @@ import type { Kysely } from "kysely";
 import type { Logger } from "pino";
 import { type IndexedCertificates, type IndexedTransfer, IndexerNotReadyError } from "../../chain/certificates.ts";
 import type { Config } from "../../config.ts";
-import type { Artwork, ArtworkProvenance, Database, Role } from "../../db/database.ts";
+import type { Database } from "../../db/database.ts";
+import type { Artwork, ArtworkProvenance } from "./artworks.tables.ts";
+import type { Role } from "../users/users.tables.ts";
 import { type Transact, transactOn } from "../../db/transact.ts";
 import type { UploadedFile } from "../../http/multipart.ts";
-import { Reply } from "../../http/route.ts";
-import { ApiError, type FieldError } from "../../lib/errors.ts";
+import { ApiError, type FieldError, found } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
 import { MAX_IMAGE_BYTES, sniffImageType } from "../../lib/images.ts";
 import { centsToUsd, usdToCents } from "../../lib/money.ts";
@@ -206,8 +207,7 @@ export class ArtworksService {
   }
 
   async detail(id: string) {
-    const a = isId("artwork", id) ? await repo.findActive(this.deps.db, id) : undefined;
-    if (!a) throw ApiError.notFound("Artwork");
+    const a = found(isId("artwork", id) ? await repo.findActive(this.deps.db, id) : undefined, "Artwork");
     const links = this.deps.links;
     const { thumbnail_url, ...item } = this.toListItem(a);
     return {
@@ -260,8 +260,7 @@ export class ArtworksService {
 
   /** The stored image of an artwork (deleted ones too: the certificate still points at it). */
   async image(id: string): Promise<{ body: Buffer; contentType: string; sha256: string }> {
-    const a = isId("artwork", id) ? await repo.findAny(this.deps.db, id) : undefined;
-    if (!a) throw ApiError.notFound("Artwork");
+    const a = found(isId("artwork", id) ? await repo.findAny(this.deps.db, id) : undefined, "Artwork");
     if (!a.image_storage_key || !a.image_sha256) throw new ApiError(404, "not_found", "The image has not been fetched from image_url yet");
     const object = await this.deps.storage.get(a.image_storage_key);
     if (!object) throw new Error(`image object ${a.image_storage_key} of ${a.id} is missing from storage`);
@@ -273,8 +272,7 @@ export class ArtworksService {
    * hash; null before the image is known. Deleted artworks included.
    */
   async certificateDocumentOf(id: string): Promise<{ artwork: Artwork; document: CertificateDocument; canonical: string; hash: `0x${string}` } | null> {
-    const a = isId("artwork", id) ? await repo.findAny(this.deps.db, id) : undefined;
-    if (!a) throw ApiError.notFound("Artwork");
+    const a = found(isId("artwork", id) ? await repo.findAny(this.deps.db, id) : undefined, "Artwork");
     if (!a.image_sha256) return null;
     const document = certificateDocument(a, a.image_sha256);
     const canonical = canonicalDocument(document);
@@ -368,14 +366,14 @@ export class ArtworksService {
 
   /**
    * Admin override: certifies a pending or failed artwork through the same pipeline, recording who
-   * and why; answers once the chain has it (200) or, after a bounded wait, with the pending state (202).
+   * and why; answers once the chain has it (`certified`) or, after a bounded wait, with the pending
+   * state (the route answers 200 or 202 from the status).
    */
   async adminVerify(adminId: string, id: string, input: { override_reason: string; inspector_id?: string | undefined }, transact: Transact = transactOn(this.deps.db)) {
     const { db, config, certification } = this.deps;
     // The transaction's answer (202, pending) is what a crash during the wait leaves to replay.
     await transact(async (trx) => {
-      const a = isId("artwork", id) ? await repo.lockAny(trx, id) : undefined;
-      if (!a) throw ApiError.notFound("Artwork");
+      const a = found(isId("artwork", id) ? await repo.lockAny(trx, id) : undefined, "Artwork");
       if (a.deleted_at) throw ApiError.conflict("invalid_state", "The artwork is deleted");
       if (a.status === "certified") throw ApiError.conflict("invalid_state", "The artwork is already certified");
       await repo.update(trx, a.id, {
@@ -395,18 +393,17 @@ export class ArtworksService {
         details: { reason: input.override_reason, ...(input.inspector_id ? { inspector_id: input.inspector_id } : {}) },
       });
       await certification.request(trx, a.id, { priority: -10 });
-      return new Reply(202, { artwork_id: a.id, status: "pending_certification" as const, certificate_hash: a.certificate_hash, certified_at: isoOrNull(a.certified_at), certified_by: adminId });
+      return { artwork_id: a.id, status: "pending_certification" as const, certificate_hash: a.certificate_hash, certified_at: isoOrNull(a.certified_at), certified_by: adminId };
     });
-    const certified = await certification.waitForCertified(id, ADMIN_VERIFY_WAIT_MS);
+    await certification.waitForCertified(id, ADMIN_VERIFY_WAIT_MS);
     const a = (await repo.findAny(db, id))!;
-    const body = {
+    return {
       artwork_id: a.id,
       status: a.status,
       certificate_hash: a.certificate_hash,
       certified_at: isoOrNull(a.certified_at),
       certified_by: adminId,
     };
-    return new Reply(certified ? 200 : 202, body);
   }
 }
 

@@ -1,6 +1,6 @@
 import canonicalize from "canonicalize";
 import { type Hex, keccak256, stringToBytes } from "viem";
-import type { Artwork, ArtworkDimensions } from "../../db/database.ts";
+import type { Artwork, ArtworkDimensions } from "./artworks.tables.ts";
 
 /**
  * The public certificate document of an artwork (CONTRACT §8): exactly these fields, no more, so

@@ -7,7 +7,8 @@ import { PermanentChainError } from "../../chain/errors.ts";
 import { ChainOperationFailure, type ChainOperationKind, type ChainOperations, type KeyedFacts } from "../../chain/operations.ts";
 import { isAlreadyCertified, type Relayer } from "../../chain/relayer.ts";
 import type { Config } from "../../config.ts";
-import type { Artwork, ChainOperation, Database, Db } from "../../db/database.ts";
+import type { ChainOperation, Database, Db } from "../../db/database.ts";
+import type { Artwork } from "./artworks.tables.ts";
 import { recordEvent } from "../../jobs/outbox.ts";
 import { enqueue, type Task } from "../../jobs/queue.ts";
 import { iso } from "../../lib/time.ts";
@@ -39,7 +40,7 @@ export interface CertificationDeps {
   relayer: Relayer;
   publicClient: PublicClient;
   certificates: IndexedCertificates;
-  /** The chain writes' component: certification registers its kind there. */
+  /** The chain writes' component (the artworks module registers this kind there). */
   operations: ChainOperations;
   /** The artwork's ERC-721 metadata URL (the token URI). */
   metadataUrl: (artworkId: string) => string;
@@ -84,7 +85,6 @@ export class CertificationPipeline implements ChainOperationKind<ChainCertificat
     this.log = deps.logger.child({ component: "certification" });
     this.maxAttempts = deps.config.certification.maxAttempts;
     this.retryBaseMs = deps.config.certification.retryBaseMs;
-    deps.operations.register(this);
   }
 
   /**

@@ -1,7 +1,8 @@
 import type { Kysely } from "kysely";
 import type { Logger } from "pino";
 import type { Config } from "../../config.ts";
-import type { Artwork, Database } from "../../db/database.ts";
+import type { Database } from "../../db/database.ts";
+import type { Artwork } from "./artworks.tables.ts";
 import type { Task } from "../../jobs/queue.ts";
 import { MAX_IMAGE_BYTES, sniffImageType } from "../../lib/images.ts";
 import { OutboundError, outboundRequest, UnsafeUrlError } from "../../lib/outbound.ts";

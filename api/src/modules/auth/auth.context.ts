@@ -1,4 +1,4 @@
-import type { Role, UserStatus } from "../../db/database.ts";
+import type { Role, UserStatus } from "../users/users.tables.ts";
 
 /** Who is calling: resolved once per request from the bearer credential. */
 export interface AuthContext {

@@ -2,9 +2,11 @@ import type { ApiRouter } from "../../http/route.ts";
 import { z } from "../../openapi/zod.ts";
 import { iso, isoOrNull } from "../../lib/time.ts";
 import * as s from "./auth.schemas.ts";
+import * as usersSchemas from "../users/users.schemas.ts";
+import type { AccountsService } from "./accounts.service.ts";
 import type { AuthService } from "./auth.service.ts";
 
-export function registerAuthRoutes(api: ApiRouter, auth: AuthService): void {
+export function registerAuthRoutes(api: ApiRouter, auth: AuthService, accounts: AccountsService): void {
   api.route({
     method: "post",
     path: "/v1/auth/token",
@@ -106,5 +108,18 @@ export function registerAuthRoutes(api: ApiRouter, auth: AuthService): void {
       revoked: true as const,
       revoked_at: iso(await auth.revokeApiKey(caller.userId, params.id)),
     }),
+  });
+
+  // An admin endpoint of this feature: the account comes with its first credential.
+  api.route({
+    method: "post",
+    path: "/v1/admin/users",
+    summary: "Create a user with a custodial wallet and a first API key",
+    tags: ["Admin"],
+    auth: { scope: "admin:write", roles: ["admin"] },
+    body: usersSchemas.adminUserCreateSchema,
+    status: 201,
+    response: usersSchemas.adminUserCreatedSchema,
+    handler: ({ body, transaction }) => accounts.createUser(body, transaction),
   });
 }

@@ -1,8 +1,6 @@
 import { z } from "../../openapi/zod.ts";
-import { pathId, plainString, text } from "../../lib/schema.ts";
+import { idParam, plainString, text, timestamp } from "../../lib/schema.ts";
 import { ALL_SCOPES, isScope, type Scope } from "./scopes.ts";
-
-const timestamp = z.string().openapi({ format: "date-time" });
 
 export const scopeList = z
   .array(
@@ -85,4 +83,4 @@ export const apiKeyCreatedSchema = z
   })
   .openapi("ApiKeyCreated");
 
-export const apiKeyIdParams = z.object({ id: pathId("id", "key_01JD3Y5V0Q3G7W7J6T4N4C2X1M") });
+export const apiKeyIdParams = z.object({ id: idParam("apiKey") });

@@ -1,5 +1,4 @@
 import { randomBytes } from "node:crypto";
-import type { Request } from "express";
 import type { Kysely } from "kysely";
 import siwe from "siwe";
 import { getAddress, type Hex, type PublicClient } from "viem";
@@ -47,9 +46,8 @@ export class AuthService {
     this.siweOrigins = new Set(candidates.map(originOf).filter((o) => o !== "null"));
   }
 
-  /** Resolves the bearer credential of a request; null when none was sent. */
-  async authenticate(req: Request, opts: { allowApiKey: boolean }): Promise<AuthContext | null> {
-    const header = req.get("Authorization");
+  /** Resolves the bearer credential of a request (its Authorization header); null when none was sent. */
+  async authenticate(header: string | undefined, opts: { allowApiKey: boolean }): Promise<AuthContext | null> {
     if (header === undefined) return null;
     const match = /^Bearer[ ]+([^\s]+)\s*$/i.exec(header);
     if (!match?.[1]) throw new ApiError(401, "token_invalid", "The Authorization header must be `Bearer <token>`", bearerChallenge("invalid_token"));

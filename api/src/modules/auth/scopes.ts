@@ -1,4 +1,4 @@
-import type { Role } from "../../db/database.ts";
+import type { Role } from "../users/users.tables.ts";
 
 /** Scope strings are `<resource>:<action>` plus the coarse `read`, `write` and `admin` (CONTRACT §4). */
 export const SCOPE_RESOURCES = [

@@ -1,13 +1,12 @@
-import { pathId } from "../../lib/schema.ts";
+import { idParam, timestamp } from "../../lib/schema.ts";
 import { z } from "../../openapi/zod.ts";
 
-const timestamp = z.string().openapi({ format: "date-time", example: "2026-11-22T10:00:00.000Z" });
 const hash32 = z.string().openapi({ example: "0x3f1c9b6a0d2e4f8a7c5b1e9d0a6f3c2b8e7d4a1f0c9b8e7d6a5f4e3d2c1b0a9f" });
 const address = z.string().openapi({ example: "0x5fbdb2315678afecb367f032d93f642f64180aa3" });
 
-export const artworkIdParams = z.object({ id: pathId("id", "art_01JD3Y5V0Q3G7W7J6T4N4C2X1M") });
+export const artworkIdParams = z.object({ id: idParam("artwork") });
 
-export const verifyPageParams = z.object({ artwork_id: pathId("artwork_id", "art_01JD3Y5V0Q3G7W7J6T4N4C2X1M") });
+export const verifyPageParams = z.object({ artwork_id: idParam("artwork", "artwork_id") });
 
 export const certificateSchema = z
   .object({

@@ -3,7 +3,7 @@ import type { Address, Chain, PublicClient, Transport } from "viem";
 import { artCertificateAbi } from "../../chain/abi/ArtCertificate.ts";
 import { type IndexedCertificate, type IndexedCertificates, IndexerNotReadyError } from "../../chain/certificates.ts";
 import type { Config } from "../../config.ts";
-import { ApiError } from "../../lib/errors.ts";
+import { ApiError, found } from "../../lib/errors.ts";
 import { iso } from "../../lib/time.ts";
 import type { ArtworksService } from "../artworks/artworks.service.ts";
 import { type LiveCertificate, type VerifyPageFacts, renderVerifyPage } from "./verify-page.ts";
@@ -26,8 +26,7 @@ export class CertificatesService {
 
   /** The certificate of an artwork (deleted ones too), from the indexed chain data; 404 until certified. */
   async forArtwork(artworkId: string) {
-    const artwork = await this.deps.artworks.findAny(artworkId);
-    if (!artwork) throw ApiError.notFound("Artwork");
+    const artwork = found(await this.deps.artworks.findAny(artworkId), "Artwork");
     const certificate = await this.indexed(() => this.deps.certificates.byArtworkId(artworkId));
     if (!certificate) throw new ApiError(404, "not_found", `Artwork ${artworkId} is not certified yet (status ${artwork.status})`);
     const document = await this.deps.artworks.certificateDocumentOf(artworkId);

@@ -1,6 +1,7 @@
 import { sql } from "kysely";
-import type { Database, NewUser, Role, Tier, User, UserStatus, UserUpdate, Db } from "../../db/database.ts";
-import { offsetOf, type Page } from "../../lib/pagination.ts";
+import type { Database, Db } from "../../db/database.ts";
+import type { NewUser, Role, Tier, User, UserStatus, UserUpdate } from "./users.tables.ts";
+import { containsPattern, type Page, paginate } from "../../lib/pagination.ts";
 
 export function findById(db: Db, id: string): Promise<User | undefined> {
   return db.selectFrom("users").selectAll().where("id", "=", id).executeTakeFirst();
@@ -68,14 +69,10 @@ export async function search(db: Db, filter: AdminUserFilter, page: Page): Promi
   if (filter.tier) query = query.where("tier", "=", filter.tier);
   if (filter.status) query = query.where("status", "=", filter.status);
   if (filter.q) {
-    const pattern = `%${filter.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    const pattern = containsPattern(filter.q);
     query = query.where((eb) =>
       eb.or([eb("username", "ilike", pattern), eb("email", "ilike", pattern), eb("display_name", "ilike", pattern)]),
     );
   }
-  const [rows, total] = await Promise.all([
-    query.selectAll().orderBy("created_at", "desc").orderBy("id", "desc").limit(page.limit).offset(offsetOf(page)).execute(),
-    query.select((eb) => eb.fn.countAll<string>().as("n")).executeTakeFirstOrThrow(),
-  ]);
-  return { rows, total: Number(total.n) };
+  return paginate(query, page, (q) => q.selectAll().orderBy("created_at", "desc").orderBy("id", "desc"));
 }

@@ -38,4 +38,32 @@ export function registerUsersRoutes(api: ApiRouter, users: UsersService): void {
     response: s.profilePatchResponseSchema,
     handler: ({ auth, params, body }) => users.updateProfile(auth.userId, params.id, body),
   });
+
+  api.route({
+    method: "get",
+    path: "/v1/admin/users",
+    summary: "Search users",
+    tags: ["Admin"],
+    auth: { scope: "admin:read", roles: ["admin"] },
+    query: s.adminUsersQuery,
+    response: s.adminUsersListSchema,
+    handler: ({ query }) => {
+      const { page, limit, ...filter } = query;
+      return users.adminList(filter, { page, limit });
+    },
+  });
+
+  api.route({
+    method: "patch",
+    path: "/v1/admin/users/:id",
+    summary: "Change a user's role or status",
+    description: "A suspended user's tokens and API keys stop working at once.",
+    tags: ["Admin"],
+    auth: { scope: "admin:write", roles: ["admin"] },
+    params: s.userIdParams,
+    body: s.adminUserPatchSchema,
+    errors: [404],
+    response: s.adminUserSchema,
+    handler: ({ auth, params, body }) => users.adminUpdate(auth.userId, params.id, body),
+  });
 }

@@ -1,15 +1,14 @@
 import { z } from "../../openapi/zod.ts";
 import { paginationQuery, paginationSchema } from "../../lib/pagination.ts";
-import { clean, httpUrl, pathId, text } from "../../lib/schema.ts";
+import { clean, httpUrl, idOf, idParam, text, timestamp } from "../../lib/schema.ts";
 
 export const ROLES = ["collector", "artist", "admin"] as const;
 export const STATUSES = ["active", "suspended"] as const;
 export const TIERS = ["bronze", "silver", "gold", "platinum"] as const;
 
-const timestamp = z.string().openapi({ format: "date-time", example: "2026-11-22T10:00:00.000Z" });
-const userId = z.string().openapi({ example: "usr_01JD3Y5V0Q3G7W7J6T4N4C2X1M" });
+const userId = idOf("user");
 
-export const userIdParams = z.object({ id: pathId("id", "usr_01JD3Y5V0Q3G7W7J6T4N4C2X1M") });
+export const userIdParams = z.object({ id: idParam("user") });
 
 export const publicUserSchema = z
   .object({

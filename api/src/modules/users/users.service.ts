@@ -1,7 +1,8 @@
 import type { Kysely } from "kysely";
 import type { CustodyWallet } from "../../chain/custody.ts";
-import type { Database, Role, User, UserStatus, Db } from "../../db/database.ts";
-import { ApiError } from "../../lib/errors.ts";
+import type { Database, Db } from "../../db/database.ts";
+import type { Role, User, UserStatus } from "./users.tables.ts";
+import { ApiError, found } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
 import { type Page, paginated } from "../../lib/pagination.ts";
 import { iso, isoOrNull } from "../../lib/time.ts";
@@ -15,8 +16,7 @@ export class UsersService {
   ) {}
 
   async get(id: string): Promise<User> {
-    const user = isId("user", id) ? await repo.findById(this.db, id) : undefined;
-    if (!user) throw ApiError.notFound("User");
+    const user = found(isId("user", id) ? await repo.findById(this.db, id) : undefined, "User");
     return user;
   }
 
@@ -87,8 +87,7 @@ export class UsersService {
     const normalized = Object.fromEntries(
       Object.entries(changes).map(([k, v]) => [k, typeof v === "string" && v.length === 0 && k !== "display_name" ? null : v]),
     );
-    const user = await repo.update(this.db, targetId, normalized);
-    if (!user) throw ApiError.notFound("User");
+    const user = found(await repo.update(this.db, targetId, normalized), "User");
     const out: Record<string, unknown> = { id: user.id };
     for (const key of Object.keys(changes) as (keyof typeof changes)[]) out[key] = user[key];
     out.updated_at = iso(user.updated_at);

@@ -1,18 +1,17 @@
 import { paginationQuery, paginationSchema } from "../../lib/pagination.ts";
-import { pathId, plainString, text } from "../../lib/schema.ts";
+import { idOf, idParam, plainString, text, timestamp } from "../../lib/schema.ts";
 import { z } from "../../openapi/zod.ts";
 import { ALL_EVENTS, WEBHOOK_EVENTS } from "./events.ts";
 
 export const SUBSCRIPTION_STATUSES = ["active", "disabled"] as const;
 export const DELIVERY_STATUSES = ["pending", "succeeded", "failed"] as const;
 
-const timestamp = z.string().openapi({ format: "date-time", example: "2026-11-22T10:00:00.000Z" });
-const subscriptionId = z.string().openapi({ example: "whs_01JD3Y5V0Q3G7W7J6T4N4C2X1M" });
-const deliveryId = z.string().openapi({ example: "whd_01JD3Y5V0Q3G7W7J6T4N4C2X1M" });
-export const subscriptionIdParams = z.object({ id: pathId("id", "whs_01JD3Y5V0Q3G7W7J6T4N4C2X1M") });
+const subscriptionId = idOf("webhookSubscription");
+const deliveryId = idOf("webhookDelivery");
+export const subscriptionIdParams = z.object({ id: idParam("webhookSubscription") });
 export const deliveryIdParams = z.object({
-  id: pathId("id", "whs_01JD3Y5V0Q3G7W7J6T4N4C2X1M"),
-  delivery_id: pathId("delivery_id", "whd_01JD3Y5V0Q3G7W7J6T4N4C2X1M"),
+  id: idParam("webhookSubscription"),
+  delivery_id: idParam("webhookDelivery", "delivery_id"),
 });
 
 // Kept as given (no NFC): the service parses it and stores the normalized href.
@@ -93,7 +92,7 @@ export const deliverySchema = z
   .object({
     id: deliveryId,
     subscription_id: subscriptionId,
-    event_id: z.string().openapi({ example: "whe_01JD3Y5V0Q3G7W7J6T4N4C2X1M" }),
+    event_id: idOf("webhookEvent"),
     event: z.string().openapi({ example: "artwork.certified" }),
     status: z.enum(DELIVERY_STATUSES),
     attempts: z.number().int(),

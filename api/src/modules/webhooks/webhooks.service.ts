@@ -1,9 +1,11 @@
 import { randomBytes } from "node:crypto";
 import type { Kysely, Transaction } from "kysely";
 import { type Transact, transactOn } from "../../db/transact.ts";
-import type { Database, Role, WebhookDelivery, WebhookDeliveryStatus, WebhookSubscription, WebhookSubscriptionStatus } from "../../db/database.ts";
+import type { Database } from "../../db/database.ts";
+import type { Role } from "../users/users.tables.ts";
+import type { WebhookDelivery, WebhookDeliveryStatus, WebhookSubscription, WebhookSubscriptionStatus } from "./webhooks.tables.ts";
 import { type OutboxHandler, recordUndispatchedEvent } from "../../jobs/outbox.ts";
-import { ApiError } from "../../lib/errors.ts";
+import { ApiError, found } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
 import { type OutboundPolicy, resolveTarget, UnsafeUrlError } from "../../lib/outbound.ts";
 import { type Page, paginated } from "../../lib/pagination.ts";
@@ -111,8 +113,7 @@ export class WebhooksService {
     const expiresAt = new Date(Date.now() + ROTATION_OVERLAP_MS);
     return transact(async (trx) => {
       const current = await this.owned(trx, userId, id);
-      const row = await repo.updateSubscription(trx, current.id, { secret, previous_secret: current.secret, previous_secret_expires_at: expiresAt });
-      if (!row) throw ApiError.notFound("Webhook subscription");
+      const row = found(await repo.updateSubscription(trx, current.id, { secret, previous_secret: current.secret, previous_secret_expires_at: expiresAt }), "Webhook subscription");
       return { ...toSubscriptionView(row), secret, previous_secret_expires_at: iso(expiresAt) };
     });
   }
@@ -136,8 +137,7 @@ export class WebhooksService {
 
   async getDelivery(userId: string, id: string, deliveryId: string) {
     const subscription = await this.owned(this.db, userId, id);
-    const row = isId("webhookDelivery", deliveryId) ? await repo.findDelivery(this.db, subscription.id, deliveryId) : undefined;
-    if (!row) throw ApiError.notFound("Webhook delivery");
+    const row = found(isId("webhookDelivery", deliveryId) ? await repo.findDelivery(this.db, subscription.id, deliveryId) : undefined, "Webhook delivery");
     return toDeliveryView(row);
   }
 
@@ -174,8 +174,7 @@ export class WebhooksService {
   };
 
   private async owned(db: Kysely<Database> | Transaction<Database>, userId: string, id: string): Promise<WebhookSubscription> {
-    const row = isId("webhookSubscription", id) ? await repo.findSubscription(db, userId, id) : undefined;
-    if (!row) throw ApiError.notFound("Webhook subscription");
+    const row = found(isId("webhookSubscription", id) ? await repo.findSubscription(db, userId, id) : undefined, "Webhook subscription");
     return row;
   }
 

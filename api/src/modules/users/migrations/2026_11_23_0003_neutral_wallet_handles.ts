@@ -1,5 +1,5 @@
 import { type Kysely, sql } from "kysely";
-import { neutralHandle } from "../../modules/users/handles.ts";
+import { neutralHandle } from "../handles.ts";
 
 /**
  * Wallet users were named after their address (`eth_70997970c5`, display `0x7099…79C8`), so a

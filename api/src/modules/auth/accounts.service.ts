@@ -1,11 +1,13 @@
 import type { Kysely } from "kysely";
 import { sql } from "kysely";
-import type { Database, Role } from "../../db/database.ts";
+import type { Database } from "../../db/database.ts";
 import { type Transact, transactOn } from "../../db/transact.ts";
-import type { AuthService } from "../auth/auth.service.ts";
+import type { Role } from "../users/users.tables.ts";
 import { toAdminView, type UsersService } from "../users/users.service.ts";
+import type { AuthService } from "./auth.service.ts";
 
-export class AdminService {
+/** Accounts that come with credentials: an admin's new user with its first API key, and the first admin. */
+export class AccountsService {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly users: UsersService,

@@ -1,0 +1,44 @@
+import { defineModule, migrationsOf } from "../module.ts";
+import type { UsersService } from "../users/users.service.ts";
+import { registerArtworksRoutes } from "./artworks.routes.ts";
+import { ArtworkLinks, ArtworksService } from "./artworks.service.ts";
+import { CERTIFY_TASK, CertificationPipeline, FETCH_IMAGE_TASK } from "./certification.ts";
+import { ImageFetcher } from "./image-fetch.ts";
+
+/**
+ * Artworks and their certification on-chain (the `certify` chain operation kind), image downloads
+ * in a runner of their own, the admin verify override. Tables: artworks.tables.ts.
+ */
+export const artworksModule = defineModule<
+  { artworks: ArtworksService; certification: CertificationPipeline; imageFetcher: ImageFetcher; artworkLinks: ArtworkLinks },
+  { users: UsersService }
+>({
+  name: "artworks",
+  migrations: migrationsOf(import.meta.url),
+  create: ({ db, config, logger, relayer, publicClient, storage, indexedCertificates, chainOperations, links, users }) => {
+    const artworkLinks = new ArtworkLinks(() => links.baseUrl);
+    const certification = new CertificationPipeline({
+      db,
+      config,
+      logger,
+      relayer,
+      publicClient,
+      certificates: indexedCertificates,
+      operations: chainOperations,
+      metadataUrl: artworkLinks.metadata,
+    });
+    const imageFetcher = new ImageFetcher({ db, config, logger, storage, certification });
+    const artworks = new ArtworksService({ db, config, logger, storage, users, certificates: indexedCertificates, certification, links: artworkLinks });
+    return { artworks, certification, imageFetcher, artworkLinks };
+  },
+  routes: ({ api }, { artworks }) => registerArtworksRoutes(api, artworks),
+  chainOperationKinds: ({ certification }) => [certification],
+  worker: ({ certification, imageFetcher }, { config }) => ({
+    // Downloads of image_url wait on other people's servers: a runner of their own, so certification
+    // slots never wait on a URL (a per-artist cap inside keeps one artist from taking every slot).
+    runners: [{ name: "images", concurrency: config.certification.imageFetchConcurrency, pollIntervalMs: 1000 }],
+    tasks: { chain: { [CERTIFY_TASK]: certification.task }, images: { [FETCH_IMAGE_TASK]: imageFetcher.task } },
+    start: () => certification.start(),
+    stop: () => certification.stop(),
+  }),
+});

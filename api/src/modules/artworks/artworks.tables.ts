@@ -1,0 +1,66 @@
+import type { ColumnType, Generated, Selectable } from "kysely";
+import type { NullableTimestamp, Timestamp } from "../../db/columns.ts";
+
+export type ArtworkStatus = "pending_certification" | "certified" | "certification_failed";
+export type DimensionUnit = "mm" | "cm" | "m" | "in" | "ft" | "px";
+export interface ArtworkDimensions {
+  width: number;
+  height: number;
+  unit: DimensionUnit;
+}
+
+export interface ArtworksTable {
+  id: string;
+  artist_id: string;
+  title: string;
+  year: number;
+  medium: string;
+  /** jsonb: written as JSON text. */
+  dimensions: ColumnType<ArtworkDimensions, string, string>;
+  description: string | null;
+  price_cents: ColumnType<bigint | null, bigint | number | null | undefined, bigint | number | null>;
+  for_sale: Generated<boolean>;
+  status: ArtworkStatus;
+  image_source_url: string | null;
+  image_storage_key: string | null;
+  image_sha256: string | null;
+  image_content_type: string | null;
+  image_bytes: number | null;
+  certificate_hash: string | null;
+  token_id: ColumnType<bigint | null, bigint | null | undefined, bigint | null>;
+  certified_at: NullableTimestamp;
+  certified_by: string | null;
+  certification_tx_hash: string | null;
+  certification_requested_at: Timestamp;
+  certification_confirmed_at: NullableTimestamp;
+  /** When the indexer showed the certificate; null while one confirmed from the chain (the indexer lagging) awaits it. */
+  certification_indexed_at: NullableTimestamp;
+  certification_attempts: Generated<number>;
+  certification_lease_until: NullableTimestamp;
+  certification_error: string | null;
+  /** Set while a download of image_source_url runs: counts against the artist's cap of downloads in flight. */
+  image_fetch_lease_until: NullableTimestamp;
+  failed_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  deleted_at: NullableTimestamp;
+}
+
+export interface ArtworkProvenanceTable {
+  id: Generated<bigint>;
+  artwork_id: string;
+  event: string;
+  actor_id: string | null;
+  tx_hash: string | null;
+  /** jsonb: written as JSON text. */
+  details: ColumnType<Record<string, string> | null, string | null | undefined, string | null>;
+  occurred_at: Timestamp;
+}
+
+export interface ArtworksTables {
+  artworks: ArtworksTable;
+  artwork_provenance: ArtworkProvenanceTable;
+}
+
+export type Artwork = Selectable<ArtworksTable>;
+export type ArtworkProvenance = Selectable<ArtworkProvenanceTable>;

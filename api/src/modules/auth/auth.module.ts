@@ -1,0 +1,20 @@
+import { defineModule, migrationsOf } from "../module.ts";
+import type { UsersService } from "../users/users.service.ts";
+import { AccountsService } from "./accounts.service.ts";
+import { registerAuthRoutes } from "./auth.routes.ts";
+import { AuthService } from "./auth.service.ts";
+
+/**
+ * Credentials: API keys, tokens, SIWE, and accounts created with their first credential (an
+ * admin's new user, the bootstrap admin). Tables: auth.tables.ts.
+ */
+export const authModule = defineModule<{ auth: AuthService; accounts: AccountsService }, { users: UsersService }>({
+  name: "auth",
+  migrations: migrationsOf(import.meta.url),
+  create: ({ db, config, publicClient, users }) => {
+    const auth = new AuthService(db, config, users, publicClient);
+    return { auth, accounts: new AccountsService(db, users, auth) };
+  },
+  routes: ({ api }, { auth, accounts }) => registerAuthRoutes(api, auth, accounts),
+  worker: ({ auth }) => ({ maintenance: () => auth.purgeExpired() }),
+});

@@ -1,0 +1,13 @@
+import type { ArtworksService } from "../artworks/artworks.service.ts";
+import { defineModule } from "../module.ts";
+import { registerCertificatesRoutes } from "./certificates.routes.ts";
+import { CertificatesService } from "./certificates.service.ts";
+
+/** Certificates as read from the indexed chain, their document and the public verify page. No tables. */
+export const certificatesModule = defineModule<{ certificates: CertificatesService }, { artworks: ArtworksService }>({
+  name: "certificates",
+  create: ({ config, logger, publicClient, indexedCertificates, artworks }) => ({
+    certificates: new CertificatesService({ config, logger, publicClient, certificates: indexedCertificates, artworks }),
+  }),
+  routes: ({ api }, { certificates }) => registerCertificatesRoutes(api, certificates),
+});

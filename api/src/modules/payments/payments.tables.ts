@@ -1,0 +1,64 @@
+import type { ColumnType, Selectable } from "kysely";
+import type { NullableTimestamp, Timestamp } from "../../db/columns.ts";
+
+type Cents = ColumnType<bigint, bigint, bigint>;
+
+/** A card a user saved (`pm_…`): the processor's reference and the card's public facts, never its number. */
+export interface PaymentMethodsTable {
+  id: string;
+  user_id: string;
+  /** The processor that knows `processor_ref` (`sandbox`, later `stripe`). */
+  processor: string;
+  processor_ref: string;
+  type: "card";
+  card_brand: string;
+  card_last4: string;
+  card_exp_month: number;
+  card_exp_year: number;
+  created_at: Timestamp;
+  detached_at: NullableTimestamp;
+}
+
+/** The sandbox processor's charges, one per idempotency key (what Stripe keeps on its side). */
+export interface SandboxChargesTable {
+  id: string;
+  idempotency_key: string;
+  amount_cents: Cents;
+  currency: string;
+  payment_method: string;
+  application_fee_cents: Cents;
+  description: string | null;
+  /** jsonb, written as JSON text. */
+  metadata: ColumnType<Record<string, string>, string, string>;
+  status: "succeeded" | "failed";
+  failure_code: string | null;
+  failure_message: string | null;
+  amount_refunded_cents: ColumnType<bigint, bigint | undefined, bigint>;
+  created_at: Timestamp;
+}
+
+export interface SandboxRefundsTable {
+  id: string;
+  idempotency_key: string;
+  charge_id: string;
+  amount_cents: Cents;
+  created_at: Timestamp;
+}
+
+/** Transient failures served per charge key, for the cards that fail N times and then succeed. */
+export interface SandboxProcessingErrorsTable {
+  idempotency_key: string;
+  failures: number;
+  created_at: Timestamp;
+}
+
+export interface PaymentsTables {
+  payment_methods: PaymentMethodsTable;
+  sandbox_charges: SandboxChargesTable;
+  sandbox_refunds: SandboxRefundsTable;
+  sandbox_processing_errors: SandboxProcessingErrorsTable;
+}
+
+export type PaymentMethodRow = Selectable<PaymentMethodsTable>;
+export type SandboxChargeRow = Selectable<SandboxChargesTable>;
+export type SandboxRefundRow = Selectable<SandboxRefundsTable>;

@@ -1,0 +1,39 @@
+import type { Generated, Insertable, Selectable, Updateable } from "kysely";
+import type { NullableTimestamp, Timestamp } from "../../db/columns.ts";
+
+export type Role = "collector" | "artist" | "admin";
+export type UserStatus = "active" | "suspended";
+export type Tier = "bronze" | "silver" | "gold" | "platinum";
+
+export interface UsersTable {
+  id: string;
+  username: string;
+  display_name: string;
+  email: string | null;
+  role: Role;
+  status: UserStatus;
+  tier: Generated<Tier>;
+  wallet_address: string;
+  wallet_kind: "siwe" | "custodial";
+  custody_index: number | null;
+  bio: string | null;
+  location: string | null;
+  website: string | null;
+  avatar_url: string | null;
+  badges: Generated<string[]>;
+  service_points: Generated<number>;
+  lifetime_points: Generated<number>;
+  artworks_count: Generated<number>;
+  followers_count: Generated<number>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  last_login_at: NullableTimestamp;
+}
+
+export interface UsersTables {
+  users: UsersTable;
+}
+
+export type User = Selectable<UsersTable>;
+export type NewUser = Insertable<UsersTable>;
+export type UserUpdate = Updateable<UsersTable>;

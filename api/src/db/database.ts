@@ -1,6 +1,7 @@
 import type { ColumnType, Generated, Kysely, Selectable, Transaction } from "kysely";
 import type { ArtworksTables } from "../modules/artworks/artworks.tables.ts";
 import type { AuthTables } from "../modules/auth/auth.tables.ts";
+import type { MarketplaceTables } from "../modules/marketplace/marketplace.tables.ts";
 import type { PaymentsTables } from "../modules/payments/payments.tables.ts";
 import type { UsersTables } from "../modules/users/users.tables.ts";
 import type { WebhooksTables } from "../modules/webhooks/webhooks.tables.ts";
@@ -10,7 +11,7 @@ import type { NullableTimestamp, Timestamp } from "./columns.ts";
  * The database: the shared tables below (requests, outbox, chain) and each module's own, declared
  * in its `<feature>.tables.ts`. A new module adds its tables type to the list, nothing else.
  */
-export interface Database extends SharedTables, UsersTables, AuthTables, ArtworksTables, WebhooksTables, PaymentsTables {}
+export interface Database extends SharedTables, UsersTables, AuthTables, ArtworksTables, WebhooksTables, PaymentsTables, MarketplaceTables {}
 
 /** What repositories take first: the pool, or the transaction a service opened. */
 export type Db = Kysely<Database> | Transaction<Database>;

@@ -2,6 +2,7 @@ import { artworksModule } from "./artworks/artworks.module.ts";
 import { authModule } from "./auth/auth.module.ts";
 import { certificatesModule } from "./certificates/certificates.module.ts";
 import { healthModule } from "./health/health.module.ts";
+import { marketplaceModule } from "./marketplace/marketplace.module.ts";
 import type { ServicesOf } from "./module.ts";
 import { paymentsModule } from "./payments/payments.module.ts";
 import { usersModule } from "./users/users.module.ts";
@@ -11,7 +12,7 @@ import { webhooksModule } from "./webhooks/webhooks.module.ts";
  * Every feature module, in construction order: a module comes after those whose services it uses
  * (its `Needs`). Routes are declared, tasks and handlers registered, in this order too.
  */
-export const modules = [healthModule, usersModule, authModule, artworksModule, certificatesModule, webhooksModule, paymentsModule] as const;
+export const modules = [healthModule, usersModule, authModule, artworksModule, certificatesModule, webhooksModule, paymentsModule, marketplaceModule] as const;
 
 /** The services of every module, by name (what routes, tests and the worker reach). */
 export type Services = ServicesOf<typeof modules>;

@@ -193,6 +193,7 @@ export const provenanceEntrySchema = z
     to: z.string().optional(),
     reason: z.string().optional(),
     inspector_id: z.string().optional(),
+    listing_id: z.string().optional().openapi({ description: "The marketplace listing (listed, delisted)" }),
   })
   .openapi("ProvenanceEntry");
 

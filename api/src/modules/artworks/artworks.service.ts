@@ -2,7 +2,7 @@ import type { Kysely } from "kysely";
 import type { Logger } from "pino";
 import { type IndexedCertificates, type IndexedTransfer, IndexerNotReadyError } from "../../chain/certificates.ts";
 import type { Config } from "../../config.ts";
-import type { Database } from "../../db/database.ts";
+import type { Database, Db } from "../../db/database.ts";
 import type { Artwork, ArtworkProvenance } from "./artworks.tables.ts";
 import type { Role } from "../users/users.tables.ts";
 import { type Transact, transactOn } from "../../db/transact.ts";
@@ -357,6 +357,20 @@ export class ArtworksService {
       await users.adjustArtworksCount(trx, a.artist_id, -1);
       await repo.insertProvenance(trx, { artwork_id: a.id, event: "deleted", actor_id: actor.userId, occurred_at: deleted.deleted_at! });
       return { deleted: true as const, id: a.id, certificate_preserved: true as const, deleted_at: iso(deleted.deleted_at!) };
+    });
+  }
+
+  /**
+   * A marketplace move in the artwork's provenance (`listed`, `delisted`), written in the caller's
+   * transaction (`db`): other modules record provenance through here, never in the table itself.
+   */
+  async recordMarketplaceProvenance(db: Db, entry: { artworkId: string; event: "listed" | "delisted"; actorId: string; listingId: string; at: Date }): Promise<void> {
+    await repo.insertProvenance(db, {
+      artwork_id: entry.artworkId,
+      event: entry.event,
+      actor_id: entry.actorId,
+      details: { listing_id: entry.listingId },
+      occurred_at: entry.at,
     });
   }
 

@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { Kysely } from "kysely";
 import type { Logger } from "pino";
 import type { Database, Db } from "../../db/database.ts";
-import { enqueue, removeJobs, type Task } from "../../jobs/queue.ts";
+import { enqueue, type Task } from "../../jobs/queue.ts";
 import { OutboundError, type OutboundPolicy, outboundRequest, UnsafeUrlError } from "../../lib/outbound.ts";
 import { iso } from "../../lib/time.ts";
 import { signWebhook } from "./signature.ts";
@@ -60,8 +60,6 @@ export interface DeliverySettings {
   maxInFlightPerSubscription: number;
 }
 
-type Claim = { kind: "claimed"; attempt: repo.ClaimedAttempt } | { kind: "busy" } | { kind: "unavailable" };
-
 type AttemptResult =
   | { kind: "response"; status: number; headers: IncomingHttpHeaders; body: string | null }
   | { kind: "error"; message: string };
@@ -107,66 +105,56 @@ export class WebhookSender {
       // Undefined when settled, or when its lease expired and the sweep queued a newer attempt.
       next = await repo.reservedAttempt(this.db, deliveryId, reservedAttempt, this.leaseMs);
     } else {
-      const claim = await this.claim(deliveryId);
-      if (claim.kind === "unavailable") {
-        await repo.failDeliveryOfDisabledSubscription(this.db, deliveryId, this.leaseMs);
-        return;
-      }
-      // Over a cap, the delivery waits with no job: the end of one of its owner's attempts starts it.
-      if (claim.kind === "busy") return;
-      next = claim.attempt;
+      // None: settled, in flight elsewhere, its subscription disabled (then failed by the claim), or
+      // its owner at a cap: it waits with no job, and the end of one of its owner's attempts starts it.
+      next = await repo.claimAttempt(this.db, deliveryId, this.leaseMs, this.caps);
     }
     for (let sends = 1; next; sends++) {
       const current: repo.ClaimedAttempt = next;
+      let succeeded: repo.SucceededAttempt | undefined;
       let sent = false;
       try {
-        await this.send(current);
+        const result = await this.send(current);
+        succeeded = successOf(current, result);
+        // A success is recorded by the statement that hands the slot on (one round trip).
+        if (!succeeded) await this.recordFailure(current, result);
         sent = true;
       } finally {
-        next = await this.passSlots(current.user_id, sent && sends < SENDS_PER_JOB && !this.stopping);
+        const keepOne = sent && sends < SENDS_PER_JOB && !this.stopping;
+        next = succeeded ? await this.succeedAndPassSlots(current.user_id, keepOne, succeeded) : await this.passSlots(current.user_id, keepOne);
       }
     }
-  }
-
-  /** Starts an attempt if its owner has a free slot, under a per-user lock so the caps hold across processes. */
-  private async claim(deliveryId: string): Promise<Claim> {
-    const owner = await repo.claimableDelivery(this.db, deliveryId, this.leaseMs);
-    if (!owner) return { kind: "unavailable" };
-    // Most deliveries of a user with a backlog find it at a cap: they need no lock to wait.
-    if (owner.user_in_flight >= this.caps.perUser || owner.subscription_in_flight >= this.caps.perSubscription) return { kind: "busy" };
-    const attempt = await this.db.transaction().execute(async (trx) => {
-      await repo.lockUserAttempts(trx, owner.user_id);
-      return repo.claimAttempt(trx, deliveryId, this.leaseMs, this.caps);
-    });
-    // None: a cap was reached meanwhile (this delivery waits), or another attempt took it.
-    return attempt ? { kind: "claimed", attempt } : { kind: "busy" };
   }
 
   /**
    * Hands the slots the user has free now to its oldest waiting deliveries: their attempts start
    * here (so no other ending attempt hands out the same slot). With `keepOne`, the oldest is
-   * answered for this job to send; the others' jobs are queued in the same transaction. A hand-off
-   * lost to a crash is the sweep's (the lease, then the overdue rule).
+   * answered for this job to send (its queued job removed); the others' jobs are queued right after
+   * (one statement starts them all). A hand-off lost to a crash or an error is the sweep's once the
+   * attempt's lease expires.
    */
   private async passSlots(userId: string, keepOne: boolean): Promise<repo.ClaimedAttempt | undefined> {
     try {
-      if (!(await repo.hasWaitingDeliveries(this.db, userId))) return undefined;
-      return await this.db.transaction().execute(async (trx) => {
-        await repo.lockUserAttempts(trx, userId);
-        const started = await repo.reserveWaitingAttempts(trx, userId, this.leaseMs, this.caps);
-        const kept = keepOne ? started.shift() : undefined;
-        // Its queued job would only find it in flight: dropped, so it does not wait ahead of other users' jobs.
-        if (kept) await removeJobs(trx, [kept.id]);
-        for (const attempt of started) await enqueueDelivery(trx, attempt.id, undefined, { attempts: attempt.attempts });
-        return kept;
-      });
+      return await this.startWaiting(await repo.startWaitingAttempts(this.db, userId, this.leaseMs, this.caps, keepOne), keepOne);
     } catch (err) {
       this.logger.error({ err, user_id: userId }, "could not start the deliveries waiting for a slot");
       return undefined;
     }
   }
 
-  private async send(claimed: repo.ClaimedAttempt): Promise<void> {
+  /** Records a success and passes the slots on in one statement; a failure to record it fails the job (as record does). */
+  private async succeedAndPassSlots(userId: string, keepOne: boolean, succeeded: repo.SucceededAttempt): Promise<repo.ClaimedAttempt | undefined> {
+    return this.startWaiting(await repo.startWaitingAttempts(this.db, userId, this.leaseMs, this.caps, keepOne, succeeded), keepOne);
+  }
+
+  /** Keeps the first started attempt for this job (with `keepOne`) and queues the others' jobs. */
+  private async startWaiting(started: repo.ClaimedAttempt[], keepOne: boolean): Promise<repo.ClaimedAttempt | undefined> {
+    const kept = keepOne ? started.shift() : undefined;
+    for (const attempt of started) await enqueueDelivery(this.db, attempt.id, undefined, { attempts: attempt.attempts });
+    return kept;
+  }
+
+  private async send(claimed: repo.ClaimedAttempt): Promise<AttemptResult> {
     const payload = withoutReserved(claimed.payload as Record<string, unknown>);
     const body = JSON.stringify({ id: claimed.event_id, event: claimed.event_type, created_at: iso(claimed.event_created_at), ...payload });
     const now = Date.now();
@@ -182,8 +170,7 @@ export class WebhookSender {
       ...signWebhook({ id: claimed.id, timestamp: Math.floor(now / 1000), body, secrets }),
     };
 
-    const result = await this.post(claimed.url, headers, body);
-    await this.record(claimed, result);
+    return this.post(claimed.url, headers, body);
   }
 
   private async post(url: string, headers: Record<string, string>, body: string): Promise<AttemptResult> {
@@ -211,7 +198,7 @@ export class WebhookSender {
     }
   }
 
-  private async record(claimed: repo.ClaimedAttempt, result: AttemptResult): Promise<void> {
+  private async recordFailure(claimed: repo.ClaimedAttempt, result: AttemptResult): Promise<void> {
     const { id: deliveryId, attempts, subscription_id: subscriptionId } = claimed;
     const response = result.kind === "response" ? result : null;
     const common = {
@@ -219,12 +206,6 @@ export class WebhookSender {
       last_response_code: response?.status ?? null,
       last_response_body: response?.body ?? null,
     };
-
-    if (response && response.status >= 200 && response.status < 300) {
-      const updated = await repo.updateDelivery(this.db, deliveryId, { ...common, status: "succeeded", next_retry_at: null, last_error: null }, { attempts });
-      if (updated && claimed.failing_since) await repo.markSubscriptionHealthy(this.db, subscriptionId);
-      return;
-    }
 
     const gone = response?.status === 410;
     const delayMs = gone ? null : retryDelayMs(attempts, this.settings.retryScheduleSeconds, response);
@@ -298,6 +279,12 @@ export function retryDelayMs(
   }
   const base = scheduleSeconds[attempts - 1]! * 1000;
   return Math.round(base * (1 - RETRY_JITTER + random() * 2 * RETRY_JITTER));
+}
+
+/** The success to record, if the attempt's answer was a 2xx. */
+function successOf(claimed: repo.ClaimedAttempt, result: AttemptResult): repo.SucceededAttempt | undefined {
+  if (result.kind !== "response" || result.status < 200 || result.status >= 300) return undefined;
+  return { id: claimed.id, attempts: claimed.attempts, responseCode: result.status, responseBody: result.body };
 }
 
 /** The body's own fields (id, event, created_at) always win over a payload field of the same name. */

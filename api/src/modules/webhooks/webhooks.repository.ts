@@ -167,52 +167,31 @@ export interface InFlightCaps {
 }
 
 /** Live attempts (lease not expired) of the user in `userId` (a column or a value), all its subscriptions. */
-const userInFlight = (userId: RawBuilder<unknown>, leaseMs: number) => sql<string>`(
-  select count(*) from webhook_deliveries f join webhook_subscriptions fs on fs.id = f.subscription_id
-  where fs.user_id = ${userId} and f.status = 'pending' and f.in_flight_since >= ${leaseExpired(leaseMs)})`;
-/** Live attempts of the subscription in `subscriptionId` (a column). */
-const subscriptionInFlight = (subscriptionId: RawBuilder<unknown>, leaseMs: number) => sql<string>`(
-  select count(*) from webhook_deliveries f
-  where f.subscription_id = ${subscriptionId} and f.status = 'pending' and f.in_flight_since >= ${leaseExpired(leaseMs)})`;
+const userInFlight = (userId: RawBuilder<unknown>, leaseMs: number) => sql<string>`webhook_user_in_flight(${userId}, ${leaseExpired(leaseMs)})`;
 
 /**
- * Whose subscription a delivery is and how many attempts its owner and that subscription have in
- * flight, if an attempt of it could start now (see claimAttempt).
+ * Starts an attempt in one statement: counts it and marks it in flight, if the delivery is pending,
+ * its subscription active, no live attempt holds it (none, or one older than the lease), and its
+ * owner and subscription are under their caps of attempts in flight (webhook_take_slot: counted
+ * under the owner's advisory lock, held until this statement commits, so the caps hold across
+ * processes). A delivery of a disabled subscription fails in the same statement (a manual retry can
+ * revive it). None: settled, in flight elsewhere, disabled, or its owner at a cap (it waits).
  */
-export async function claimableDelivery(
-  db: Db,
-  deliveryId: string,
-  leaseMs: number,
-): Promise<{ user_id: string; user_in_flight: number; subscription_in_flight: number } | undefined> {
-  const row = await db
-    .selectFrom("webhook_deliveries as d")
-    .innerJoin("webhook_subscriptions as s", "s.id", "d.subscription_id")
-    .select([
-      "s.user_id",
-      userInFlight(sql.ref("s.user_id"), leaseMs).as("user_in_flight"),
-      subscriptionInFlight(sql.ref("d.subscription_id"), leaseMs).as("subscription_in_flight"),
-    ])
-    .where("d.id", "=", deliveryId)
-    .where("d.status", "=", "pending")
-    .where("s.status", "=", "active")
-    .where((eb) => eb.or([eb("d.in_flight_since", "is", null), eb("d.in_flight_since", "<", leaseExpired(leaseMs))]))
-    .executeTakeFirst();
-  return row && { user_id: row.user_id, user_in_flight: Number(row.user_in_flight), subscription_in_flight: Number(row.subscription_in_flight) };
-}
-
-/** Serializes the claims of one user's attempts (in every process), so the in-flight caps hold. */
-export async function lockUserAttempts(trx: Transaction<Database>, userId: string): Promise<void> {
-  await sql`select pg_advisory_xact_lock(hashtextextended(${`webhook_attempts:${userId}`}, 0))`.execute(trx);
-}
-
-/**
- * Starts an attempt: counts it and marks it in flight, if the delivery is pending, its
- * subscription active, no live attempt holds it (none, or one older than the lease), and its owner
- * and subscription are under their caps of attempts in flight. The caller holds lockUserAttempts:
- * the counts are then exact.
- */
-export function claimAttempt(trx: Transaction<Database>, deliveryId: string, leaseMs: number, caps: InFlightCaps): Promise<ClaimedAttempt | undefined> {
-  return trx
+export async function claimAttempt(db: Db, deliveryId: string, leaseMs: number, caps: InFlightCaps): Promise<ClaimedAttempt | undefined> {
+  const unheld = sql<boolean>`(d.in_flight_since is null or d.in_flight_since < ${leaseExpired(leaseMs)})`;
+  return db
+    .with("failed_disabled", (qc) =>
+      qc
+        .updateTable("webhook_deliveries as d")
+        .from("webhook_subscriptions as s")
+        .set({ status: "failed", last_error: "The subscription is disabled", next_retry_at: null, in_flight_since: null, updated_at: sql<Date>`now()` })
+        .whereRef("s.id", "=", "d.subscription_id")
+        .where("d.id", "=", deliveryId)
+        .where("d.status", "=", "pending")
+        .where("s.status", "=", "disabled")
+        .where(unheld)
+        .returning("d.id"),
+    )
     .updateTable("webhook_deliveries as d")
     .from(["webhook_subscriptions as s", "outbox_events as e"])
     .set(startAttempt)
@@ -221,9 +200,8 @@ export function claimAttempt(trx: Transaction<Database>, deliveryId: string, lea
     .where("d.id", "=", deliveryId)
     .where("d.status", "=", "pending")
     .where("s.status", "=", "active")
-    .where((eb) => eb.or([eb("d.in_flight_since", "is", null), eb("d.in_flight_since", "<", leaseExpired(leaseMs))]))
-    .where(sql<boolean>`${userInFlight(sql.ref("s.user_id"), leaseMs)} < ${caps.perUser}`)
-    .where(sql<boolean>`${subscriptionInFlight(sql.ref("d.subscription_id"), leaseMs)} < ${caps.perSubscription}`)
+    .where(unheld)
+    .where(sql<boolean>`webhook_take_slot(s.user_id, d.subscription_id, ${leaseMs / 1000}::float8, ${caps.perUser}::int, ${caps.perSubscription}::int)`)
     .returning(CLAIMED_COLUMNS)
     .executeTakeFirst();
 }
@@ -254,7 +232,7 @@ const CLAIMED_COLUMNS = [
 ] as const;
 
 /**
- * An attempt started for a delivery by reserveWaitingAttempts, if it is still that delivery's live
+ * An attempt started for a delivery by startWaitingAttempts, if it is still that delivery's live
  * attempt (not settled, not superseded by a newer attempt after its lease expired).
  */
 export function reservedAttempt(db: Db, deliveryId: string, attempts: number, leaseMs: number): Promise<ClaimedAttempt | undefined> {
@@ -270,81 +248,43 @@ export function reservedAttempt(db: Db, deliveryId: string, attempts: number, le
     .executeTakeFirst();
 }
 
-/**
- * Whether a due delivery of the user's active subscriptions waits for a slot (pending, no attempt
- * in flight): most ending attempts find none and pass nothing on.
- */
-export async function hasWaitingDeliveries(db: Db, userId: string): Promise<boolean> {
-  const row = await db
-    .selectFrom("webhook_subscriptions as s")
-    .innerJoin("webhook_deliveries as d", "d.subscription_id", "s.id")
-    .select("d.id")
-    .where("s.user_id", "=", userId)
-    .where("s.status", "=", "active")
-    .where("d.status", "=", "pending")
-    .where("d.in_flight_since", "is", null)
-    .where("d.next_retry_at", "<=", sql<Date>`now()`)
-    .limit(1)
-    .executeTakeFirst();
-  return row !== undefined;
+/** A successful attempt to record as its owner's slot is handed on (webhook_succeed_attempt). */
+export interface SucceededAttempt {
+  id: string;
+  attempts: number;
+  responseCode: number;
+  responseBody: string | null;
 }
 
 /**
  * Starts attempts of a user's deliveries waiting for a slot, oldest first, as many as the user's
- * free slots and each subscription's free slots allow. The caller holds lockUserAttempts, and sends
- * them or queues their jobs in the same transaction.
+ * free slots and each subscription's free slots allow, in one statement (webhook_start_waiting:
+ * nothing and no lock when none waits, which is most calls); with `succeeded`, the same statement
+ * first records that attempt's success (if it is still the delivery's live attempt) and marks its
+ * subscription healthy. With `keepFirst` the caller sends the first itself: its queued job, which
+ * would only find it in flight, is removed in the same statement (so it does not wait ahead of
+ * other users' jobs). The caller queues the others' jobs; one lost to a crash is the sweep's once
+ * its lease expires.
  */
-export async function reserveWaitingAttempts(
-  trx: Transaction<Database>,
+export async function startWaitingAttempts(
+  db: Db,
   userId: string,
   leaseMs: number,
   caps: InFlightCaps,
+  keepFirst: boolean,
+  succeeded?: SucceededAttempt,
 ): Promise<ClaimedAttempt[]> {
-  const { n } = await trx.selectNoFrom(userInFlight(sql.val(userId), leaseMs).as("n")).executeTakeFirstOrThrow();
-  const free = caps.perUser - Number(n);
-  if (free <= 0) return [];
-  // Per subscription, only the oldest few can start (its free slots): the lateral join reads no more.
-  const { rows: waiting } = await sql<{ id: string }>`
-    select w.id
-    from webhook_subscriptions s
-    cross join lateral (
-      select d.id, d.next_retry_at
-      from webhook_deliveries d
-      where d.subscription_id = s.id and d.status = 'pending' and d.in_flight_since is null and d.next_retry_at <= now()
-      order by d.next_retry_at, d.id
-      limit greatest(${caps.perSubscription} - ${subscriptionInFlight(sql.ref("s.id"), leaseMs)}, 0)
-    ) w
-    where s.user_id = ${userId} and s.status = 'active'
-    order by w.next_retry_at, w.id
-    limit ${free}`.execute(trx);
-  if (waiting.length === 0) return [];
-  const started = await trx
-    .updateTable("webhook_deliveries as d")
-    .from(["webhook_subscriptions as s", "outbox_events as e"])
-    .set(startAttempt)
-    .whereRef("s.id", "=", "d.subscription_id")
-    .whereRef("e.id", "=", "d.event_id")
-    .where("d.id", "in", waiting.map((w) => w.id))
-    .where("d.status", "=", "pending")
-    .where("d.in_flight_since", "is", null)
-    .returning(CLAIMED_COLUMNS)
-    .execute();
-  const order = new Map(waiting.map((w, i) => [w.id, i]));
-  return started.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
-}
-
-/** A pending delivery of a disabled subscription is not sent: it fails (a manual retry can revive it). */
-export async function failDeliveryOfDisabledSubscription(db: Db, deliveryId: string, leaseMs: number): Promise<void> {
-  await db
-    .updateTable("webhook_deliveries as d")
-    .from("webhook_subscriptions as s")
-    .set({ status: "failed", last_error: "The subscription is disabled", next_retry_at: null, in_flight_since: null, updated_at: sql<Date>`now()` })
-    .whereRef("s.id", "=", "d.subscription_id")
-    .where("d.id", "=", deliveryId)
-    .where("d.status", "=", "pending")
-    .where("s.status", "=", "disabled")
-    .where((eb) => eb.or([eb("d.in_flight_since", "is", null), eb("d.in_flight_since", "<", leaseExpired(leaseMs))]))
-    .execute();
+  const slots = sql`${userId}, ${leaseMs / 1000}::float8, ${caps.perUser}::int, ${caps.perSubscription}::int`;
+  const started = succeeded
+    ? sql`webhook_succeed_attempt(${succeeded.id}, ${succeeded.attempts}::int, ${succeeded.responseCode}::int, ${succeeded.responseBody}::text, ${slots})`
+    : sql`webhook_start_waiting(${slots})`;
+  const { rows } = await sql<ClaimedAttempt>`
+    select w.id, w.attempts, w.subscription_id, w.user_id, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at,
+      w.failing_since, w.event_id, w.event_type, w.payload, w.event_created_at,
+      case when ${keepFirst} and w.ordinality = 1 then (graphile_worker.remove_job(w.id)).id end as removed_job_id
+    from ${started} with ordinality w
+    order by w.ordinality`.execute(db);
+  return rows;
 }
 
 export function updateDelivery(
@@ -370,10 +310,6 @@ export async function markSubscriptionFailing(db: Db, id: string): Promise<Date 
     .returning("failing_since")
     .executeTakeFirst();
   return row?.failing_since ?? null;
-}
-
-export async function markSubscriptionHealthy(db: Db, id: string): Promise<void> {
-  await db.updateTable("webhook_subscriptions").set({ failing_since: null }).where("id", "=", id).where("failing_since", "is not", null).execute();
 }
 
 export async function disableSubscription(db: Db, id: string, reason: string): Promise<void> {

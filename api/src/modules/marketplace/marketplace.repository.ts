@@ -1,0 +1,77 @@
+import { type Insertable, sql, type Transaction } from "kysely";
+import type { Database, Db } from "../../db/database.ts";
+import { containsPattern, type Page, paginate } from "../../lib/pagination.ts";
+import type { Listing, ListingsTable } from "./marketplace.tables.ts";
+
+/** A listing with its artwork's title (the Listing resource names it). */
+export type ListingWithTitle = Listing & { title: string };
+
+export type ListingSort = "newest" | "oldest" | "price_asc" | "price_desc";
+
+export interface ListingFilter {
+  priceMinCents?: bigint;
+  priceMaxCents?: bigint;
+  medium?: string;
+  artistId?: string;
+}
+
+/**
+ * Inserts the listing unless the artwork already has an open one (the partial unique index
+ * `listings_open_artwork_key`): undefined then. A concurrent insert waits for the other's commit.
+ */
+export async function insertUnlessOpen(db: Db, listing: Insertable<ListingsTable>): Promise<Listing | undefined> {
+  return db
+    .insertInto("listings")
+    .values(listing)
+    .onConflict((oc) => oc.column("artwork_id").where("status", "in", ["active", "pending_payment"]).doNothing())
+    .returningAll()
+    .executeTakeFirst();
+}
+
+export function openListingOf(db: Db, artworkId: string): Promise<Listing | undefined> {
+  return db.selectFrom("listings").selectAll().where("artwork_id", "=", artworkId).where("status", "in", ["active", "pending_payment"]).executeTakeFirst();
+}
+
+function withTitle(db: Db) {
+  return db.selectFrom("listings").innerJoin("artworks", "artworks.id", "listings.artwork_id");
+}
+
+export function find(db: Db, id: string): Promise<ListingWithTitle | undefined> {
+  return withTitle(db).selectAll("listings").select("artworks.title").where("listings.id", "=", id).executeTakeFirst();
+}
+
+/** Row lock for a change decided on the current state; only inside a transaction the service opened. */
+export function lock(trx: Transaction<Database>, id: string): Promise<Listing | undefined> {
+  return trx.selectFrom("listings").selectAll().where("id", "=", id).forUpdate().executeTakeFirst();
+}
+
+export function cancel(db: Db, id: string, by: string): Promise<Listing> {
+  return db
+    .updateTable("listings")
+    .set({ status: "cancelled", cancelled_at: sql<Date>`now()`, cancelled_by: by, updated_at: sql<Date>`now()` })
+    .where("id", "=", id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** Active listings of artworks that are not deleted. */
+export async function searchActive(db: Db, filter: ListingFilter, sort: ListingSort, page: Page): Promise<{ rows: ListingWithTitle[]; total: number }> {
+  let query = withTitle(db).where("listings.status", "=", "active").where("artworks.deleted_at", "is", null);
+  if (filter.priceMinCents !== undefined) query = query.where("listings.price_cents", ">=", filter.priceMinCents);
+  if (filter.priceMaxCents !== undefined) query = query.where("listings.price_cents", "<=", filter.priceMaxCents);
+  if (filter.medium) query = query.where("artworks.medium", "ilike", containsPattern(filter.medium));
+  if (filter.artistId) query = query.where("artworks.artist_id", "=", filter.artistId);
+  return paginate(query, page, (q) => {
+    const rows = q.selectAll("listings").select("artworks.title");
+    switch (sort) {
+      case "newest":
+        return rows.orderBy("listings.created_at", "desc").orderBy("listings.id", "desc");
+      case "oldest":
+        return rows.orderBy("listings.created_at", "asc").orderBy("listings.id", "asc");
+      case "price_asc":
+        return rows.orderBy("listings.price_cents", "asc").orderBy("listings.id", "asc");
+      case "price_desc":
+        return rows.orderBy("listings.price_cents", "desc").orderBy("listings.id", "desc");
+    }
+  });
+}

@@ -1,4 +1,5 @@
-import { type Kysely, sql } from "kysely";
+import type { Kysely } from "kysely";
+import { lockNamed } from "../db/locks.ts";
 import type { Logger } from "pino";
 import {
   type Abi,
@@ -244,7 +245,7 @@ export class Relayer {
       // Another process may have sent since: the nonce is read from the node under the lock, every time.
       return this.exclusive(() =>
         shared.transaction().execute(async (trx) => {
-          await sql`select pg_advisory_xact_lock(hashtextextended(${`relayer_nonce:${this.account.address.toLowerCase()}`}, 0))`.execute(trx);
+          await lockNamed(trx, `relayer_nonce:${this.account.address.toLowerCase()}`);
           return this.signAndSend(await this.syncNonce(), tx, abi, label);
         }),
       );

@@ -1,4 +1,5 @@
 import { type Insertable, sql, type Transaction, type Updateable } from "kysely";
+import { lockNamed } from "../../db/locks.ts";
 import type { Database, Db } from "../../db/database.ts";
 import type { Artwork, ArtworkProvenance, ArtworksTable } from "./artworks.tables.ts";
 import { containsPattern, type Page, paginate } from "../../lib/pagination.ts";
@@ -169,7 +170,7 @@ export async function claimImageFetch(
 ): Promise<ImageFetchClaim> {
   const row = await trx.selectFrom("artworks").select(["artist_id", "status", "image_sha256"]).where("id", "=", id).executeTakeFirst();
   if (!row || row.status !== "pending_certification" || row.image_sha256 !== null) return { kind: "not_needed" };
-  await sql`select pg_advisory_xact_lock(hashtextextended(${`artwork_image_fetch:${row.artist_id}`}, 0))`.execute(trx);
+  await lockNamed(trx, `artwork_image_fetch:${row.artist_id}`);
   const inFlight = await trx
     .selectFrom("artworks")
     .select((eb) => eb.fn.countAll<string>().as("n"))

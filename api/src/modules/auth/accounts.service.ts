@@ -1,5 +1,5 @@
 import type { Kysely } from "kysely";
-import { sql } from "kysely";
+import { lockNamed } from "../../db/locks.ts";
 import type { Database } from "../../db/database.ts";
 import { type Transact, transactOn } from "../../db/transact.ts";
 import type { Role } from "../users/users.tables.ts";
@@ -29,7 +29,7 @@ export class AccountsService {
    */
   async bootstrapAdmin(presetKey: string | null): Promise<{ userId: string; apiKey: string | null } | null> {
     return this.db.transaction().execute(async (trx) => {
-      await sql`select pg_advisory_xact_lock(hashtext('bootstrap_admin'))`.execute(trx);
+      await lockNamed(trx, "bootstrap_admin");
       const existing = await trx.selectFrom("users").select("id").limit(1).executeTakeFirst();
       if (existing) return null;
       const admin = await this.users.createCustodialUser(trx, { username: "admin", email: null, role: "admin", display_name: "Platform admin" });

@@ -1,4 +1,5 @@
 import { type Insertable, sql, type Transaction } from "kysely";
+import { lockNamed } from "../../db/locks.ts";
 import type { Database, Db } from "../../db/database.ts";
 import { type Page, paginate } from "../../lib/pagination.ts";
 import type { PaymentMethodRow, PaymentMethodsTable, SandboxChargeRow, SandboxChargesTable, SandboxRefundRow, SandboxRefundsTable } from "./payments.tables.ts";
@@ -7,7 +8,7 @@ import type { PaymentMethodRow, PaymentMethodsTable, SandboxChargeRow, SandboxCh
 
 /** Serializes one user's saves (the per-user cap). */
 export async function lockUserPaymentMethods(trx: Transaction<Database>, userId: string): Promise<void> {
-  await sql`select pg_advisory_xact_lock(hashtextextended(${`payment_methods:${userId}`}, 0))`.execute(trx);
+  await lockNamed(trx, `payment_methods:${userId}`);
 }
 
 export async function countPaymentMethods(db: Db, userId: string): Promise<number> {

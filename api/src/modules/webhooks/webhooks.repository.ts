@@ -1,4 +1,5 @@
 import { type RawBuilder, sql, type Transaction, type Updateable } from "kysely";
+import { lockNamed } from "../../db/locks.ts";
 import type { Database, Db } from "../../db/database.ts";
 import type { WebhookDelivery, WebhookDeliveriesTable, WebhookDeliveryStatus, WebhookSubscription, WebhookSubscriptionsTable } from "./webhooks.tables.ts";
 import { newId } from "../../lib/ids.ts";
@@ -40,7 +41,7 @@ export function insertSubscription(
 
 /** Serializes the subscription writes of one user (the per-user cap). */
 export async function lockUserSubscriptions(trx: Transaction<Database>, userId: string): Promise<void> {
-  await sql`select pg_advisory_xact_lock(hashtextextended(${`webhook_subscriptions:${userId}`}, 0))`.execute(trx);
+  await lockNamed(trx, `webhook_subscriptions:${userId}`);
 }
 
 export async function countSubscriptions(db: Db, userId: string): Promise<number> {

@@ -1,6 +1,7 @@
 import { createRequire } from "node:module";
 import hardhatToolboxViem from "@nomicfoundation/hardhat-toolbox-viem";
 import { configVariable, defineConfig } from "hardhat/config";
+import { verificationSettings } from "./tools/deploy/verification.ts";
 
 // Compilers cannot be downloaded here: every build profile uses the wasm solc from npm.
 const require = createRequire(import.meta.url);
@@ -31,5 +32,16 @@ export default defineConfig({
   networks: {
     hardhatMainnet: { type: "edr-simulated", chainType: "l1" },
     localhost: { type: "http", chainType: "l1", url: configVariable("CHAIN_RPC_URL") },
+    // Any public EVM chain: `npm run deploy:contracts -- --network public` (README, "Deploying to a public
+    // chain"). With DEPLOY_CHAIN_ID set, Hardhat refuses an RPC that serves another chain.
+    public: {
+      type: "http",
+      chainType: "generic",
+      url: configVariable("DEPLOY_RPC_URL"),
+      accounts: [configVariable("DEPLOYER_PRIVATE_KEY")],
+      ...(process.env.DEPLOY_CHAIN_ID ? { chainId: Number(process.env.DEPLOY_CHAIN_ID) } : {}),
+    },
   },
+  // Source verification (Etherscan, Blockscout, Sourcify), each on only when configured.
+  ...verificationSettings(process.env),
 });

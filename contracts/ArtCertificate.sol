@@ -2,17 +2,21 @@
 pragma solidity 0.8.34;
 
 import {AccessControlDefaultAdminRules} from "@openzeppelin/contracts/access/extensions/AccessControlDefaultAdminRules.sol";
+import {ERC2771Context} from "@openzeppelin/contracts/metatx/ERC2771Context.sol";
 import {ERC2981} from "@openzeppelin/contracts/token/common/ERC2981.sol";
 import {ERC721} from "@openzeppelin/contracts/token/ERC721/ERC721.sol";
 import {ERC721URIStorage} from "@openzeppelin/contracts/token/ERC721/extensions/ERC721URIStorage.sol";
+import {Context} from "@openzeppelin/contracts/utils/Context.sol";
 import {IArtCertificate} from "./interfaces/IArtCertificate.sol";
 
 /// @title ArtCertificate
 /// @notice One ERC-721 certificate per artwork registered on the platform, with ERC-2981 royalties and
 /// EIP-4906 metadata updates. Certificates are minted by the platform's relayer (`CERTIFIER_ROLE`),
 /// can never be minted twice for the same artwork, and are never burned. `DEFAULT_ADMIN_ROLE` has one
-/// holder and moves in two steps, after a delay (AccessControlDefaultAdminRules).
-contract ArtCertificate is IArtCertificate, ERC721URIStorage, ERC2981, AccessControlDefaultAdminRules {
+/// holder and moves in two steps, after a delay (AccessControlDefaultAdminRules). Calls relayed by the
+/// platform's ERC-2771 forwarder (`trustedForwarder()`) act as their signer: custodial wallets, which hold
+/// no ETH, approve the market with a signed request the relayer submits.
+contract ArtCertificate is IArtCertificate, ERC721URIStorage, ERC2981, AccessControlDefaultAdminRules, ERC2771Context {
     /// @inheritdoc IArtCertificate
     bytes32 public constant CERTIFIER_ROLE = keccak256("CERTIFIER_ROLE");
 
@@ -28,9 +32,12 @@ contract ArtCertificate is IArtCertificate, ERC721URIStorage, ERC2981, AccessCon
 
     /// @param admin The account granted `DEFAULT_ADMIN_ROLE` (manages roles and token URIs); it can hand
     /// the role over with `beginDefaultAdminTransfer`, accepted by the new admin after 3 days.
-    constructor(address admin)
+    /// @param trustedForwarder_ The platform's ERC-2771 forwarder (`ArtForwarder`), fixed for the contract's
+    /// lifetime; the zero address trusts none.
+    constructor(address admin, address trustedForwarder_)
         ERC721("Art Platform Certificate", "ARTC")
         AccessControlDefaultAdminRules(INITIAL_ADMIN_DELAY, admin)
+        ERC2771Context(trustedForwarder_)
     {}
 
     /// @inheritdoc IArtCertificate
@@ -111,6 +118,18 @@ contract ArtCertificate is IArtCertificate, ERC721URIStorage, ERC2981, AccessCon
         returns (bool)
     {
         return interfaceId == type(IArtCertificate).interfaceId || super.supportsInterface(interfaceId);
+    }
+
+    function _msgSender() internal view override(Context, ERC2771Context) returns (address) {
+        return ERC2771Context._msgSender();
+    }
+
+    function _msgData() internal view override(Context, ERC2771Context) returns (bytes calldata) {
+        return ERC2771Context._msgData();
+    }
+
+    function _contextSuffixLength() internal view override(Context, ERC2771Context) returns (uint256) {
+        return ERC2771Context._contextSuffixLength();
     }
 
     function _requireValid(string calldata artworkId, bytes32 certificateHash, uint96 royaltyBps) private pure {

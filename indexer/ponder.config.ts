@@ -1,6 +1,6 @@
 import { createConfig } from "ponder";
 import { getAddress, isAddress } from "viem";
-import { artCertificateAbi, artSharesAbi } from "./abis.ts";
+import { artCertificateAbi, artMarketAbi, artSharesAbi, auditAnchorAbi } from "./abis.ts";
 
 // This file is the indexer's own configuration: it reads its settings from the environment, which
 // the stack (api/src/stack/indexer.ts) or an operator sets.
@@ -56,6 +56,18 @@ export default createConfig({
       chain: "chain",
       abi: artSharesAbi,
       address: address("ART_SHARES_ADDRESS"),
+      startBlock,
+    },
+    ArtMarket: {
+      chain: "chain",
+      abi: artMarketAbi,
+      address: address("ART_MARKET_ADDRESS"),
+      startBlock,
+    },
+    AuditAnchor: {
+      chain: "chain",
+      abi: auditAnchorAbi,
+      address: address("AUDIT_ANCHOR_ADDRESS"),
       startBlock,
     },
   },

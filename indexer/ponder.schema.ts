@@ -115,3 +115,69 @@ export const shareTransfer = onchainTable(
     toIndex: index().on(table.to),
   }),
 );
+
+/**
+ * Operator approvals of certificates (ERC-721 ApprovalForAll): one row per owner and operator, the
+ * current state. `blockNumber`/`txHash` are those of the ApprovalForAll that set `approved` (the last
+ * one); `updatedAtBlock` is the same block, the column readers keep cursors on (as in `certificate`).
+ */
+export const certificateApproval = onchainTable(
+  "certificate_approval",
+  (t) => ({
+    owner: t.hex().notNull(),
+    operator: t.hex().notNull(),
+    approved: t.boolean().notNull(),
+    blockNumber: t.bigint().notNull(),
+    txHash: t.hex().notNull(),
+    updatedAtBlock: t.bigint().notNull(),
+  }),
+  (table) => ({
+    pk: primaryKey({ columns: [table.owner, table.operator] }),
+    operatorIndex: index().on(table.operator),
+    updatedAtBlockIndex: index().on(table.updatedAtBlock),
+  }),
+);
+
+/** One row per ArtMarket SaleSettled: the sale a certificate moved for, and the royalty due (USD cents). */
+export const saleSettlement = onchainTable(
+  "sale_settlement",
+  (t) => ({
+    saleKey: t.hex().primaryKey(), // keccak256(bytes(saleId))
+    saleId: t.text().notNull(),
+    tokenId: t.bigint().notNull(),
+    from: t.hex().notNull(),
+    to: t.hex().notNull(),
+    priceCents: t.bigint().notNull(),
+    royaltyReceiver: t.hex().notNull(),
+    royaltyCents: t.bigint().notNull(),
+    blockNumber: t.bigint().notNull(),
+    blockTimestamp: t.bigint().notNull(),
+    txHash: t.hex().notNull(),
+    logIndex: t.integer().notNull(),
+  }),
+  (table) => ({
+    saleIdIndex: index().on(table.saleId),
+    tokenIdIndex: index().on(table.tokenId, table.blockNumber, table.logIndex),
+    blockNumberIndex: index().on(table.blockNumber),
+  }),
+);
+
+/** One row per AuditAnchor LedgerAnchored: a contiguous range of audit-ledger entries and its Merkle root. */
+export const ledgerAnchor = onchainTable(
+  "ledger_anchor",
+  (t) => ({
+    anchorIndex: t.bigint().primaryKey(),
+    firstSeq: t.bigint().notNull(),
+    lastSeq: t.bigint().notNull(),
+    merkleRoot: t.hex().notNull(),
+    headHash: t.hex().notNull(),
+    blockNumber: t.bigint().notNull(),
+    blockTimestamp: t.bigint().notNull(),
+    txHash: t.hex().notNull(),
+    logIndex: t.integer().notNull(),
+  }),
+  (table) => ({
+    lastSeqIndex: index().on(table.lastSeq),
+    blockNumberIndex: index().on(table.blockNumber),
+  }),
+);

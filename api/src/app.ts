@@ -1,10 +1,11 @@
 import { createRequire } from "node:module";
 import path from "node:path";
 import { OpenAPIRegistry } from "@asteasolutions/zod-to-openapi";
+import type { Config } from "./config.ts";
 import express, { type Express } from "express";
 import { pinoHttp } from "pino-http";
 import { IdempotencyStore } from "./http/idempotency.ts";
-import { bodyErrors, errorHandler, notFound, requestId, requireJsonBody } from "./http/problem.ts";
+import { bodyErrors, checkJsonBytes, errorHandler, notFound, requestId, requireJsonBody } from "./http/problem.ts";
 import type { RateLimiter } from "./http/rate-limit.ts";
 import { ApiRouter } from "./http/route.ts";
 import type { IndexerProbe } from "./modules/health/health.routes.ts";
@@ -46,7 +47,7 @@ export function createApp(deps: AppDeps): Express {
   const registry = new OpenAPIRegistry();
   const router = express.Router();
   router.use(requireJsonBody);
-  router.use(bodyErrors(express.json({ limit: "1mb", strict: true, type: ["application/json", "application/*+json"] })));
+  router.use(bodyErrors(express.json({ limit: "1mb", strict: true, type: ["application/json", "application/*+json"], verify: checkJsonBytes })));
   const api = new ApiRouter({
     router,
     registry,
@@ -80,4 +81,31 @@ export function createApp(deps: AppDeps): Express {
   app.use(notFound);
   app.use(errorHandler(deps.deps.logger));
   return app;
+}
+
+/** The document GET /v1/openapi.json serves, from the route declarations alone (`npm run openapi`). */
+export function describeApi(config: Config, modules: AppDeps["modules"]): ReturnType<typeof buildOpenApiDocument> {
+  return buildOpenApiDocument(declareRoutes(config, modules), config.publicBaseUrl);
+}
+
+/**
+ * The modules' route declarations, on a router that never serves: no handler runs and no service,
+ * database or chain is reached; only `config` is read.
+ */
+export function declareRoutes(config: Config, modules: AppDeps["modules"]): OpenAPIRegistry {
+  const registry = new OpenAPIRegistry();
+  const notServing = (): never => {
+    throw new Error("declareRoutes: these routes only document, they never serve");
+  };
+  const api = new ApiRouter({
+    router: express.Router(),
+    registry,
+    authenticate: notServing,
+    rateLimiter: { consume: notServing, close: notServing },
+    idempotency: {} as IdempotencyStore,
+    checkResponses: false,
+  });
+  const deps = { config } as PlatformDeps;
+  for (const module of modules) module.routes?.({ api, app: express(), deps, indexer: null }, {} as Services);
+  return registry;
 }

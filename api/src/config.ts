@@ -28,7 +28,11 @@ const envSchema = z.object({
   CUSTODY_MNEMONIC: z.string().trim().refine((m) => m.split(/\s+/).length >= 12, "must be a BIP-39 mnemonic of 12 or more words"),
   ART_CERTIFICATE_ADDRESS: address.optional(),
   ART_SHARES_ADDRESS: address.optional(),
+  ART_MARKET_ADDRESS: address.optional(),
+  AUDIT_ANCHOR_ADDRESS: address.optional(),
   CONTRACTS_START_BLOCK: z.coerce.number().int().min(0).default(0),
+  // A block explorer of the chain (Etherscan, Blockscout): the verify page links addresses, transactions and blocks to it.
+  EXPLORER_URL: z.url({ protocol: /^https?$/ }).optional(),
 
   INDEXER_URL: z.url().optional(),
   INDEXER_VIEWS_SCHEMA: z.string().regex(/^[a-z_][a-z0-9_]*$/).default("chain"),
@@ -59,7 +63,9 @@ const envSchema = z.object({
   IMAGE_FETCH_CONCURRENCY: z.coerce.number().int().min(1).max(200).default(16),
   IMAGE_FETCH_PER_USER: z.coerce.number().int().min(1).max(200).default(4),
   CERTIFICATION_CONCURRENCY: z.coerce.number().int().min(1).max(200).default(32),
-  CERTIFICATION_BATCH_SIZE: z.coerce.number().int().min(1).max(100).default(40),
+  // About 0.26 M gas a certification plus the relayer's 20 % headroom: 50 stay under the 2^24 gas
+  // cap of one transaction (EIP-7825, Hardhat's default hardfork and mainnet's since Osaka).
+  CERTIFICATION_BATCH_SIZE: z.coerce.number().int().min(1).max(50).default(40),
   CERTIFICATION_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(12),
   CERTIFICATION_RETRY_BASE_MS: z.coerce.number().int().min(10).max(3_600_000).default(2_000),
   CERTIFICATION_LEASE_MS: z.coerce.number().int().min(500).max(3_600_000).default(180_000),
@@ -73,6 +79,22 @@ const envSchema = z.object({
   PLATFORM_FEE_BPS: z.coerce.number().int().min(0).max(10_000).default(250),
   PAYMENT_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(10).default(3),
   PAYMENT_RETRY_BASE_MS: z.coerce.number().int().min(1).max(60_000).default(250),
+
+  // How often a worker anchors the audit ledger's unanchored entries on-chain; 0: this process never does
+  // (README, Auditing the marketplace ledger).
+  LEDGER_ANCHOR_INTERVAL_MS: z.coerce.number().int().min(0).max(86_400_000).refine((v) => v === 0 || v >= 100, "must be 0 (off) or at least 100").default(30_000),
+
+  // How long POST /v1/marketplace/listings/:id/purchase waits for the sale to complete before answering 202.
+  MARKETPLACE_PURCHASE_WAIT_MS: z.coerce.number().int().min(0).max(30_000).default(5_000),
+  // How often a worker looks for listings whose certificate left the seller's wallet, and overdue offers.
+  MARKETPLACE_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).max(3_600_000).default(5_000),
+  // Runs of a sale's charge job (each retries transient processor failures PAYMENT_MAX_ATTEMPTS times) before the sale fails.
+  MARKETPLACE_CHARGE_ATTEMPTS: z.coerce.number().int().min(1).max(25).default(10),
+  // How long a process serves its ranking of GET /v1/community/discussions?order=popular before recomputing it (0: every request).
+  COMMUNITY_POPULAR_CACHE_MS: z.coerce.number().int().min(0).max(3_600_000).default(5_000),
+  // How long POST /v1/fractional/:id/purchase (and fractionalizing) waits for the chain before answering 202.
+  FRACTIONAL_PURCHASE_WAIT_MS: z.coerce.number().int().min(0).max(30_000).default(5_000),
+  TICKET_HOLD_SECONDS: z.coerce.number().int().min(1).max(86_400).default(900),
 });
 
 export type Env = z.input<typeof envSchema>;
@@ -96,7 +118,13 @@ export interface Config {
     custodyMnemonic: string;
     artCertificateAddress: `0x${string}` | null;
     artSharesAddress: `0x${string}` | null;
+    /** ArtMarket: settles sales (moves certificates once per sale id). */
+    artMarketAddress: `0x${string}` | null;
+    /** AuditAnchor: Merkle roots of the audit ledger. */
+    auditAnchorAddress: `0x${string}` | null;
     startBlock: number;
+    /** EXPLORER_URL without a trailing slash: `${explorerUrl}/address/0x…`, `/tx/0x…`, `/block/n`. */
+    explorerUrl: string | null;
   };
   indexer: {
     url: string | null;
@@ -159,6 +187,15 @@ export interface Config {
     maxAttempts: number;
     retryBaseMs: number;
   };
+  /** The audit ledger: how often a worker anchors its unanchored entries on-chain (AuditAnchor); 0: never. */
+  ledger: { anchorIntervalMs: number };
+  /** Buy-now's wait for the outcome, and the worker's sweep of moved listings and overdue offers. */
+  marketplace: { purchaseWaitMs: number; sweepIntervalMs: number; chargeAttempts: number };
+  /** How long a share purchase or a fractionalization waits for the chain before answering 202. */
+  fractional: { purchaseWaitMs: number };
+  events: { ticketHoldMs: number };
+  /** How long a process serves its popular-discussions ranking. */
+  community: { popularCacheMs: number };
 }
 
 export class ConfigError extends Error {
@@ -197,6 +234,8 @@ export function loadConfig(source: NodeJS.ProcessEnv | Record<string, string | u
         ["RELAYER_PRIVATE_KEY", e.RELAYER_PRIVATE_KEY],
         ["ART_CERTIFICATE_ADDRESS", e.ART_CERTIFICATE_ADDRESS],
         ["ART_SHARES_ADDRESS", e.ART_SHARES_ADDRESS],
+        ["ART_MARKET_ADDRESS", e.ART_MARKET_ADDRESS],
+        ["AUDIT_ANCHOR_ADDRESS", e.AUDIT_ANCHOR_ADDRESS],
         ["PUBLIC_BASE_URL", e.PUBLIC_BASE_URL],
       ] as const
     )
@@ -248,7 +287,10 @@ export function loadConfig(source: NodeJS.ProcessEnv | Record<string, string | u
       custodyMnemonic: e.CUSTODY_MNEMONIC,
       artCertificateAddress: (e.ART_CERTIFICATE_ADDRESS as `0x${string}` | undefined) ?? null,
       artSharesAddress: (e.ART_SHARES_ADDRESS as `0x${string}` | undefined) ?? null,
+      artMarketAddress: (e.ART_MARKET_ADDRESS as `0x${string}` | undefined) ?? null,
+      auditAnchorAddress: (e.AUDIT_ANCHOR_ADDRESS as `0x${string}` | undefined) ?? null,
       startBlock: e.CONTRACTS_START_BLOCK,
+      explorerUrl: e.EXPLORER_URL?.replace(/\/+$/, "") ?? null,
     },
     indexer: {
       url: e.INDEXER_URL ?? null,
@@ -290,6 +332,11 @@ export function loadConfig(source: NodeJS.ProcessEnv | Record<string, string | u
       maxAttempts: e.PAYMENT_MAX_ATTEMPTS,
       retryBaseMs: e.PAYMENT_RETRY_BASE_MS,
     },
+    ledger: { anchorIntervalMs: e.LEDGER_ANCHOR_INTERVAL_MS },
+    marketplace: { purchaseWaitMs: e.MARKETPLACE_PURCHASE_WAIT_MS, sweepIntervalMs: e.MARKETPLACE_SWEEP_INTERVAL_MS, chargeAttempts: e.MARKETPLACE_CHARGE_ATTEMPTS },
+    fractional: { purchaseWaitMs: e.FRACTIONAL_PURCHASE_WAIT_MS },
+    events: { ticketHoldMs: e.TICKET_HOLD_SECONDS * 1000 },
+    community: { popularCacheMs: e.COMMUNITY_POPULAR_CACHE_MS },
   };
 }
 

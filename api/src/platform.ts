@@ -16,6 +16,7 @@ import { createPool } from "./db/connection.ts";
 import type { Database } from "./db/database.ts";
 import { migrateToLatest } from "./db/migrate.ts";
 import { IdempotencyStore } from "./http/idempotency.ts";
+import { answerClientError } from "./http/problem.ts";
 import { createRateLimiter } from "./http/rate-limit.ts";
 import { OUTBOX_DISPATCH_TASK, OutboxDispatcher, redispatchStaleEvents } from "./jobs/outbox.ts";
 import { migrateJobQueue, startJobQueue, type TaskList } from "./jobs/queue.ts";
@@ -57,6 +58,8 @@ export async function buildPlatform(config: Config, role: ProcessRole | "api+wor
       chainId: config.chain.id,
       artCertificate: config.chain.artCertificateAddress,
       artShares: config.chain.artSharesAddress,
+      artMarket: config.chain.artMarketAddress,
+      auditAnchor: config.chain.auditAnchorAddress,
       startBlock: config.chain.startBlock,
     });
 
@@ -168,6 +171,8 @@ export async function startHttp(platform: Platform, options: { indexerLag?: Inde
     keyPrefix: config.rateLimit.keyPrefix,
   });
 
+  // Resolved credentials are kept a few seconds; a change anywhere makes every process forget them.
+  const stopCredentialCache = services.auth.cacheCredentials({ databaseUrl: config.database.url, logger });
   const app = createApp({ deps: platform.deps, rateLimiter, indexer, services, modules });
   const server = app.listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => {
@@ -175,6 +180,7 @@ export async function startHttp(platform: Platform, options: { indexerLag?: Inde
     server.once("error", reject);
   });
   server.keepAliveTimeout = 65_000;
+  server.on("clientError", answerClientError);
   const port = (server.address() as AddressInfo).port;
   const url = config.port === port ? config.publicBaseUrl : config.publicBaseUrl.replace(/:\d+$/, `:${port}`);
   logger.info({ url }, "API listening");
@@ -193,6 +199,7 @@ export async function startHttp(platform: Platform, options: { indexerLag?: Inde
         });
         await ownLag?.stop();
         await rateLimiter.close();
+        await stopCredentialCache();
       })();
       return closing;
     },
@@ -258,11 +265,17 @@ export async function startWorker(platform: Platform, options: { indexerLag?: In
     }
   }
 
-  const ownPools: pg.Pool[] = [];
+  // The queue's bookkeeping runs on connections of its own (pg's default type parsers, see
+  // createPool): one pool for the runners that share (a LISTEN connection each, and as many for
+  // claiming and completing jobs as the busiest of them runs at once: fewer starved the webhook
+  // runner, 27 deliveries a second against 150), one for each runner that asks for its own.
+  const active = runners.filter((runner) => Object.keys(runner.tasks).length > 0);
+  const shared = active.filter((runner) => !runner.ownPool);
+  const queuePool = createPool(config.database.url, shared.length + Math.max(2, ...shared.map((runner) => runner.concurrency)), "queue");
+  const ownPools: pg.Pool[] = [queuePool];
   const started: { stop(): Promise<void> }[] = [];
-  for (const runner of runners) {
-    if (Object.keys(runner.tasks).length === 0) continue;
-    const runnerPool = runner.ownPool ? createPool(config.database.url, runner.concurrency + 1) : pool;
+  for (const runner of active) {
+    const runnerPool = runner.ownPool ? createPool(config.database.url, runner.concurrency + 1, "queue") : queuePool;
     if (runner.ownPool) ownPools.push(runnerPool);
     started.push(
       await startJobQueue({

@@ -1,5 +1,5 @@
 import { ponder } from "ponder:registry";
-import { certificate, certificateTransfer } from "ponder:schema";
+import { certificate, certificateApproval, certificateTransfer } from "ponder:schema";
 import { artCertificateAbi } from "../abis.ts";
 
 // `certify` emits Transfer (the mint), MetadataUpdate (the URI) and then ArtworkCertified: the
@@ -56,6 +56,17 @@ ponder.on("ArtCertificate:MetadataUpdate", async ({ event, context }) => {
     args: [tokenId],
   });
   await context.db.update(certificate, { tokenId }).set({ tokenUri, updatedAtBlock: event.block.number });
+});
+
+// The current operator approval of each (owner, operator): the marketplace needs ArtMarket approved
+// before it can settle a sale of the owner's certificates.
+ponder.on("ArtCertificate:ApprovalForAll", async ({ event, context }) => {
+  const { owner, operator, approved } = event.args;
+  const state = { approved, blockNumber: event.block.number, txHash: event.transaction.hash, updatedAtBlock: event.block.number };
+  await context.db
+    .insert(certificateApproval)
+    .values({ owner: lower(owner), operator: lower(operator), ...state })
+    .onConflictDoUpdate(state);
 });
 
 function lower(address: `0x${string}`): `0x${string}` {

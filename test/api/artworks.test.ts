@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import { sql } from "kysely";
 import { keccak256, stringToBytes } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type TestUser, adminToken, createUser, expectProblem } from "./helpers.ts";
+import { type TestUser, adminToken, createUser, expectProblem, startTestApi } from "./helpers.ts";
 import {
   artworkInput,
   filesUnder,
@@ -415,6 +415,40 @@ describe("documents, metadata and hash lookup", () => {
     expect(found.body).toMatchObject({ artwork_id: art.id, token_id: art.token_id, owner: wallet, certificate_hash: art.certificate_hash });
     expectProblem(await p.api.request("GET", `/v1/certificates/verify?hash=0x${"ab".repeat(32)}`), 404, "not_found");
     expectProblem(await p.api.request("GET", "/v1/certificates/verify?hash=0x1234"), 400, "invalid_parameter");
+  });
+
+  it("serves the verify page with the artwork's image beside the facts, linked to EXPLORER_URL only when it is set", async () => {
+    const artist = await createUser(p.api, { role: "artist" });
+    const art = await createCertified(artist);
+    const certificate = (await p.api.request("GET", `/v1/artworks/${art.id}/certificate`)).body;
+
+    const page = await fetch(`${p.api.url}/verify/${art.id}`);
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    const imageUrl = `${p.api.url}/v1/artworks/${art.id}/image`;
+    expect(html).toContain(`<img id="artwork-image" src="${imageUrl}"`);
+    // The image shown is the one the certificate fingerprints, from the API's own origin (the page's CSP allows only 'self').
+    const image = await fetch(imageUrl);
+    expect(image.status).toBe(200);
+    expect(createHash("sha256").update(Buffer.from(await image.arrayBuffer())).digest("hex")).toBe(art.image_sha256);
+    expect(page.headers.get("content-security-policy")).toContain("img-src 'self'");
+    // No EXPLORER_URL and a local chain (no explorer known): plain text.
+    expect(html).toContain(`<code id="owner">${certificate.owner}</code>`);
+    expect(html).toContain(`<code id="tx">${certificate.tx_hash}</code>`);
+    expect(html).not.toMatch(/href="[^"]*\/(address|tx|block)\//);
+
+    const withExplorer = await startTestApi({ ...p.env, EXPLORER_URL: "https://explorer.example.com/" });
+    try {
+      const linked = await (await fetch(`${withExplorer.url}/verify/${art.id}`)).text();
+      const link = (path: string, text: string) => `<a href="https://explorer.example.com/${path}">${text}</a>`;
+      expect(linked).toContain(`<code id="owner">${link(`address/${certificate.owner}`, certificate.owner)}</code>`);
+      expect(linked).toContain(`<code id="contract">${link(`address/${certificate.contract_address}`, certificate.contract_address)}</code>`);
+      expect(linked).toContain(`<code id="tx">${link(`tx/${certificate.tx_hash}`, certificate.tx_hash)}</code>`);
+      expect(linked).toContain(`<span id="block">${link(`block/${certificate.block_number}`, String(certificate.block_number))}</span>`);
+      expect(linked).toContain(`<code id="royalty-receiver">${link(`address/${certificate.owner}`, certificate.owner)}</code>`);
+    } finally {
+      await withExplorer.close();
+    }
   });
 
   it("answers 404 for the certificate of an artwork not certified yet", async () => {

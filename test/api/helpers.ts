@@ -8,7 +8,8 @@ import { testEnvironment } from "./environment.ts";
 
 /** Every API test server shares this admin key (the first server to start bootstraps the admin). */
 export const ADMIN_API_KEY = "sk_test_bootstrap_admin_key_0123456789";
-const CUSTODY_MNEMONIC = generateMnemonic(english);
+/** The custody wallet of test servers started by this process (tests derive users' keys from it to act as their wallets). */
+export const CUSTODY_MNEMONIC = generateMnemonic(english);
 
 export interface TestApi {
   url: string;
@@ -48,6 +49,11 @@ export function testApiSettings(overrides: Record<string, string> = {}): Record<
     CHAIN_ID: String(env.chainId),
     ART_CERTIFICATE_ADDRESS: env.artCertificateAddress,
     ART_SHARES_ADDRESS: env.artSharesAddress,
+    ART_MARKET_ADDRESS: env.artMarketAddress,
+    AUDIT_ANCHOR_ADDRESS: env.auditAnchorAddress,
+    // Anchors must be contiguous on the run's shared AuditAnchor, and every test database's ledger starts
+    // at entry 1: only tests with an AuditAnchor of their own anchor (test/api/ledger.test.ts).
+    LEDGER_ANCHOR_INTERVAL_MS: "0",
     CUSTODY_MNEMONIC,
     BOOTSTRAP_ADMIN_API_KEY: ADMIN_API_KEY,
     SIWE_DOMAINS: "api.test.local",

@@ -67,7 +67,7 @@ beforeAll(async () => {
     return receipt.contractAddress;
   };
   certificate = await deployed(
-    await adminWallet.deployContract({ abi: artCertificateAbi, bytecode: artifactBytecode("ArtCertificate"), args: [admin.address] }),
+    await adminWallet.deployContract({ abi: artCertificateAbi, bytecode: artifactBytecode("ArtCertificate"), args: [admin.address, zeroAddress] }),
   );
   shares = await deployed(
     await adminWallet.deployContract({

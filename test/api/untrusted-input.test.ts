@@ -264,6 +264,72 @@ describe("malformed requests", () => {
     expectProblem(webhook, 400, "invalid_json");
     expect(await tableCounts()).toEqual(before);
   });
+
+  // Found by test/api/fuzz.test.ts.
+  it("refuses bytes that are not UTF-8 (JSON and form fields) and JSON nested deeper than 64, storing nothing", async () => {
+    const user = await createUser(p.api);
+    const posts = async () => Number((await p.db.selectFrom("community_posts").select((eb) => eb.fn.countAll().as("n")).executeTakeFirstOrThrow()).n);
+    const before = [await tableCounts(), await posts()];
+    // An overlong "/" and an encoded surrogate: neither is UTF-8.
+    const around = (head: string, bad: number[], tail: string) => Buffer.concat([Buffer.from(head), Buffer.from(bad), Buffer.from(tail)]);
+    const json = await p.api.request("POST", "/v1/webhooks", {
+      token: user.token,
+      rawBody: around('{"url":"https://93.184.216.34/hook","events":["*"],"description":"a', [0xc0, 0xaf], '"}'),
+      headers: { "content-type": "application/json" },
+    });
+    expectProblem(json, 400, "invalid_json");
+    const form = await p.api.request("POST", "/v1/community/posts", {
+      token: user.token,
+      rawBody: around('--b\r\nContent-Disposition: form-data; name="type"\r\n\r\ndiscussion\r\n--b\r\nContent-Disposition: form-data; name="content"\r\n\r\na', [0xed, 0xa0, 0x80], "\r\n--b--\r\n"),
+      headers: { "content-type": "multipart/form-data; boundary=b" },
+    });
+    expectFieldProblem(form, 400, "validation_failed", "content", "form field not UTF-8");
+    // A route without a body still reads it for the Idempotency-Key's fingerprint, which recursed once per level.
+    const deep = await p.api.request("POST", "/v1/marketplace/offers/off_01JD3Y5V0Q3G7W7J6T4N4C2X1M/withdraw", {
+      token: user.token,
+      rawBody: `{"a":${"[".repeat(20_000)}${"]".repeat(20_000)}}`,
+      headers: { "content-type": "application/json", "idempotency-key": "deep-body" },
+    });
+    expectProblem(deep, 400, "invalid_json");
+    const nested = (depth: number) => `{"description":"x","a":${"[".repeat(depth - 1)}${"]".repeat(depth - 1)}}`;
+    expectProblem(await p.api.request("POST", "/v1/api-keys", { token: user.token, rawBody: nested(65), headers: { "content-type": "application/json" } }), 400, "invalid_json");
+    // 64 levels parse: the refusal is the schema's (an unknown field), not the parser's.
+    expectProblem(await p.api.request("POST", "/v1/api-keys", { token: user.token, rawBody: nested(64), headers: { "content-type": "application/json" } }), 400, "validation_failed");
+    expect([await tableCounts(), await posts()]).toEqual(before);
+  });
+
+  it("refuses a form that ends inside its file, and the process lives on (the file's stream errs too)", async () => {
+    const artist = await createUser(p.api, { role: "artist" });
+    const before = await tableCounts();
+    const head = '--b\r\nContent-Disposition: form-data; name="title"\r\n\r\nCut short\r\n--b\r\nContent-Disposition: form-data; name="image"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n';
+    const cut = await p.api.request("POST", "/v1/artworks", {
+      token: artist.token,
+      rawBody: Buffer.concat([Buffer.from(head), pngImage().subarray(0, 40)]),
+      headers: { "content-type": "multipart/form-data; boundary=b" },
+    });
+    expect(cut.status).toBe(400);
+    expect(JSON.stringify(cut.body.errors)).toContain("invalid_multipart");
+    await new Promise((r) => setTimeout(r, 50));
+    expect((await p.api.request("GET", "/v1/users/me", { token: artist.token })).status).toBe(200);
+    expect(await tableCounts()).toEqual(before);
+  });
+
+  it("answers a DELETE whose body is not JSON with 415, leaving the resource", async () => {
+    const user = await createUser(p.api);
+    const post = await p.api.request("POST", "/v1/community/posts", { token: user.token, body: { type: "discussion", content: "Keep me" } });
+    expect(post.status, post.text).toBe(201);
+    const res = await p.api.request("DELETE", `/v1/community/posts/${post.body.post_id}`, { token: user.token, rawBody: "reason=spam", headers: { "content-type": "application/x-www-form-urlencoded" } });
+    expectProblem(res, 415, "unsupported_media_type");
+    expect((await p.api.request("GET", `/v1/community/posts/${post.body.post_id}`)).status).toBe(200);
+  });
+
+  it("answers a request line over Node's 16 KiB limit with a 431 problem+json, and keeps serving", async () => {
+    const res = await p.api.request("GET", `/v1/artworks/${"x".repeat(20_000)}`);
+    expect(res.status).toBe(431);
+    expect(res.headers.get("content-type")).toBe("application/problem+json");
+    expect(res.body).toMatchObject({ status: 431, code: "header_too_large", title: "Request header fields too large", request_id: expect.stringMatching(/^req_/) });
+    expect((await p.api.request("GET", "/v1/artworks?limit=1")).status).toBe(200);
+  });
 });
 
 describe("verification page", () => {

@@ -6,7 +6,7 @@
  */
 import os from "node:os";
 import path from "node:path";
-import { BENCH_ADMIN_KEY, type BenchContext, call, percentile, table } from "./context.ts";
+import { BENCH_ADMIN_KEY, type BenchContext, blockNumber, call, percentile, table } from "./context.ts";
 
 const SEQUENTIAL = Number(process.env.BENCH_CERT_SEQUENTIAL ?? 200);
 const BURST = Number(process.env.BENCH_CERT_BURST ?? 200);
@@ -18,7 +18,8 @@ function image(n: number): Blob {
   return new Blob([Buffer.concat([png, Buffer.from(`bench-${n}-${Date.now()}`)])], { type: "image/png" });
 }
 
-async function submit(baseUrl: string, token: string, n: number): Promise<string> {
+/** Registers an artwork (a small unique PNG) and returns its id; it is certified by the worker. */
+export async function submitArtwork(baseUrl: string, token: string, n: number): Promise<string> {
   const form = new FormData();
   form.append("title", `Bench ${n}`);
   form.append("year", "2020");
@@ -31,7 +32,8 @@ async function submit(baseUrl: string, token: string, n: number): Promise<string
   return body.id;
 }
 
-async function certifiedCount(baseUrl: string, artistId: string): Promise<number> {
+/** How many of the artist's artworks are certified, through the API. */
+export async function certifiedCount(baseUrl: string, artistId: string): Promise<number> {
   const list = await call(baseUrl, "GET", `/v1/artworks?artist_id=${artistId}&verified=true&limit=1`);
   return list.pagination.total as number;
 }
@@ -53,7 +55,7 @@ export async function benchCertification(ctx: BenchContext): Promise<string> {
   const latencies: number[] = [];
   for (let i = 0; i < SEQUENTIAL; i++) {
     const started = performance.now();
-    const id = await submit(api.url, solo.token, i);
+    const id = await submitArtwork(api.url, solo.token, i);
     for (;;) {
       const detail = await call(api.url, "GET", `/v1/artworks/${id}`);
       if (detail.status === "certified") break;
@@ -71,7 +73,7 @@ export async function benchCertification(ctx: BenchContext): Promise<string> {
   const crowd = await artist("bench_burst");
   const blockBefore = await blockNumber(ctx.rpcUrl);
   const burstStarted = performance.now();
-  const ids = await Promise.all(Array.from({ length: BURST }, (_, i) => submit(api.url, crowd.token, 10_000 + i)));
+  const ids = await Promise.all(Array.from({ length: BURST }, (_, i) => submitArtwork(api.url, crowd.token, 10_000 + i)));
   const accepted = performance.now() - burstStarted;
   let done = 0;
   while (done < BURST) {
@@ -120,9 +122,4 @@ async function estimate(baseUrl: string, token: string): Promise<string> {
   const body = (await res.json()) as { id: string; estimated_certification_time: string };
   await call(baseUrl, "DELETE", `/v1/artworks/${body.id}`, undefined, token);
   return body.estimated_certification_time;
-}
-
-async function blockNumber(rpcUrl: string): Promise<number> {
-  const res = await fetch(rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] }) });
-  return Number.parseInt(((await res.json()) as { result: string }).result, 16);
 }

@@ -23,8 +23,12 @@ export interface BenchContext {
   deployment: PlatformDeployment;
   /** Starts the API (bootstrap admin key BENCH_ADMIN_KEY; rate limits off); stopped by dispose(). */
   startApi(overrides?: Record<string, string>): Promise<RunningPlatform>;
-  /** Starts Ponder on this chain and database (views schema `chain`); stopped by dispose(). */
-  startIndexer(): Promise<Indexer>;
+  /**
+   * Starts Ponder on this chain and database (views schema `chain`); stopped by dispose(). `polling`:
+   * new blocks by polling instead of the node's websocket, whose feed can go silent under a long
+   * burst of blocks (the stack's watchdog restarts such an indexer; a bench has none).
+   */
+  startIndexer(options?: { polling?: boolean }): Promise<Indexer>;
   /** Runs `fn` at dispose time (reverse order of registration). */
   onDispose(fn: () => Promise<void>): void;
   dispose(): Promise<void>;
@@ -69,6 +73,8 @@ export async function createBenchContext(): Promise<BenchContext> {
           CHAIN_ID: String(identity.chainId),
           ART_CERTIFICATE_ADDRESS: deployment.artCertificate,
           ART_SHARES_ADDRESS: deployment.artShares,
+          ART_MARKET_ADDRESS: deployment.artMarket,
+          AUDIT_ANCHOR_ADDRESS: deployment.auditAnchor,
           CONTRACTS_START_BLOCK: String(deployment.startBlock),
           CUSTODY_MNEMONIC: custody,
           BOOTSTRAP_ADMIN_API_KEY: BENCH_ADMIN_KEY,
@@ -82,15 +88,17 @@ export async function createBenchContext(): Promise<BenchContext> {
       disposers.push(() => api.close());
       return api;
     },
-    async startIndexer() {
+    async startIndexer(options = {}) {
       const indexer = await startIndexer({
         databaseUrl,
         rpcUrl: node.rpcUrl,
-        wsUrl: node.wsUrl,
+        wsUrl: options.polling ? undefined : node.wsUrl,
         chainId: identity.chainId,
         genesisHash: identity.genesisHash,
         artCertificate: deployment.artCertificate,
         artShares: deployment.artShares,
+        artMarket: deployment.artMarket,
+        auditAnchor: deployment.auditAnchor,
         startBlock: deployment.startBlock,
         schema: "ponder_bench",
         viewsSchema: "chain",
@@ -123,6 +131,12 @@ export async function call(baseUrl: string, method: string, p: string, body?: un
   const text = await res.text();
   if (!res.ok) throw new Error(`${method} ${p} answered ${res.status}: ${text}`);
   return text ? JSON.parse(text) : undefined;
+}
+
+/** The chain's head (on the local chain each transaction is a block of its own). */
+export async function blockNumber(rpcUrl: string): Promise<number> {
+  const res = await fetch(rpcUrl, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "eth_blockNumber", params: [] }) });
+  return Number.parseInt(((await res.json()) as { result: string }).result, 16);
 }
 
 export function percentile(sorted: number[], p: number): number {

@@ -4,13 +4,23 @@
  */
 import { createBenchContext } from "./context.ts";
 import { benchCertification } from "./certification.ts";
+import { benchCommunity } from "./community.ts";
+import { benchEvents } from "./events.ts";
+import { benchFractional } from "./fractional.ts";
 import { benchHttp } from "./http.ts";
+import { benchMarketplace } from "./marketplace.ts";
+import { benchReads } from "./reads.ts";
 import { benchWebhooks } from "./webhooks.ts";
 
 const SUITES: Record<string, (ctx: Awaited<ReturnType<typeof createBenchContext>>) => Promise<string>> = {
   http: benchHttp,
   webhooks: benchWebhooks,
   certification: benchCertification,
+  marketplace: benchMarketplace,
+  community: benchCommunity,
+  fractional: benchFractional,
+  events: benchEvents,
+  reads: benchReads,
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));

@@ -12,7 +12,7 @@ contract ArtCertificateFuzzTest is Test {
     address private constant CERTIFIER = address(0xCE47);
 
     function setUp() public {
-        _certificate = new ArtCertificate(address(this));
+        _certificate = new ArtCertificate(address(this), address(0));
         _certificate.grantRole(_certificate.CERTIFIER_ROLE(), CERTIFIER);
     }
 

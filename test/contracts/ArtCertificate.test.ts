@@ -16,7 +16,7 @@ const HASH_1 = keccak256(toBytes("certificate document 1"));
 const HASH_2 = keccak256(toBytes("certificate document 2"));
 
 async function deployCertificate() {
-  const certificate = await viem.deployContract("ArtCertificate", [admin.account.address]);
+  const certificate = await viem.deployContract("ArtCertificate", [admin.account.address, zeroAddress]);
   await certificate.write.grantRole([CERTIFIER_ROLE, relayer.account.address]);
   const asRelayer = { account: relayer.account };
   return { certificate, asRelayer };
@@ -269,7 +269,7 @@ describe("ArtCertificate", () => {
 
   describe("roles", () => {
     it("test_constructor_grantsAdminRoleOnly", async () => {
-      const certificate = await viem.deployContract("ArtCertificate", [bob.account.address]);
+      const certificate = await viem.deployContract("ArtCertificate", [bob.account.address, zeroAddress]);
       assert.equal(await certificate.read.CERTIFIER_ROLE(), CERTIFIER_ROLE);
       assert.equal(await certificate.read.hasRole([DEFAULT_ADMIN_ROLE, bob.account.address]), true);
       assert.equal(await certificate.read.hasRole([DEFAULT_ADMIN_ROLE, admin.account.address]), false);
@@ -297,7 +297,7 @@ describe("ArtCertificate", () => {
     });
 
     it("test_constructor_revertsForZeroAdmin", async () => {
-      await assert.rejects(viem.deployContract("ArtCertificate", [zeroAddress]), /AccessControlInvalidDefaultAdmin/);
+      await assert.rejects(viem.deployContract("ArtCertificate", [zeroAddress, zeroAddress]), /AccessControlInvalidDefaultAdmin/);
     });
 
     it("test_grantRole_revertsForDefaultAdminRole", async () => {

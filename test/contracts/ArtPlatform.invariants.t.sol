@@ -127,7 +127,7 @@ contract ArtPlatformInvariantTest is Test {
     ArtPlatformHandler private _handler;
 
     function setUp() public {
-        _certificate = new ArtCertificate(address(this));
+        _certificate = new ArtCertificate(address(this), address(0));
         _shares = new ArtShares(address(this), _certificate, "https://x/{id}.json");
         ERC1155ReceiverMock reentrantHolder = new ERC1155ReceiverMock(_shares);
         _handler = new ArtPlatformHandler(_certificate, _shares, reentrantHolder);

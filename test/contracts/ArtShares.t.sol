@@ -15,7 +15,7 @@ contract ArtSharesFuzzTest is Test {
     address private constant HOLDER = address(0xB0B);
 
     function setUp() public {
-        _certificate = new ArtCertificate(address(this));
+        _certificate = new ArtCertificate(address(this), address(0));
         _shares = new ArtShares(address(this), _certificate, "https://x/{id}.json");
         _certificate.grantRole(_certificate.CERTIFIER_ROLE(), address(this));
         _shares.grantRole(_shares.SHARE_ISSUER_ROLE(), ISSUER);

@@ -20,7 +20,7 @@ const purchaseKey = (purchaseId: string) => keccak256(toBytes(purchaseId));
 
 /** A certificate contract with one certified artwork (token 1) and the shares contract over it. */
 async function deployShares() {
-  const certificate = await viem.deployContract("ArtCertificate", [admin.account.address]);
+  const certificate = await viem.deployContract("ArtCertificate", [admin.account.address, zeroAddress]);
   await certificate.write.grantRole([CERTIFIER_ROLE, relayer.account.address]);
   await certificate.write.certify(
     [alice.account.address, "art_1", keccak256(toBytes("doc 1")), "ipfs://1", zeroAddress, 0n],

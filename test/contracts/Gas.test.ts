@@ -16,6 +16,8 @@ const asRelayer = { account: relayer.account };
 
 const CERTIFIER_ROLE = keccak256(toBytes("CERTIFIER_ROLE"));
 const SHARE_ISSUER_ROLE = keccak256(toBytes("SHARE_ISSUER_ROLE"));
+const SETTLER_ROLE = keccak256(toBytes("SETTLER_ROLE"));
+const ANCHORER_ROLE = keccak256(toBytes("ANCHORER_ROLE"));
 const ROYALTY_BPS = 500n;
 
 let serial = 0;
@@ -42,7 +44,8 @@ async function gasUsed(hash: Hex): Promise<bigint> {
 
 describe("gas", () => {
   it("test_gas_certifyBatchCostsLessPerItemThanCertify", async () => {
-    const certificate = await viem.deployContract("ArtCertificate", [admin.account.address]);
+    const forwarder = await viem.deployContract("ArtForwarder", []);
+    const certificate = await viem.deployContract("ArtCertificate", [admin.account.address, forwarder.address]);
     await certificate.write.grantRole([CERTIFIER_ROLE, relayer.account.address]);
     const shares = await viem.deployContract("ArtShares", [admin.account.address, certificate.address, "https://x/{id}.json"]);
     await shares.write.grantRole([SHARE_ISSUER_ROLE, relayer.account.address]);
@@ -73,6 +76,27 @@ describe("gas", () => {
     rows.push(["mintShares (new holder)", await mint(holder(2), "purchase 2"), 1]);
     rows.push(["mintShares (existing holder)", await mint(holder(2), "purchase 3"), 1]);
 
+    // A sale as the API settles it: the seller (approved once for all) to a new buyer, a ULID-sized sale id.
+    const market = await viem.deployContract("ArtMarket", [admin.account.address, certificate.address]);
+    await market.write.grantRole([SETTLER_ROLE, relayer.account.address]);
+    const seller = nextRequest();
+    await certificate.write.certify([admin.account.address, seller.artworkId, seller.certificateHash, seller.tokenURI, seller.royaltyReceiver, seller.royaltyBps], asRelayer);
+    await certificate.write.certify([admin.account.address, `${seller.artworkId}b`, seller.certificateHash, seller.tokenURI, seller.royaltyReceiver, seller.royaltyBps], asRelayer);
+    await certificate.write.setApprovalForAll([market.address, true]);
+    const soldTokenId = await certificate.read.totalCertified();
+    const settle = async (tokenId: bigint, saleId: string, buyer: number) =>
+      gasUsed(await market.write.settle([saleId, tokenId, admin.account.address, holder(100 + buyer), 1_250_000n], asRelayer));
+    await settle(soldTokenId - 1n, "txn_01JD0000000000000000000001", 1);
+    rows.push(["settle (new buyer)", await settle(soldTokenId, "txn_01JD0000000000000000000002", 2), 1]);
+
+    // Anchoring the audit ledger: a range of entries under one root.
+    const auditAnchor = await viem.deployContract("AuditAnchor", [admin.account.address]);
+    await auditAnchor.write.grantRole([ANCHORER_ROLE, relayer.account.address]);
+    const anchor = async (first: bigint, last: bigint) =>
+      gasUsed(await auditAnchor.write.anchor([first, last, keccak256(toBytes(`root ${first}`)), keccak256(toBytes(`head ${last}`))], asRelayer));
+    const firstAnchor = await anchor(1n, 100n);
+    rows.push(["anchor (steady state)", await anchor(101n, 200n), 1]);
+
     const perItem = (name: string) => {
       const row = rows.find(([label]) => label === name);
       assert.ok(row);
@@ -84,7 +108,10 @@ describe("gas", () => {
 
     if (process.env.GAS_REPORT) {
       const profile = hre.globalOptions.buildProfile ?? "default";
-      console.log(`\nGas (build profile ${profile}; first certify of a deployment ${first}, first mint of a class ${firstMint}):\n`);
+      console.log(
+        `\nGas (build profile ${profile}; first certify of a deployment ${first}, first mint of a class ${firstMint}, ` +
+          `first anchor of a deployment ${firstAnchor}):\n`,
+      );
       console.log("| call | gas per transaction | gas per item |");
       console.log("|---|---:|---:|");
       for (const [label, gas, n] of rows) console.log(`| ${label} | ${gas} | ${gas / BigInt(n)} |`);

@@ -2,11 +2,14 @@
 // The contract types Hardhat generates at build (the root tsconfig does not include artifacts/):
 /// <reference path="../../artifacts/contracts/ArtCertificate.sol/artifacts.d.ts" />
 /// <reference path="../../artifacts/contracts/ArtShares.sol/artifacts.d.ts" />
+/// <reference path="../../artifacts/contracts/ArtMarket.sol/artifacts.d.ts" />
+/// <reference path="../../artifacts/contracts/AuditAnchor.sol/artifacts.d.ts" />
+/// <reference path="../../artifacts/contracts/ArtForwarder.sol/artifacts.d.ts" />
 import { toFunctionSelector, type Abi } from "viem";
 
 /** ERC-165 id of OpenZeppelin's IAccessControlDefaultAdminRules (its ten functions, without IAccessControl's). */
 export const ACCESS_CONTROL_DEFAULT_ADMIN_RULES_ID = "0x31498786";
-/** The initial delay of a DEFAULT_ADMIN_ROLE transfer in both contracts: 3 days. */
+/** The initial delay of a DEFAULT_ADMIN_ROLE transfer in every contract with an admin: 3 days. */
 export const ADMIN_DELAY_SECONDS = 3 * 24 * 60 * 60;
 
 /** Names the first items of `items` in order, e.g. Hardhat's wallet clients #0, #1, ... as accounts. */

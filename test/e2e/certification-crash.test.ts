@@ -71,6 +71,8 @@ async function startApiProcess(name: string, settings: Record<string, string>): 
       CHAIN_ID: String(env.chainId),
       ART_CERTIFICATE_ADDRESS: env.artCertificateAddress,
       ART_SHARES_ADDRESS: env.artSharesAddress,
+      ART_MARKET_ADDRESS: env.artMarketAddress,
+      AUDIT_ANCHOR_ADDRESS: env.auditAnchorAddress,
       RELAYER_PRIVATE_KEY: relayerKey,
       CUSTODY_MNEMONIC: custodyMnemonic,
       BOOTSTRAP_ADMIN_API_KEY: ADMIN_API_KEY,

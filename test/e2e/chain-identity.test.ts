@@ -52,5 +52,5 @@ describe("chain identity", () => {
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
-  }, 180_000);
+  }, 300_000);
 });

@@ -121,10 +121,19 @@ it(`certifies ${ARTWORKS} artworks created through two HTTP processes once each,
   expect(requests.length).toBeGreaterThanOrEqual(ARTWORKS);
   expect(perDelivery.size).toBe(ARTWORKS);
   expect([...perDelivery.values()].every((n) => n === 1)).toBe(true);
-  const deliveries = await db.selectFrom("webhook_deliveries").select(["id", "attempts", "status"]).where("subscription_id", "=", sub.body.id).execute();
-  expect(deliveries).toHaveLength(ARTWORKS);
-  expect(deliveries.every((d) => d.status === "succeeded" && d.attempts === 1 && perDelivery.get(d.id) === 1)).toBe(true);
-}, 90_000);
+  // The receiver answers before the worker records the attempt: wait until no delivery is in flight.
+  const settled = () =>
+    db.selectFrom("webhook_deliveries").select(["id", "attempts", "status", "in_flight_since", "last_error"]).where("subscription_id", "=", sub.body.id).execute();
+  const deliveries = await waitUntil(
+    async () => {
+      const rows = await settled();
+      return rows.length === ARTWORKS && rows.every((d) => d.status !== "pending" || (d.in_flight_since === null && d.attempts > 0)) ? rows : undefined;
+    },
+    { timeoutMs: 30_000, intervalMs: 250, what: `${ARTWORKS} settled deliveries` },
+  );
+  const anomalies = deliveries.filter((d) => !(d.status === "succeeded" && d.attempts === 1 && perDelivery.get(d.id) === 1));
+  expect(anomalies).toEqual([]);
+}, 120_000);
 
 it.skipIf(!redisUrl)("shares the rate limit between the HTTP processes (Redis)", async () => {
   // Anonymous calls count per IP: 30 to each process against one limit of 40 a minute.

@@ -32,6 +32,8 @@ describe("npm start", () => {
     expect(banner).toMatch(/chain id 31337/);
     expect(banner).toMatch(/ArtCertificate:\s+0x[0-9a-fA-F]{40}/);
     expect(banner).toMatch(/ArtShares:\s+0x[0-9a-fA-F]{40}/);
+    expect(banner).toMatch(/ArtMarket:\s+0x[0-9a-fA-F]{40}/);
+    expect(banner).toMatch(/AuditAnchor:\s+0x[0-9a-fA-F]{40}/);
     expect(stack.indexerUrl).toBe(`http://127.0.0.1:${stack.ports.ponder}`);
     expect(banner).toContain(stack.dataDir);
     expect(stack.adminApiKey).toMatch(/\S{20,}/);

@@ -4,6 +4,7 @@
  * the API reads. Also measures the realtime lag (block mined -> row visible), logged only.
  */
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import type { Kysely } from "kysely";
 import {
   type Address,
@@ -19,7 +20,9 @@ import {
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
+import { artMarketAbi } from "../../api/src/chain/abi/ArtMarket.ts";
 import { artSharesAbi } from "../../api/src/chain/abi/ArtShares.ts";
+import { auditAnchorAbi } from "../../api/src/chain/abi/AuditAnchor.ts";
 import { type IndexerViews, readIndexerStatus } from "../../api/src/chain/indexer-schema.ts";
 import { createDb } from "../../api/src/db/connection.ts";
 import { testEnvironment } from "../support/environment.ts";
@@ -34,10 +37,15 @@ let indexer: TestIndexer;
 let views: Kysely<IndexerViews>;
 let closeDb: () => Promise<void>;
 const lagsMs: number[] = [];
+/** An AuditAnchor of this file's own: the deployment's anchors one global sequence, which other tests' ledgers use. */
+let auditAnchor: Address;
+/** The account that administers it and anchors. */
+let anchorer: Awaited<ReturnType<typeof fundedAccount>>["wallet"];
 
 beforeAll(async () => {
   const started = performance.now();
-  indexer = await startIndexerForTest();
+  auditAnchor = await deployAuditAnchor();
+  indexer = await startIndexerForTest({ target: { auditAnchor } });
   console.log(`[indexer test] Ponder ready in ${Math.round(performance.now() - started)} ms`);
   const db = createDb(env.databaseUrl, 4);
   views = db.withTables<IndexerViews>().withSchema(indexer.viewsSchema) as unknown as Kysely<IndexerViews>;
@@ -67,6 +75,36 @@ async function fundedAccount() {
 }
 
 const relayerWallet = createWalletClient({ account: relayer, transport: http(env.rpcUrl) });
+
+/** Certifies a new artwork to `owner` (the relayer holds CERTIFIER_ROLE) and returns its token id once mined. */
+async function certifyTo(owner: Address, royalty: { royaltyReceiver: Address; royaltyBps: bigint } = { royaltyReceiver: zeroAddress, royaltyBps: 0n }) {
+  const artworkId = `art_${randomBytes(8).toString("hex")}`;
+  const artworkKey = keccak256(toHex(artworkId));
+  const hash = await relayerWallet.writeContract({
+    address: env.artCertificateAddress,
+    abi: artCertificateAbi,
+    functionName: "certify",
+    args: [owner, artworkId, artworkKey, `ipfs://${artworkId}`, royalty.royaltyReceiver, royalty.royaltyBps],
+    chain: null,
+  });
+  await publicClient.waitForTransactionReceipt({ hash, pollingInterval: 5 });
+  return publicClient.readContract({ address: env.artCertificateAddress, abi: artCertificateAbi, functionName: "tokenIdOfArtwork", args: [artworkKey] });
+}
+
+/** Deploys an AuditAnchor administered by a fresh account, which also holds ANCHORER_ROLE. */
+async function deployAuditAnchor(): Promise<Address> {
+  const { account, wallet } = await fundedAccount();
+  const artifact = JSON.parse(
+    readFileSync(new URL("../../artifacts/contracts/AuditAnchor.sol/AuditAnchor.json", import.meta.url), "utf8"),
+  ) as { bytecode: Hex };
+  const deployHash = await wallet.deployContract({ abi: auditAnchorAbi, bytecode: artifact.bytecode, args: [account.address], chain: null });
+  const { contractAddress } = await publicClient.waitForTransactionReceipt({ hash: deployHash });
+  const role = await publicClient.readContract({ address: contractAddress!, abi: auditAnchorAbi, functionName: "ANCHORER_ROLE" });
+  const grantHash = await wallet.writeContract({ address: contractAddress!, abi: auditAnchorAbi, functionName: "grantRole", args: [role, account.address], chain: null });
+  await publicClient.waitForTransactionReceipt({ hash: grantHash });
+  anchorer = wallet;
+  return contractAddress!;
+}
 
 /**
  * Sends a transaction (Hardhat mines it as it is sent), then waits for `visible` to hold in the
@@ -217,22 +255,7 @@ describe("indexer", () => {
     const alice = await fundedAccount();
     const bob = await fundedAccount();
     const carol = privateKeyToAccount(generatePrivateKey()).address;
-    const artworkId = `art_${randomBytes(8).toString("hex")}`;
-
-    const certifyHash = await relayerWallet.writeContract({
-      address: env.artCertificateAddress,
-      abi: artCertificateAbi,
-      functionName: "certify",
-      args: [owner.account.address, artworkId, keccak256(toHex(artworkId)), `ipfs://${artworkId}`, zeroAddress, 0n],
-      chain: null,
-    });
-    await publicClient.waitForTransactionReceipt({ hash: certifyHash, pollingInterval: 5 });
-    const tokenId = await publicClient.readContract({
-      address: env.artCertificateAddress,
-      abi: artCertificateAbi,
-      functionName: "tokenIdOfArtwork",
-      args: [keccak256(toHex(artworkId))],
-    });
+    const tokenId = await certifyTo(owner.account.address);
 
     const shareClass = () => views.selectFrom("share_class").selectAll().where("token_id", "=", tokenId).executeTakeFirst();
     const balances = async () =>
@@ -261,8 +284,8 @@ describe("indexer", () => {
       tx_hash: classReceipt.transactionHash,
     });
 
-    const purchaseA = keccak256(toHex(`purchase-a-${artworkId}`));
-    const purchaseB = keccak256(toHex(`purchase-b-${artworkId}`));
+    const purchaseA = keccak256(toHex(`purchase-a-${randomBytes(8).toString("hex")}`));
+    const purchaseB = keccak256(toHex(`purchase-b-${randomBytes(8).toString("hex")}`));
     const mint = (to: Address, amount: bigint, purchaseKey: Hex) =>
       sendAndWait(
         () =>
@@ -344,5 +367,134 @@ describe("indexer", () => {
       operator: lower(bob.account.address),
       block_number: batchReceipt.blockNumber,
     });
+  });
+});
+
+describe("indexer: market, approvals and ledger anchors", () => {
+  it("projects operator approvals of certificates, the current state per owner and operator", async () => {
+    const holder = await fundedAccount();
+    const owner = lower(holder.account.address);
+    const operator = lower(env.artMarketAddress);
+    const approval = () =>
+      views.selectFrom("certificate_approval").selectAll().where("owner", "=", owner).where("operator", "=", operator).executeTakeFirst();
+    const setApproval = (approved: boolean) => () =>
+      holder.wallet.writeContract({
+        address: env.artCertificateAddress,
+        abi: artCertificateAbi,
+        functionName: "setApprovalForAll",
+        args: [env.artMarketAddress, approved],
+        chain: null,
+      });
+
+    const { receipt } = await sendAndWait(setApproval(true), approval);
+    expect(await approval()).toEqual({
+      owner,
+      operator,
+      approved: true,
+      block_number: receipt.blockNumber,
+      tx_hash: receipt.transactionHash,
+      updated_at_block: receipt.blockNumber,
+    });
+
+    const { receipt: revoked } = await sendAndWait(setApproval(false), async () => ((await approval())?.approved === false ? true : undefined));
+    expect(await approval()).toMatchObject({ approved: false, block_number: revoked.blockNumber, tx_hash: revoked.transactionHash, updated_at_block: revoked.blockNumber });
+    expect(await views.selectFrom("certificate_approval").select("owner").where("owner", "=", owner).execute()).toHaveLength(1);
+  });
+
+  it("projects a settled sale with its royalty, and the certificate's new owner", async () => {
+    const seller = await fundedAccount();
+    const buyer = privateKeyToAccount(generatePrivateKey()).address;
+    const artist = privateKeyToAccount(generatePrivateKey()).address;
+    const tokenId = await certifyTo(seller.account.address, { royaltyReceiver: artist, royaltyBps: 500n });
+    const approveHash = await seller.wallet.writeContract({
+      address: env.artCertificateAddress,
+      abi: artCertificateAbi,
+      functionName: "setApprovalForAll",
+      args: [env.artMarketAddress, true],
+      chain: null,
+    });
+    await publicClient.waitForTransactionReceipt({ hash: approveHash, pollingInterval: 5 });
+
+    const saleId = `txn_${randomBytes(8).toString("hex")}`;
+    const saleKey = keccak256(toHex(saleId));
+    const { receipt } = await sendAndWait(
+      () =>
+        relayerWallet.writeContract({
+          address: env.artMarketAddress,
+          abi: artMarketAbi,
+          functionName: "settle",
+          args: [saleId, tokenId, seller.account.address, buyer, 1_234_567n],
+          chain: null,
+        }),
+      () => views.selectFrom("sale_settlement").selectAll().where("sale_key", "=", saleKey).executeTakeFirst(),
+    );
+    const block = await publicClient.getBlock({ blockNumber: receipt.blockNumber });
+    const [, royaltyCents] = await publicClient.readContract({
+      address: env.artCertificateAddress,
+      abi: artCertificateAbi,
+      functionName: "royaltyInfo",
+      args: [tokenId, 1_234_567n],
+    });
+    const settlement = await views.selectFrom("sale_settlement").selectAll().where("sale_key", "=", saleKey).executeTakeFirstOrThrow();
+    expect(settlement).toMatchObject({
+      sale_key: saleKey,
+      sale_id: saleId,
+      token_id: tokenId,
+      from: lower(seller.account.address),
+      to: lower(buyer),
+      price_cents: 1_234_567n,
+      royalty_receiver: lower(artist),
+      royalty_cents: royaltyCents,
+      block_number: receipt.blockNumber,
+      block_timestamp: block.timestamp,
+      tx_hash: receipt.transactionHash,
+    });
+    expect(royaltyCents).toBe(61_728n);
+    expect(typeof settlement.log_index).toBe("number");
+
+    // The same transaction's Transfer moved the certificate: owner and provenance follow.
+    const certificate = await views.selectFrom("certificate").select(["owner", "updated_at_block"]).where("token_id", "=", tokenId).executeTakeFirstOrThrow();
+    expect(certificate).toEqual({ owner: lower(buyer), updated_at_block: receipt.blockNumber });
+    const lastTransfer = await views
+      .selectFrom("certificate_transfer")
+      .selectAll()
+      .where("token_id", "=", tokenId)
+      .orderBy("block_number", "desc")
+      .orderBy("log_index", "desc")
+      .executeTakeFirstOrThrow();
+    expect(lastTransfer).toMatchObject({ from: lower(seller.account.address), to: lower(buyer), tx_hash: receipt.transactionHash });
+    expect(lastTransfer.log_index).toBeLessThan(settlement.log_index);
+  });
+
+  it("projects ledger anchors", async () => {
+    const anchor = (first: bigint, last: bigint, label: string) => () =>
+      anchorer.writeContract({
+        address: auditAnchor,
+        abi: auditAnchorAbi,
+        functionName: "anchor",
+        args: [first, last, keccak256(toHex(`root ${label}`)), keccak256(toHex(`head ${label}`))],
+        chain: null,
+      });
+    const row = (anchorIndex: bigint) => () =>
+      views.selectFrom("ledger_anchor").selectAll().where("anchor_index", "=", anchorIndex).executeTakeFirst();
+
+    const { receipt } = await sendAndWait(anchor(1n, 5n, "a"), row(1n));
+    const block = await publicClient.getBlock({ blockNumber: receipt.blockNumber });
+    expect(await row(1n)()).toMatchObject({
+      anchor_index: 1n,
+      first_seq: 1n,
+      last_seq: 5n,
+      merkle_root: keccak256(toHex("root a")),
+      head_hash: keccak256(toHex("head a")),
+      block_number: receipt.blockNumber,
+      block_timestamp: block.timestamp,
+      tx_hash: receipt.transactionHash,
+    });
+    await sendAndWait(anchor(6n, 6n, "b"), row(2n));
+    const anchors = await views.selectFrom("ledger_anchor").select(["anchor_index", "first_seq", "last_seq"]).orderBy("anchor_index").execute();
+    expect(anchors).toEqual([
+      { anchor_index: 1n, first_seq: 1n, last_seq: 5n },
+      { anchor_index: 2n, first_seq: 6n, last_seq: 6n },
+    ]);
   });
 });

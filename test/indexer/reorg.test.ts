@@ -53,6 +53,8 @@ beforeAll(async () => {
       ...identity,
       artCertificate: deployment.artCertificate,
       artShares: deployment.artShares,
+      artMarket: deployment.artMarket,
+      auditAnchor: deployment.auditAnchor,
       startBlock: deployment.startBlock,
     },
   });

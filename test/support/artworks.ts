@@ -1,17 +1,20 @@
 /**
  * A platform of its own for artwork/certification tests: a fresh database (so the job queue, the
  * sweep and the confirmation see only this file's artworks), a Ponder indexer on it, a relayer
- * account of its own holding CERTIFIER_ROLE (so nonces are not shared with other files), and a
+ * account of its own holding the relayer's roles (so nonces are not shared with other files), and a
  * storage directory. The chain and the contracts are the run's.
  */
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readdirSync, statSync } from "node:fs";
 import path from "node:path";
 import type { Kysely } from "kysely";
-import { type Address, createPublicClient, createWalletClient, type Hex, http, keccak256, parseEther, toBytes, toHex } from "viem";
+import { type Abi, type Address, createPublicClient, createWalletClient, type Hex, http, keccak256, parseEther, toBytes, toHex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll } from "vitest";
 import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
+import { artMarketAbi } from "../../api/src/chain/abi/ArtMarket.ts";
+import { artSharesAbi } from "../../api/src/chain/abi/ArtShares.ts";
+import { auditAnchorAbi } from "../../api/src/chain/abi/AuditAnchor.ts";
 import { type IndexerViews } from "../../api/src/chain/indexer-schema.ts";
 import { createDb } from "../../api/src/db/connection.ts";
 import { migrateToLatest } from "../../api/src/db/migrate.ts";
@@ -38,30 +41,37 @@ export interface ArtworkPlatform {
 const env = () => testEnvironment();
 export const publicClient = () => createPublicClient({ transport: http(env().rpcUrl) });
 
-/** A fresh relayer key, funded, with CERTIFIER_ROLE granted by the deployer (account #0, shared: retried on nonce races). */
+/**
+ * A fresh relayer key, funded, holding the roles the API's relayer needs: CERTIFIER_ROLE
+ * (ArtCertificate), SHARE_ISSUER_ROLE (ArtShares), SETTLER_ROLE (ArtMarket) and ANCHORER_ROLE (AuditAnchor), granted by the
+ * deployer (account #0, shared: each grant retried on nonce races).
+ */
 export async function freshRelayerKey(): Promise<Hex> {
   const key = generatePrivateKey();
   const address = privateKeyToAccount(key).address;
   const client = publicClient();
   await client.request({ method: "hardhat_setBalance", params: [address, toHex(parseEther("1000"))] } as never);
   const admin = createWalletClient({ account: privateKeyToAccount(env().relayerPrivateKey), transport: http(env().rpcUrl) });
-  const role = await client.readContract({ address: env().artCertificateAddress, abi: artCertificateAbi, functionName: "CERTIFIER_ROLE" });
-  for (let attempt = 1; ; attempt++) {
-    try {
-      const hash = await admin.writeContract({
-        chain: null,
-        address: env().artCertificateAddress,
-        abi: artCertificateAbi,
-        functionName: "grantRole",
-        args: [role, address],
-      });
-      const receipt = await client.waitForTransactionReceipt({ hash });
-      if (receipt.status === "success") return key;
-    } catch (error) {
-      if (attempt >= 8) throw error;
+  const grants = [
+    { address: env().artCertificateAddress, abi: artCertificateAbi, role: "CERTIFIER_ROLE" },
+    { address: env().artSharesAddress, abi: artSharesAbi, role: "SHARE_ISSUER_ROLE" },
+    { address: env().artMarketAddress, abi: artMarketAbi, role: "SETTLER_ROLE" },
+    { address: env().auditAnchorAddress, abi: auditAnchorAbi, role: "ANCHORER_ROLE" },
+  ] as const;
+  for (const grant of grants) {
+    const role = (await client.readContract({ address: grant.address, abi: grant.abi as Abi, functionName: grant.role })) as Hex;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const hash = await admin.writeContract({ chain: null, address: grant.address, abi: grant.abi as Abi, functionName: "grantRole", args: [role, address] });
+        const receipt = await client.waitForTransactionReceipt({ hash });
+        if (receipt.status === "success") break;
+      } catch (error) {
+        if (attempt >= 8) throw error;
+      }
+      await new Promise((r) => setTimeout(r, 50 * attempt));
     }
-    await new Promise((r) => setTimeout(r, 50 * attempt));
   }
+  return key;
 }
 
 /**

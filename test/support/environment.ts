@@ -12,8 +12,12 @@ export interface TestEnvironment {
   genesisHash: `0x${string}`;
   artCertificateAddress: `0x${string}`;
   artSharesAddress: `0x${string}`;
+  artMarketAddress: `0x${string}`;
+  auditAnchorAddress: `0x${string}`;
+  /** The ERC-2771 forwarder ArtCertificate trusts (its `trustedForwarder()`). */
+  artForwarderAddress: `0x${string}`;
   startBlock: number;
-  /** Hardhat dev account #0: deployer, contracts' admin, and relayer (holds the minter roles). */
+  /** Hardhat dev account #0: deployer, contracts' admin, and relayer (holds the minter, settler and anchorer roles). */
   relayerPrivateKey: `0x${string}`;
   /** A directory for logs and scratch files, removed at teardown unless KEEP_TEST_DIR=1. */
   tempDir: string;

@@ -43,6 +43,8 @@ export async function startIndexerForTest(
     genesisHash: env.genesisHash,
     artCertificate: env.artCertificateAddress,
     artShares: env.artSharesAddress,
+    artMarket: env.artMarketAddress,
+    auditAnchor: env.auditAnchorAddress,
     startBlock: env.startBlock,
     ...options.target,
   };

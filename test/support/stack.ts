@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { afterAll } from "vitest";
 import { binPath, childEnv, freePort, repoRoot } from "../../tools/stack/processes.ts";
 import { type ProcessRecord, isRunning, readProcessRecords } from "../../tools/stack/runtime-files.ts";
 
@@ -36,9 +37,30 @@ export interface BootStackOptions {
 // (an empty value counts as unset, and dotenv does not override variables already present).
 const ISOLATED = [
   "DATABASE_URL", "CHAIN_RPC_URL", "CHAIN_WS_URL", "CHAIN_ID", "ART_CERTIFICATE_ADDRESS", "ART_SHARES_ADDRESS",
+  "ART_MARKET_ADDRESS", "AUDIT_ANCHOR_ADDRESS",
   "CONTRACTS_START_BLOCK", "RELAYER_PRIVATE_KEY", "CUSTODY_MNEMONIC", "BOOTSTRAP_ADMIN_API_KEY", "INDEXER_URL",
   "INDEXER_VIEWS_SCHEMA", "PUBLIC_BASE_URL", "REDIS_URL", "NODE_ENV", "HOST",
 ];
+
+/**
+ * Stacks of this test file still running: a test that timed out never reached its own `finally`,
+ * and its stack (Postgres, node, indexer, API) must not outlive the file and load the machine.
+ */
+const running = new Set<() => Promise<void>>();
+afterAll(async () => {
+  await Promise.all([...running].map((dispose) => dispose()));
+}, 90_000);
+
+/** Kills whatever the stack in `dataDir` recorded that still runs (each in its own process group). */
+function killRecorded(dataDir: string): void {
+  for (const record of readProcessRecords(dataDir).filter(isRunning)) {
+    try {
+      process.kill(-record.pid, "SIGKILL");
+    } catch {
+      // gone
+    }
+  }
+}
 
 /**
  * Starts the platform exactly as `npm start` does (`tsx tools/stack/start.ts` with
@@ -65,6 +87,15 @@ export async function bootStack(options: BootStackOptions = {}): Promise<BootedS
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once("exit", (code, signal) => resolve({ code, signal })),
   );
+  const abandon = async () => {
+    child.kill("SIGINT");
+    const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+    await exited;
+    clearTimeout(timer);
+    killRecorded(dataDir);
+    running.delete(abandon);
+  };
+  running.add(abandon);
 
   const timeoutMs = options.timeoutMs ?? 120_000;
   const deadline = Date.now() + timeoutMs;
@@ -72,8 +103,7 @@ export async function bootStack(options: BootStackOptions = {}): Promise<BootedS
   void exited.then(() => (exitedEarly = true));
   while (!/Press Ctrl-C to stop/.test(output)) {
     if (exitedEarly || Date.now() > deadline) {
-      child.kill("SIGINT");
-      await exited;
+      await abandon();
       throw new Error(
         `The stack ${exitedEarly ? "exited" : `printed no banner within ${timeoutMs} ms`}; its output:\n${output}\n(data dir ${dataDir})`,
       );
@@ -108,14 +138,9 @@ export async function bootStack(options: BootStackOptions = {}): Promise<BootedS
     },
     async dispose() {
       await stack.stop();
+      running.delete(abandon);
       // Whatever survived a failed test must not outlive the run.
-      for (const record of stack.processes.filter(isRunning)) {
-        try {
-          process.kill(-record.pid, "SIGKILL");
-        } catch {
-          // gone
-        }
-      }
+      killRecorded(dataDir);
       if (process.env.KEEP_TEST_DIR !== "1") rmSync(dataDir, { recursive: true, force: true });
     },
   };

@@ -1,4 +1,4 @@
-import { type Address, createPublicClient, type Hex, http, type PublicClient } from "viem";
+import { type Address, createPublicClient, type Hex, http, parseEther, type PublicClient } from "viem";
 import { binPath, childEnv, type ManagedProcess, portInUse, spawnManaged, waitUntil } from "./processes.ts";
 
 export interface HardhatNode {
@@ -13,17 +13,19 @@ export interface HardhatNodeOptions {
   port: number;
   logFile: string;
   detached?: boolean;
+  /** Another chain id than Hardhat's 31337 (a stand-in for a public chain). */
+  chainId?: number;
 }
 
 /** Starts `hardhat node` (one process; it logs every RPC call to `logFile`) and waits for eth_chainId. */
-export async function startHardhatNode({ port, logFile, detached }: HardhatNodeOptions): Promise<HardhatNode> {
+export async function startHardhatNode({ port, logFile, detached, chainId }: HardhatNodeOptions): Promise<HardhatNode> {
   if (await portInUse(port)) {
     throw new Error(`Port ${port} is taken, so the Hardhat node cannot start (set HARDHAT_NODE_PORT, or CHAIN_RPC_URL to use a running chain)`);
   }
   const child = spawnManaged({
     name: "hardhat node",
     command: binPath("hardhat"),
-    args: ["node", "--hostname", "127.0.0.1", "--port", String(port)],
+    args: ["node", "--hostname", "127.0.0.1", "--port", String(port), ...(chainId === undefined ? [] : ["--chain-id", String(chainId)])],
     logFile,
     env: childEnv(),
     detached,
@@ -78,4 +80,13 @@ export async function hasCode(rpcUrl: string, addresses: Address[]): Promise<boo
 /** Chains whose dev accounts and instant mining the stack may use: Hardhat's and Anvil's/Ganache's. */
 export function isLocalChainId(chainId: number): boolean {
   return chainId === 31337 || chainId === 1337;
+}
+
+/** A key other than the dev accounts starts with no ether on a fresh local chain: give it 10,000. */
+export async function fundLocalAccount(rpcUrl: string, account: Address): Promise<void> {
+  const client = chainClient(rpcUrl);
+  if ((await client.getBalance({ address: account })) > 0n) return;
+  await client
+    .request({ method: "hardhat_setBalance", params: [account, `0x${parseEther("10000").toString(16)}`] } as never)
+    .catch(() => {});
 }

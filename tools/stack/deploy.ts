@@ -8,6 +8,10 @@ import { binPath, childEnv, repoRoot, spawnManaged } from "./processes.ts";
 export interface PlatformDeployment {
   artCertificate: Address;
   artShares: Address;
+  artMarket: Address;
+  auditAnchor: Address;
+  /** The ERC-2771 forwarder ArtCertificate trusts (also its `trustedForwarder()`). */
+  artForwarder: Address;
   /** The block of the first contract creation: where the indexer starts. */
   startBlock: number;
   deploymentId: string;
@@ -15,7 +19,7 @@ export interface PlatformDeployment {
 
 export interface DeployOptions {
   rpcUrl: string;
-  /** The account granted the certifier and share-issuer roles. */
+  /** The account granted the relayer's roles (certifier, share issuer, settler, anchorer). */
   relayer: Address;
   /** The ERC-1155 metadata URI, with `{id}`. */
   sharesUri: string;
@@ -36,6 +40,35 @@ export function localDeploymentId(chainId: number, genesisHash: Hex): string {
   return `local-${chainId}-${genesisHash.slice(2, 14)}`;
 }
 
+/** The Ignition module of the whole platform (the five contracts and the relayer's roles). */
+export const PLATFORM_MODULE = "ignition/modules/ArtPlatformModule.ts";
+
+/** The arguments of `hardhat ignition deploy` for `modulePath` on `network`. */
+export function ignitionDeployArgs(options: { modulePath: string; network: string; parametersFile: string; deploymentId: string }): string[] {
+  return [
+    "ignition", "deploy", options.modulePath,
+    "--network", options.network,
+    "--parameters", options.parametersFile,
+    "--deployment-id", options.deploymentId,
+  ];
+}
+
+/** Runs `use` with `parameters` in a temporary Ignition parameters file, removed afterwards. */
+export async function withParametersFile<T>(parameters: Record<string, Record<string, unknown>>, use: (file: string) => Promise<T>): Promise<T> {
+  const file = path.join(os.tmpdir(), `art-platform-ignition-${randomBytes(6).toString("hex")}.json`);
+  writeFileSync(file, JSON.stringify(parameters));
+  try {
+    return await use(file);
+  } finally {
+    rmSync(file, { force: true });
+  }
+}
+
+/** Where Ignition keeps the journal and the addresses of `deploymentId`. */
+export function deploymentDirOf(deploymentId: string): string {
+  return path.join(repoRoot, "ignition", "deployments", deploymentId);
+}
+
 /**
  * Deploys ArtPlatformModule with Hardhat Ignition to the node at `rpcUrl`, from its first unlocked
  * account (also the contracts' admin, which the module's role grants require).
@@ -46,25 +79,18 @@ export async function deployPlatform(options: DeployOptions): Promise<PlatformDe
   if (!deployer) throw new Error(`The node at ${rpcUrl} has no unlocked account to deploy from`);
   const admin = getAddress(deployer);
 
-  const parametersFile = path.join(os.tmpdir(), `art-platform-ignition-${randomBytes(6).toString("hex")}.json`);
-  writeFileSync(
-    parametersFile,
-    JSON.stringify({
-      ArtPlatformModule: { relayer: getAddress(relayer) },
-      ArtCertificateModule: { admin },
-      ArtSharesModule: { admin, sharesUri },
-    }),
-  );
-  try {
+  const parameters = {
+    ArtPlatformModule: { relayer: getAddress(relayer) },
+    ArtCertificateModule: { admin },
+    ArtSharesModule: { admin, sharesUri },
+    ArtMarketModule: { admin },
+    AuditAnchorModule: { admin },
+  };
+  await withParametersFile(parameters, async (parametersFile) => {
     const deploy = spawnManaged({
       name: "ignition deploy",
       command: binPath("hardhat"),
-      args: [
-        "ignition", "deploy", "ignition/modules/ArtPlatformModule.ts",
-        "--network", "localhost",
-        "--parameters", parametersFile,
-        "--deployment-id", deploymentId,
-      ],
+      args: ignitionDeployArgs({ modulePath: PLATFORM_MODULE, network: "localhost", parametersFile, deploymentId }),
       logFile,
       env: childEnv({ CHAIN_RPC_URL: rpcUrl }),
       detached: false,
@@ -77,37 +103,44 @@ export async function deployPlatform(options: DeployOptions): Promise<PlatformDe
         `Ignition deploy of ArtPlatformModule failed (${signal ?? `exit code ${code}`}); see ${logFile}`,
       );
     }
-  } finally {
-    rmSync(parametersFile, { force: true });
-  }
+  });
 
-  const deploymentDir = path.join(repoRoot, "ignition", "deployments", deploymentId);
+  const deploymentDir = deploymentDirOf(deploymentId);
   const result = readDeployment(deploymentDir, deploymentId);
   if (options.removeJournal ?? true) rmSync(deploymentDir, { recursive: true, force: true });
   return result;
 }
 
-function readDeployment(deploymentDir: string, deploymentId: string): PlatformDeployment {
+/** The addresses and the first contract creation's block of a completed Ignition deployment of the platform. */
+export function readDeployment(deploymentDir: string, deploymentId: string): PlatformDeployment {
   const addressesFile = path.join(deploymentDir, "deployed_addresses.json");
   if (!existsSync(addressesFile)) throw new Error(`Ignition wrote no ${addressesFile}`);
   const addresses = JSON.parse(readFileSync(addressesFile, "utf8")) as Record<string, string>;
-  const artCertificate = addresses["ArtCertificateModule#ArtCertificate"];
-  const artShares = addresses["ArtSharesModule#ArtShares"];
-  if (!artCertificate || !artShares) throw new Error(`${addressesFile} lacks the ArtCertificate/ArtShares addresses`);
+  const futures = {
+    artForwarder: "ArtForwarderModule#ArtForwarder",
+    artCertificate: "ArtCertificateModule#ArtCertificate",
+    artShares: "ArtSharesModule#ArtShares",
+    artMarket: "ArtMarketModule#ArtMarket",
+    auditAnchor: "AuditAnchorModule#AuditAnchor",
+  } as const;
+  const missing = Object.values(futures).filter((future) => !addresses[future]);
+  if (missing.length > 0) throw new Error(`${addressesFile} lacks the addresses of ${missing.join(", ")}`);
+  const deployed = Object.fromEntries(
+    Object.entries(futures).map(([name, future]) => [name, getAddress(addresses[future]!)]),
+  ) as Record<keyof typeof futures, Address>;
 
   // The journal records each confirmed transaction with its receipt: the contract creations' blocks.
-  const futures = new Set(["ArtCertificateModule#ArtCertificate", "ArtSharesModule#ArtShares"]);
+  const creations = new Set<string>(Object.values(futures));
   let startBlock = Number.POSITIVE_INFINITY;
   for (const line of readFileSync(path.join(deploymentDir, "journal.jsonl"), "utf8").split("\n")) {
     if (!line.includes("TRANSACTION_CONFIRM")) continue;
     const entry = JSON.parse(line) as { type: string; futureId: string; receipt?: { blockNumber: number } };
-    if (entry.type === "TRANSACTION_CONFIRM" && futures.has(entry.futureId) && entry.receipt) {
+    if (entry.type === "TRANSACTION_CONFIRM" && creations.has(entry.futureId) && entry.receipt) {
       startBlock = Math.min(startBlock, entry.receipt.blockNumber);
     }
   }
   return {
-    artCertificate: getAddress(artCertificate),
-    artShares: getAddress(artShares),
+    ...deployed,
     startBlock: Number.isFinite(startBlock) ? startBlock : 0,
     deploymentId,
   };

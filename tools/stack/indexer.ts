@@ -7,7 +7,13 @@ import { binPath, childEnv, type ManagedProcess, portInUse, repoRoot, spawnManag
 
 const INDEXER_ROOT = path.join(repoRoot, "indexer");
 /** Files besides indexer/ that change what the indexer writes. */
-const INDEXER_INPUTS = ["api/src/chain/abi/ArtCertificate.ts", "api/src/chain/abi/ArtShares.ts", "node_modules/ponder/package.json"];
+const INDEXER_INPUTS = [
+  "api/src/chain/abi/ArtCertificate.ts",
+  "api/src/chain/abi/ArtShares.ts",
+  "api/src/chain/abi/ArtMarket.ts",
+  "api/src/chain/abi/AuditAnchor.ts",
+  "node_modules/ponder/package.json",
+];
 const BUILD_SCHEMA_PREFIX = "indexer_";
 
 export interface IndexerTarget {
@@ -19,6 +25,8 @@ export interface IndexerTarget {
   genesisHash: string;
   artCertificate: string;
   artShares: string;
+  artMarket: string;
+  auditAnchor: string;
   startBlock: number;
 }
 
@@ -38,6 +46,8 @@ export function indexerSchemaName(target: Omit<IndexerTarget, "databaseUrl" | "r
       target.genesisHash.toLowerCase(),
       target.artCertificate.toLowerCase(),
       target.artShares.toLowerCase(),
+      target.artMarket.toLowerCase(),
+      target.auditAnchor.toLowerCase(),
       target.startBlock,
     ]),
   );
@@ -104,6 +114,8 @@ export async function startIndexer(options: IndexerOptions): Promise<Indexer & {
       CHAIN_WS_URL: options.wsUrl,
       ART_CERTIFICATE_ADDRESS: options.artCertificate,
       ART_SHARES_ADDRESS: options.artShares,
+      ART_MARKET_ADDRESS: options.artMarket,
+      AUDIT_ANCHOR_ADDRESS: options.auditAnchor,
       CONTRACTS_START_BLOCK: String(options.startBlock),
       INDEXER_POLLING_INTERVAL_MS: options.pollingIntervalMs?.toString(),
       // Ponder prefers $PORT over --port.

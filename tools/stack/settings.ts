@@ -1,5 +1,6 @@
 import path from "node:path";
 import { getAddress, type Hex, isAddress, isHex } from "viem";
+import type { PlatformContracts } from "../../api/src/chain/chain-identity.ts";
 import { repoRoot } from "./processes.ts";
 
 /** Hardhat's well-known dev account #0: the local deployer, and the relayer unless one is set. */
@@ -10,8 +11,9 @@ export const HARDHAT_ACCOUNT_0_KEY: Hex = "0xac0974bec39a17e36ba4a6b4d238ff944ba
  * settings in api/src/config.ts from the overlay the stack hands it; this is the rest.
  *
  *   NODE_ENV=production       no embedded database, chain or deployment: requires DATABASE_URL,
- *                             CHAIN_RPC_URL, ART_CERTIFICATE_ADDRESS, ART_SHARES_ADDRESS,
- *                             RELAYER_PRIVATE_KEY, CUSTODY_MNEMONIC; refuses a chain/database mismatch
+ *                             CHAIN_RPC_URL, ART_CERTIFICATE_ADDRESS, ART_SHARES_ADDRESS, ART_MARKET_ADDRESS,
+ *                             AUDIT_ANCHOR_ADDRESS, RELAYER_PRIVATE_KEY, CUSTODY_MNEMONIC; refuses a
+ *                             chain/database mismatch
  *   DATA_DIR                  .data (embedded Postgres, logs/, archive/, custody-mnemonic, run/)
  *   DATABASE_URL              unset: embedded Postgres, database art_platform
  *   EMBEDDED_POSTGRES_PORT    55432
@@ -19,7 +21,8 @@ export const HARDHAT_ACCOUNT_0_KEY: Hex = "0xac0974bec39a17e36ba4a6b4d238ff944ba
  *   CHAIN_WS_URL              the local node's ws://; unset for an external RPC (the indexer polls)
  *   CHAIN_ID                  checked against eth_chainId when set
  *   HARDHAT_NODE_PORT         8545
- *   ART_CERTIFICATE_ADDRESS, ART_SHARES_ADDRESS   unset: deployed with Ignition (local chains only)
+ *   ART_CERTIFICATE_ADDRESS, ART_SHARES_ADDRESS, ART_MARKET_ADDRESS, AUDIT_ANCHOR_ADDRESS
+ *                             all four, or none: deployed with Ignition (local chains only)
  *   CONTRACTS_START_BLOCK     the deployment's block (recorded), else 0
  *   RELAYER_PRIVATE_KEY       Hardhat dev account #0 (local only)
  *   CUSTODY_MNEMONIC          generated once into DATA_DIR/custody-mnemonic (local only)
@@ -45,8 +48,8 @@ export interface StackSettings {
   /** CHAIN_ID when set: checked against the RPC's eth_chainId. */
   chainId: number | null;
   hardhatNodePort: number;
-  /** ART_CERTIFICATE_ADDRESS / ART_SHARES_ADDRESS; null = deploy with Ignition (local chains only). */
-  contracts: { artCertificate: Hex; artShares: Hex } | null;
+  /** ART_CERTIFICATE_ADDRESS, ART_SHARES_ADDRESS, ART_MARKET_ADDRESS, AUDIT_ANCHOR_ADDRESS; null = deploy with Ignition (local chains only). */
+  contracts: PlatformContracts | null;
   /** CONTRACTS_START_BLOCK when set. */
   startBlock: number | null;
   relayerPrivateKey: Hex | null;
@@ -95,10 +98,18 @@ export function readStackSettings(env: NodeJS.ProcessEnv): StackSettings {
 
   const production = get("NODE_ENV") === "production";
   const dataDir = path.resolve(repoRoot, get("DATA_DIR") ?? ".data");
-  const artCertificate = address("ART_CERTIFICATE_ADDRESS");
-  const artShares = address("ART_SHARES_ADDRESS");
-  if ((artCertificate === null) !== (artShares === null)) {
-    problems.push("ART_CERTIFICATE_ADDRESS and ART_SHARES_ADDRESS go together: set both, or neither to deploy locally");
+  const contractSettings = {
+    artCertificate: address("ART_CERTIFICATE_ADDRESS"),
+    artShares: address("ART_SHARES_ADDRESS"),
+    artMarket: address("ART_MARKET_ADDRESS"),
+    auditAnchor: address("AUDIT_ANCHOR_ADDRESS"),
+  };
+  const { artCertificate, artShares, artMarket, auditAnchor } = contractSettings;
+  const contractsSet = Object.values(contractSettings).filter((value) => value !== null).length;
+  if (contractsSet !== 0 && contractsSet !== 4) {
+    problems.push(
+      "ART_CERTIFICATE_ADDRESS, ART_SHARES_ADDRESS, ART_MARKET_ADDRESS and AUDIT_ANCHOR_ADDRESS go together: set all four, or none to deploy locally",
+    );
   }
   const relayerPrivateKey = get("RELAYER_PRIVATE_KEY");
   if (relayerPrivateKey !== null && !(isHex(relayerPrivateKey) && relayerPrivateKey.length === 66)) {
@@ -111,8 +122,8 @@ export function readStackSettings(env: NodeJS.ProcessEnv): StackSettings {
 
   if (production) {
     const missing = [
-      "DATABASE_URL", "CHAIN_RPC_URL", "ART_CERTIFICATE_ADDRESS", "ART_SHARES_ADDRESS",
-      "RELAYER_PRIVATE_KEY", "CUSTODY_MNEMONIC",
+      "DATABASE_URL", "CHAIN_RPC_URL", "ART_CERTIFICATE_ADDRESS", "ART_SHARES_ADDRESS", "ART_MARKET_ADDRESS",
+      "AUDIT_ANCHOR_ADDRESS", "RELAYER_PRIVATE_KEY", "CUSTODY_MNEMONIC",
     ].filter((name) => get(name) === null);
     if (missing.length > 0) {
       problems.push(`Production mode (NODE_ENV=production) starts no local database, chain or deployment; it requires ${missing.join(", ")}`);
@@ -130,7 +141,7 @@ export function readStackSettings(env: NodeJS.ProcessEnv): StackSettings {
     chainWsUrl: get("CHAIN_WS_URL"),
     chainId: integer("CHAIN_ID"),
     hardhatNodePort: port("HARDHAT_NODE_PORT", 8545),
-    contracts: artCertificate && artShares ? { artCertificate, artShares } : null,
+    contracts: artCertificate && artShares && artMarket && auditAnchor ? { artCertificate, artShares, artMarket, auditAnchor } : null,
     startBlock: integer("CONTRACTS_START_BLOCK"),
     relayerPrivateKey: relayerPrivateKey as Hex | null,
     custodyMnemonic: get("CUSTODY_MNEMONIC"),

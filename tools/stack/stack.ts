@@ -1,17 +1,19 @@
 import { existsSync, mkdirSync, readFileSync, renameSync } from "node:fs";
 import path from "node:path";
 import type { Kysely } from "kysely";
-import { type Address, type Hex, parseEther } from "viem";
+import { type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { readIndexerStatus } from "../../api/src/chain/indexer-schema.ts";
 import { createDb } from "../../api/src/db/connection.ts";
 import type { Database } from "../../api/src/db/database.ts";
 import { migrateToLatest } from "../../api/src/db/migrate.ts";
-import { chainClient, type HardhatNode, hasCode, isLocalChainId, readChainIdentity, startHardhatNode } from "./chain.ts";
+import { chainClient, fundLocalAccount, type HardhatNode, hasCode, isLocalChainId, readChainIdentity, startHardhatNode } from "./chain.ts";
 import {
   type ChainDeployment,
   chainMismatch,
+  contractsIncomplete,
   contractsMismatch,
+  type PlatformContracts,
   readChainDeployment,
   recordChainDeployment,
 } from "../../api/src/chain/chain-identity.ts";
@@ -44,7 +46,7 @@ export interface RunningStack {
   databaseUrl: string;
   postgres: EmbeddedPostgres | null;
   chain: { rpcUrl: string; wsUrl: string | null; chainId: number; genesisHash: Hex; node: HardhatNode | null };
-  contracts: { artCertificate: Address; artShares: Address; startBlock: number; deployedNow: boolean };
+  contracts: PlatformContracts & { startBlock: number; deployedNow: boolean };
   relayer: Address;
   indexer: Indexer & { ready: boolean };
   api: StackApi | null;
@@ -244,19 +246,24 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
 
     const contracts = await step("Deploying the contracts", logs.ignition, async () => {
       if (settings.contracts) {
-        if (!(await hasCode(rpcUrl, [settings.contracts.artCertificate, settings.contracts.artShares]))) {
-          throw new Error(`no contract code at ART_CERTIFICATE_ADDRESS/ART_SHARES_ADDRESS on chain ${identity.chainId} (${rpcUrl})`);
+        if (!(await hasCode(rpcUrl, Object.values(settings.contracts)))) {
+          throw new Error(
+            `no contract code at ART_CERTIFICATE_ADDRESS/ART_SHARES_ADDRESS/ART_MARKET_ADDRESS/AUDIT_ANCHOR_ADDRESS on chain ${identity.chainId} (${rpcUrl})`,
+          );
         }
         return { ...settings.contracts, startBlock: settings.startBlock ?? recorded?.startBlock ?? 0, deployedNow: false };
       }
       if (!local) {
-        throw new Error(`chain id ${identity.chainId} is not a local chain: set ART_CERTIFICATE_ADDRESS and ART_SHARES_ADDRESS (the stack deploys only to local chains)`);
+        throw new Error(
+          `chain id ${identity.chainId} is not a local chain: set ART_CERTIFICATE_ADDRESS, ART_SHARES_ADDRESS, ART_MARKET_ADDRESS and AUDIT_ANCHOR_ADDRESS (the stack deploys only to local chains)`,
+        );
       }
-      if (recorded?.artCertificate && recorded.artShares && (await hasCode(rpcUrl, [recorded.artCertificate, recorded.artShares]))) {
-        return { artCertificate: recorded.artCertificate, artShares: recorded.artShares, startBlock: recorded.startBlock ?? 0, deployedNow: false };
+      const { artCertificate, artShares, artMarket, auditAnchor } = recorded ?? {};
+      if (artCertificate && artShares && artMarket && auditAnchor && (await hasCode(rpcUrl, [artCertificate, artShares, artMarket, auditAnchor]))) {
+        return { artCertificate, artShares, artMarket, auditAnchor, startBlock: recorded?.startBlock ?? 0, deployedNow: false };
       }
       const base = settings.publicBaseUrl ?? `http://127.0.0.1:${settings.apiPort}`;
-      log("Deploying ArtCertificate and ArtShares with Hardhat Ignition...");
+      log("Deploying ArtForwarder, ArtCertificate, ArtShares, ArtMarket and AuditAnchor with Hardhat Ignition...");
       const deployed = await deployPlatform({
         rpcUrl,
         relayer,
@@ -264,13 +271,20 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
         deploymentId: localDeploymentId(identity.chainId, identity.genesisHash),
         logFile: logs.ignition,
       });
-      return { ...deployed, deployedNow: true };
+      return {
+        artCertificate: deployed.artCertificate,
+        artShares: deployed.artShares,
+        artMarket: deployed.artMarket,
+        auditAnchor: deployed.auditAnchor,
+        startBlock: deployed.startBlock,
+        deployedNow: true,
+      };
     });
 
     if (local) await fundLocalAccount(rpcUrl, relayer);
 
     const deployment: ChainDeployment = { ...identity, ...contracts };
-    if (!recorded || contractsMismatch(recorded, contracts) || recorded.startBlock !== contracts.startBlock) {
+    if (!recorded || contractsMismatch(recorded, contracts) || contractsIncomplete(recorded) || recorded.startBlock !== contracts.startBlock) {
       await step("Recording the chain deployment", null, async () => {
         // A database new to this chain may hold Ponder's RPC cache of another chain with the same id.
         if (!recorded) await dropPonderSyncCache(databaseUrl);
@@ -294,6 +308,8 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
       genesisHash: identity.genesisHash,
       artCertificate: contracts.artCertificate,
       artShares: contracts.artShares,
+      artMarket: contracts.artMarket,
+      auditAnchor: contracts.auditAnchor,
       startBlock: contracts.startBlock,
       viewsSchema: settings.viewsSchema,
       port: settings.ponderPort,
@@ -324,6 +340,8 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
         CUSTODY_MNEMONIC: custodyMnemonic,
         ART_CERTIFICATE_ADDRESS: contracts.artCertificate,
         ART_SHARES_ADDRESS: contracts.artShares,
+        ART_MARKET_ADDRESS: contracts.artMarket,
+        AUDIT_ANCHOR_ADDRESS: contracts.auditAnchor,
         CONTRACTS_START_BLOCK: String(contracts.startBlock),
         INDEXER_URL: indexer.url,
         INDEXER_VIEWS_SCHEMA: settings.viewsSchema,
@@ -439,13 +457,4 @@ async function whenReady(indexer: Indexer & { ready: boolean }, then: () => Prom
     indexer.ready = await readIndexerStatus({ url: indexer.url }).then((s) => s.ready, () => false);
   }
   if (indexer.ready) await then();
-}
-
-/** A relayer key other than the dev accounts starts with no ether on a fresh local chain. */
-async function fundLocalAccount(rpcUrl: string, account: Address): Promise<void> {
-  const client = chainClient(rpcUrl);
-  if ((await client.getBalance({ address: account })) > 0n) return;
-  await client
-    .request({ method: "hardhat_setBalance", params: [account, `0x${parseEther("10000").toString(16)}`] } as never)
-    .catch(() => {});
 }

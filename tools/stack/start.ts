@@ -113,6 +113,8 @@ function printBanner(s: RunningStack, startupMs: number): void {
     `  Chain RPC:       ${s.chain.rpcUrl} (chain id ${s.chain.chainId}${s.chain.node ? ", local Hardhat node" : ""})`,
     `  ArtCertificate:  ${s.contracts.artCertificate}`,
     `  ArtShares:       ${s.contracts.artShares}`,
+    `  ArtMarket:       ${s.contracts.artMarket}`,
+    `  AuditAnchor:     ${s.contracts.auditAnchor}`,
     `  Start block:     ${s.contracts.startBlock}${s.contracts.deployedNow ? " (deployed now by Ignition)" : ""}`,
     `  Relayer:         ${s.relayer}`,
     `  Indexer:         ${s.indexer.url} (views schema "${s.indexer.viewsSchema}", build schema ${s.indexer.schema})`,

@@ -107,15 +107,20 @@ export class IndexedCertificates {
     }));
   }
 
-  private async read<T>(query: () => Promise<T>): Promise<T> {
-    try {
-      return await query();
-    } catch (err) {
-      if ((err as { code?: string }).code === "42P01" || (err as { code?: string }).code === "3F000") {
-        throw new IndexerNotReadyError("the indexer has not published its views yet");
-      }
-      throw err;
+  private read<T>(query: () => Promise<T>): Promise<T> {
+    return readViews(query);
+  }
+}
+
+/** Runs a read of the indexer's views; a missing view or schema (not published yet) is IndexerNotReadyError. */
+export async function readViews<T>(query: () => Promise<T>): Promise<T> {
+  try {
+    return await query();
+  } catch (err) {
+    if ((err as { code?: string }).code === "42P01" || (err as { code?: string }).code === "3F000") {
+      throw new IndexerNotReadyError("the indexer has not published its views yet");
     }
+    throw err;
   }
 }
 

@@ -2,14 +2,28 @@ import type { Kysely } from "kysely";
 import type { Address, Hex } from "viem";
 import type { Database } from "../db/database.ts";
 
-/** The chain and contracts a database's data belongs to (table `chain_deployment`, one row). */
-export interface ChainDeployment {
-  chainId: number;
-  genesisHash: Hex;
+/** The platform's contracts of one deployment (the forwarder is the certificate's `trustedForwarder()`). */
+export interface PlatformContracts {
   artCertificate: Address;
   artShares: Address;
+  artMarket: Address;
+  auditAnchor: Address;
+}
+
+/** The chain and contracts a database's data belongs to (table `chain_deployment`, one row). */
+export interface ChainDeployment extends PlatformContracts {
+  chainId: number;
+  genesisHash: Hex;
   startBlock: number;
 }
+
+/** Each contract with its setting, in the order mismatches are reported. */
+const CONTRACTS = [
+  ["artCertificate", "ArtCertificate", "ART_CERTIFICATE_ADDRESS"],
+  ["artShares", "ArtShares", "ART_SHARES_ADDRESS"],
+  ["artMarket", "ArtMarket", "ART_MARKET_ADDRESS"],
+  ["auditAnchor", "AuditAnchor", "AUDIT_ANCHOR_ADDRESS"],
+] as const satisfies readonly (readonly [keyof PlatformContracts, string, string])[];
 
 export async function readChainDeployment(db: Kysely<Database>): Promise<Partial<ChainDeployment> | null> {
   const row = await db.selectFrom("chain_deployment").selectAll().where("id", "=", 1).executeTakeFirst();
@@ -19,6 +33,8 @@ export async function readChainDeployment(db: Kysely<Database>): Promise<Partial
     genesisHash: row.genesis_hash as Hex,
     artCertificate: (row.art_certificate_address ?? undefined) as Address | undefined,
     artShares: (row.art_shares_address ?? undefined) as Address | undefined,
+    artMarket: (row.art_market_address ?? undefined) as Address | undefined,
+    auditAnchor: (row.audit_anchor_address ?? undefined) as Address | undefined,
     startBlock: Number(row.start_block),
   };
 }
@@ -29,6 +45,8 @@ export async function recordChainDeployment(db: Kysely<Database>, deployment: Ch
     genesis_hash: deployment.genesisHash.toLowerCase(),
     art_certificate_address: deployment.artCertificate,
     art_shares_address: deployment.artShares,
+    art_market_address: deployment.artMarket,
+    audit_anchor_address: deployment.auditAnchor,
     start_block: BigInt(deployment.startBlock),
   };
   await db
@@ -52,19 +70,20 @@ export function chainMismatch(
   return null;
 }
 
-/** Why the recorded contracts differ from the configured ones, or null. */
-export function contractsMismatch(
-  recorded: Partial<ChainDeployment>,
-  configured: { artCertificate: Address; artShares: Address },
-): string | null {
-  const same = (a: string | undefined, b: string) => a?.toLowerCase() === b.toLowerCase();
-  if (recorded.artCertificate && !same(recorded.artCertificate, configured.artCertificate)) {
-    return `the database belongs to ArtCertificate ${recorded.artCertificate}, ART_CERTIFICATE_ADDRESS is ${configured.artCertificate}`;
-  }
-  if (recorded.artShares && !same(recorded.artShares, configured.artShares)) {
-    return `the database belongs to ArtShares ${recorded.artShares}, ART_SHARES_ADDRESS is ${configured.artShares}`;
+/** Why the recorded contracts differ from the configured ones, or null (a contract not recorded yet differs from none). */
+export function contractsMismatch(recorded: Partial<ChainDeployment>, configured: PlatformContracts): string | null {
+  for (const [key, name, setting] of CONTRACTS) {
+    const address = recorded[key];
+    if (address && address.toLowerCase() !== configured[key].toLowerCase()) {
+      return `the database belongs to ${name} ${address}, ${setting} is ${configured[key]}`;
+    }
   }
   return null;
+}
+
+/** Whether `recorded` lacks a contract of the deployment (a database recorded before the market and the anchor). */
+export function contractsIncomplete(recorded: Partial<ChainDeployment>): boolean {
+  return CONTRACTS.some(([key]) => !recorded[key]);
 }
 
 export class ChainIdentityError extends Error {
@@ -74,19 +93,20 @@ export class ChainIdentityError extends Error {
 /**
  * The API's and the worker's start-up check (`npm start` runs the same before it starts them): the
  * database's data must come from the chain and contracts configured now. A database new to any
- * chain is recorded for this one.
+ * chain is recorded for this one; one recorded before some of the contracts existed gains them.
  */
 export async function assertChainDeployment(
   db: Kysely<Database>,
   chain: { getChainId(): Promise<number>; getBlock(args: { blockNumber: bigint }): Promise<{ hash: Hex | null }> },
-  configured: { chainId: number; artCertificate: Address | null; artShares: Address | null; startBlock: number },
+  configured: { chainId: number; startBlock: number } & { [K in keyof PlatformContracts]: Address | null },
 ): Promise<void> {
   const [chainId, genesis] = await Promise.all([chain.getChainId(), chain.getBlock({ blockNumber: 0n })]);
   if (chainId !== configured.chainId) {
     throw new ChainIdentityError(`refusing to start: CHAIN_ID is ${configured.chainId} but the RPC serves chain id ${chainId}`);
   }
   const current = { chainId, genesisHash: genesis.hash! };
-  const contracts = configured.artCertificate && configured.artShares ? { artCertificate: configured.artCertificate, artShares: configured.artShares } : null;
+  const { artCertificate, artShares, artMarket, auditAnchor } = configured;
+  const contracts = artCertificate && artShares && artMarket && auditAnchor ? { artCertificate, artShares, artMarket, auditAnchor } : null;
   const recorded = await readChainDeployment(db);
   const mismatch = recorded && (chainMismatch(recorded, current) ?? (contracts ? contractsMismatch(recorded, contracts) : null));
   if (mismatch) {
@@ -94,5 +114,7 @@ export async function assertChainDeployment(
       `refusing to start: ${mismatch}. Point DATABASE_URL at this chain's database, or CHAIN_RPC_URL/the contract addresses at the database's chain`,
     );
   }
-  if (!recorded && contracts) await recordChainDeployment(db, { ...current, ...contracts, startBlock: configured.startBlock });
+  if (contracts && (!recorded || contractsIncomplete(recorded))) {
+    await recordChainDeployment(db, { ...current, ...contracts, startBlock: recorded?.startBlock ?? configured.startBlock });
+  }
 }

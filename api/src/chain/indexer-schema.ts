@@ -118,6 +118,53 @@ export type ShareTransferView = {
   batch_index: View<number>;
 };
 
+/** Operator approvals of certificates (ERC-721 ApprovalForAll): the current state per owner and operator. */
+export type CertificateApprovalView = {
+  owner: View<Hex>;
+  operator: View<Hex>;
+  approved: View<boolean>;
+  /** The block and transaction of the ApprovalForAll that set `approved` (the last one). */
+  block_number: View<bigint>;
+  tx_hash: View<Hex>;
+  /** The same block: the column to keep a cursor on, as in `certificate`. */
+  updated_at_block: View<bigint>;
+};
+
+/** One row per ArtMarket SaleSettled: which sale moved a certificate, and the royalty due on its price. */
+export type SaleSettlementView = {
+  /** keccak256(bytes(sale_id)). */
+  sale_key: View<Hex>;
+  /** The API's `txn_…` id, or `return:<dispute id>`. */
+  sale_id: View<string>;
+  token_id: View<bigint>;
+  from: View<Hex>;
+  to: View<Hex>;
+  /** USD cents. */
+  price_cents: View<bigint>;
+  /** The certificate's ERC-2981 receiver (the zero address without a royalty). */
+  royalty_receiver: View<Hex>;
+  /** royaltyInfo(token_id, price_cents), USD cents. */
+  royalty_cents: View<bigint>;
+  block_number: View<bigint>;
+  block_timestamp: View<bigint>;
+  tx_hash: View<Hex>;
+  log_index: View<number>;
+};
+
+/** One row per AuditAnchor LedgerAnchored: audit-ledger entries first_seq..last_seq under one Merkle root. */
+export type LedgerAnchorView = {
+  /** Sequential from 1. */
+  anchor_index: View<bigint>;
+  first_seq: View<bigint>;
+  last_seq: View<bigint>;
+  merkle_root: View<Hex>;
+  head_hash: View<Hex>;
+  block_number: View<bigint>;
+  block_timestamp: View<bigint>;
+  tx_hash: View<Hex>;
+  log_index: View<number>;
+};
+
 /** Ponder's progress per chain; `latest_checkpoint` encodes the last indexed block (see decodeCheckpointBlock). */
 export type PonderCheckpointView = {
   chain_name: View<string>;
@@ -141,6 +188,9 @@ export type IndexerViews = {
   share_balance: ShareBalanceView;
   share_mint: ShareMintView;
   share_transfer: ShareTransferView;
+  certificate_approval: CertificateApprovalView;
+  sale_settlement: SaleSettlementView;
+  ledger_anchor: LedgerAnchorView;
   _ponder_checkpoint: PonderCheckpointView;
   _ponder_meta: PonderMetaView;
 };

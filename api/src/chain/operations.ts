@@ -175,6 +175,29 @@ export class ChainOperations {
     return op;
   }
 
+  /**
+   * Waits until `done()` holds, at most `timeoutMs`; whether it did. Woken at once when this process
+   * confirms `key`; otherwise re-checked with backoff (50 ms doubling to 500 ms), since another
+   * process may confirm it. A request that answers once its chain write is done waits here.
+   */
+  async waitFor(key: string, done: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    for (let pause = 50; ; pause = Math.min(pause * 2, 500)) {
+      if (await done()) return true;
+      const left = deadline - Date.now();
+      if (left <= 0) return false;
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          clearTimeout(timer);
+          this.confirmations.off(key, wake);
+          resolve();
+        };
+        const timer = setTimeout(wake, Math.min(left, pause));
+        this.confirmations.once(key, wake);
+      });
+    }
+  }
+
   /** The operation of `key`, if requested. */
   find(db: Db, key: string): Promise<ChainOperation | undefined> {
     return db.selectFrom("chain_operations").selectAll().where("key", "=", key).executeTakeFirst();

@@ -2,17 +2,35 @@ import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
 import type { Database } from "./database.ts";
 
-// numeric(78,0) (Ponder's bigints) and int8 arrive as strings by default: parse them as bigint.
-pg.types.setTypeParser(pg.types.builtins.INT8, (v) => BigInt(v));
-pg.types.setTypeParser(pg.types.builtins.NUMERIC, (v) => (/^-?\d+$/.test(v) ? BigInt(v) : Number(v)));
+/**
+ * The application's connections read int8 and numeric(78,0) (Ponder's bigints) as bigint rather than
+ * strings. Per pool, not pg's global parsers: the job queue's own connections keep pg's defaults,
+ * since graphile-worker serialises job ids with JSON.stringify, which refuses a bigint (a job whose
+ * task threw could then never be failed and stayed locked).
+ */
+const appTypes: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: "text" | "binary") => {
+    if (format !== "binary") {
+      if (oid === pg.types.builtins.INT8) return (v: string) => BigInt(v);
+      if (oid === pg.types.builtins.NUMERIC) return (v: string) => (/^-?\d+$/.test(v) ? BigInt(v) : Number(v));
+    }
+    return pg.types.getTypeParser(oid, format);
+  }) as pg.CustomTypesConfig["getTypeParser"],
+};
 
 export interface DbHandle {
   db: Kysely<Database>;
   pool: pg.Pool;
 }
 
-export function createPool(databaseUrl: string, max = 20): pg.Pool {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max, application_name: "art-platform-api" });
+/** `queue`: connections for graphile-worker's own bookkeeping, with pg's default type parsers. */
+export function createPool(databaseUrl: string, max = 20, use: "app" | "queue" = "app"): pg.Pool {
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max,
+    application_name: use === "queue" ? "art-platform-jobs" : "art-platform-api",
+    ...(use === "app" ? { types: appTypes } : {}),
+  });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on("error", () => {});
   pool.on("connect", (client) => {

@@ -1,8 +1,13 @@
 import type { ColumnType, Generated, Kysely, Selectable, Transaction } from "kysely";
 import type { ArtworksTables } from "../modules/artworks/artworks.tables.ts";
 import type { AuthTables } from "../modules/auth/auth.tables.ts";
+import type { CommunityTables } from "../modules/community/community.tables.ts";
+import type { EventsTables } from "../modules/events/events.tables.ts";
+import type { FractionalTables } from "../modules/fractional/fractional.tables.ts";
+import type { LedgerTables } from "../modules/ledger/ledger.tables.ts";
 import type { MarketplaceTables } from "../modules/marketplace/marketplace.tables.ts";
 import type { PaymentsTables } from "../modules/payments/payments.tables.ts";
+import type { RewardsTables } from "../modules/rewards/rewards.tables.ts";
 import type { UsersTables } from "../modules/users/users.tables.ts";
 import type { WebhooksTables } from "../modules/webhooks/webhooks.tables.ts";
 import type { NullableTimestamp, Timestamp } from "./columns.ts";
@@ -11,7 +16,7 @@ import type { NullableTimestamp, Timestamp } from "./columns.ts";
  * The database: the shared tables below (requests, outbox, chain) and each module's own, declared
  * in its `<feature>.tables.ts`. A new module adds its tables type to the list, nothing else.
  */
-export interface Database extends SharedTables, UsersTables, AuthTables, ArtworksTables, WebhooksTables, PaymentsTables, MarketplaceTables {}
+export interface Database extends SharedTables, UsersTables, AuthTables, ArtworksTables, WebhooksTables, LedgerTables, PaymentsTables, MarketplaceTables, FractionalTables, CommunityTables, EventsTables, RewardsTables {}
 
 /** What repositories take first: the pool, or the transaction a service opened. */
 export type Db = Kysely<Database> | Transaction<Database>;
@@ -54,6 +59,8 @@ export interface ChainDeploymentTable {
   genesis_hash: string;
   art_certificate_address: string | null;
   art_shares_address: string | null;
+  art_market_address: string | null;
+  audit_anchor_address: string | null;
   start_block: ColumnType<bigint, bigint | number, bigint | number>;
   recorded_at: Timestamp;
 }

@@ -5,10 +5,12 @@ import { ApiError } from "../lib/errors.ts";
 
 /** What a route accepts as `multipart/form-data` beside its JSON body (see RouteDef.multipart). */
 export interface MultipartSpec {
-  /** The one file part's field name (`image`); any other file part is refused. */
+  /** The file parts' field name (`image`); any other file part is refused. */
   fileField: string;
-  /** Bytes of the file; more is 413 payload_too_large. */
+  /** Bytes of each file; more is 413 payload_too_large. */
   maxFileBytes: number;
+  /** How many file parts (all named `fileField`) may come; more is 400. Default 1. */
+  maxFiles?: number;
   /** Turns the text parts (bracket names already nested: `dimensions[width]`) into the JSON body shape. */
   toBody(fields: Record<string, unknown>): unknown;
   /** The form as documented in OpenAPI (the file as `format: binary`). */
@@ -27,7 +29,10 @@ export interface UploadedFile {
 
 export interface ParsedMultipart {
   fields: Record<string, unknown>;
+  /** The first (with `maxFiles` 1, the only) file. */
   file: UploadedFile | undefined;
+  /** Every file, in the order sent. */
+  files: UploadedFile[];
 }
 
 const MAX_FIELDS = 50;
@@ -36,8 +41,8 @@ const MAX_FIELD_BYTES = 64 * 1024;
 const FORM_OVERHEAD_BYTES = 1024 * 1024;
 
 /**
- * Reads a multipart/form-data request: at most one file (in `spec.fileField`, held in memory up to
- * `spec.maxFileBytes`) and up to 50 short text parts. A declared Content-Length over the limit is
+ * Reads a multipart/form-data request: at most `spec.maxFiles` files (default one, in `spec.fileField`,
+ * each held in memory up to `spec.maxFileBytes`) and up to 50 short text parts. A declared Content-Length over the limit is
  * refused before reading; a body that turns out larger is read to its end (so the client sees the
  * answer, not a reset) and refused.
  */
@@ -46,8 +51,9 @@ export function parseMultipart(req: Request, spec: MultipartSpec): Promise<Parse
     new ApiError(413, "payload_too_large", `The ${spec.fileField} file exceeds the ${formatBytes(spec.maxFileBytes)} limit`, {
       headers: { Connection: "close" },
     });
+  const maxFiles = spec.maxFiles ?? 1;
   const declared = Number(req.get("content-length") ?? Number.NaN);
-  if (Number.isFinite(declared) && declared > spec.maxFileBytes + FORM_OVERHEAD_BYTES) {
+  if (Number.isFinite(declared) && declared > spec.maxFileBytes * maxFiles + FORM_OVERHEAD_BYTES) {
     req.resume();
     return Promise.reject(tooLarge());
   }
@@ -57,7 +63,7 @@ export function parseMultipart(req: Request, spec: MultipartSpec): Promise<Parse
     try {
       parser = busboy({
         headers: req.headers,
-        limits: { fileSize: spec.maxFileBytes, files: 1, fields: MAX_FIELDS, fieldSize: MAX_FIELD_BYTES, parts: MAX_FIELDS + 1 },
+        limits: { fileSize: spec.maxFileBytes, files: maxFiles, fields: MAX_FIELDS, fieldSize: MAX_FIELD_BYTES, parts: MAX_FIELDS + maxFiles },
       });
     } catch (err) {
       req.resume();
@@ -65,7 +71,7 @@ export function parseMultipart(req: Request, spec: MultipartSpec): Promise<Parse
       return;
     }
     const raw = new Map<string, string>();
-    let file: UploadedFile | undefined;
+    const files: UploadedFile[] = [];
     let failure: ApiError | undefined;
     const fail = (err: ApiError) => {
       failure ??= err;
@@ -74,9 +80,14 @@ export function parseMultipart(req: Request, spec: MultipartSpec): Promise<Parse
     parser.on("field", (name, value, info) => {
       if (info.nameTruncated || info.valueTruncated) return fail(new ApiError(413, "payload_too_large", `The form field ${name} exceeds ${formatBytes(MAX_FIELD_BYTES)}`));
       if (raw.has(name)) return fail(ApiError.validation([{ field: name, code: "duplicate_field", message: "given more than once" }]));
+      // busboy decodes a part as UTF-8, turning bytes that are not into U+FFFD: refused rather than stored so.
+      if (value.includes("\ufffd")) return fail(ApiError.validation([{ field: name, code: "invalid_encoding", message: "must be UTF-8 text (U+FFFD is taken for bytes that were not)" }]));
       raw.set(name, value);
     });
     parser.on("file", (name, stream, info) => {
+      // A form that ends inside a file destroys the file's stream with the parser's error (which the
+      // parser's own "error" handler answers): without a listener here it would crash the process.
+      stream.on("error", (err: Error) => fail(malformed(err.message)));
       if (name !== spec.fileField) {
         stream.resume();
         return fail(ApiError.validation([{ field: name, code: "unknown_field", message: `unexpected file; send the file as ${spec.fileField}` }]));
@@ -89,12 +100,12 @@ export function parseMultipart(req: Request, spec: MultipartSpec): Promise<Parse
       });
       stream.on("limit", () => fail(tooLarge()));
       stream.on("end", () => {
-        file = { field: name, filename: info.filename ?? "", declaredType: info.mimeType, bytes: Buffer.concat(chunks), sha256: hash.digest("hex") };
+        files.push({ field: name, filename: info.filename ?? "", declaredType: info.mimeType, bytes: Buffer.concat(chunks), sha256: hash.digest("hex") });
       });
     });
-    parser.on("filesLimit", () => fail(ApiError.validation([{ field: spec.fileField, code: "too_many_files", message: "send one file" }])));
+    parser.on("filesLimit", () => fail(ApiError.validation([{ field: spec.fileField, code: "too_many_files", message: maxFiles === 1 ? "send one file" : `at most ${maxFiles} files` }])));
     parser.on("fieldsLimit", () => fail(ApiError.validation([{ field: "body", code: "too_many_fields", message: `at most ${MAX_FIELDS} form fields` }])));
-    parser.on("partsLimit", () => fail(ApiError.validation([{ field: "body", code: "too_many_fields", message: `at most ${MAX_FIELDS + 1} form parts` }])));
+    parser.on("partsLimit", () => fail(ApiError.validation([{ field: "body", code: "too_many_fields", message: `at most ${MAX_FIELDS + maxFiles} form parts` }])));
     parser.on("error", (err: Error) => {
       req.unpipe(parser);
       req.resume();
@@ -103,7 +114,7 @@ export function parseMultipart(req: Request, spec: MultipartSpec): Promise<Parse
     parser.on("close", () => {
       if (failure) return reject(failure);
       try {
-        resolve({ fields: nestFields(raw), file });
+        resolve({ fields: nestFields(raw), file: files[0], files });
       } catch (err) {
         reject(err);
       }

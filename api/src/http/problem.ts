@@ -1,4 +1,7 @@
+import { isUtf8 } from "node:buffer";
 import { randomUUID } from "node:crypto";
+import { STATUS_CODES } from "node:http";
+import type { Duplex } from "node:stream";
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from "express";
 import type { Logger } from "pino";
 import { z } from "../openapi/zod.ts";
@@ -23,6 +26,7 @@ export const problemSchema = z
 const STATUS_TEXT: Record<number, string> = {
   400: "Malformed request, invalid parameter or failed validation",
   401: "Missing, invalid, expired or revoked bearer token",
+  402: "The card was declined (`payment_declined`, with `decline_code`)",
   403: "Insufficient scope, not the owner, or account suspended",
   404: "Not found",
   409: "Refused by the resource's state, or a concurrent request with the same Idempotency-Key",
@@ -42,6 +46,14 @@ export function problemResponses(statuses: number[]) {
   );
 }
 
+/**
+ * The answer to a purchase whose card was declined while the request waited: a 402 problem naming
+ * the record that failed (`transaction_id`, `purchase_id`), for a route to return as its Reply body.
+ */
+export function paymentDeclinedProblem(res: Response, detail: string, declineCode: string | null, record: Record<string, string>) {
+  return { type: "/problems/payment_declined", title: "Payment declined", status: 402, code: "payment_declined", detail, decline_code: declineCode, ...record, request_id: res.getHeader("X-Request-Id") };
+}
+
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Echo a sane inbound X-Request-Id, else mint `req_…` (CONTRACT §1). */
@@ -55,22 +67,48 @@ export const requestId: RequestHandler = (req, res, next) => {
 
 export function sendProblem(res: Response, err: ApiError): void {
   for (const [k, v] of Object.entries(err.extra.headers ?? {})) res.setHeader(k, v);
-  const { headers: _headers, errors, ...rest } = err.extra;
   res
     .status(err.status)
     .type("application/problem+json")
-    .send(
-      JSON.stringify({
-        type: `/problems/${err.code}`,
-        title: err.title,
-        status: err.status,
-        code: err.code,
-        detail: err.message,
-        request_id: res.locals.requestId ?? res.getHeader("X-Request-Id") ?? randomUUID(),
-        ...rest,
-        ...(errors ? { errors } : {}),
-      }),
-    );
+    .send(problemText(err, res.locals.requestId ?? res.getHeader("X-Request-Id") ?? randomUUID()));
+}
+
+function problemText(err: ApiError, requestId: unknown): string {
+  const { headers: _headers, errors, ...rest } = err.extra;
+  return JSON.stringify({
+    type: `/problems/${err.code}`,
+    title: err.title,
+    status: err.status,
+    code: err.code,
+    detail: err.message,
+    request_id: requestId,
+    ...rest,
+    ...(errors ? { errors } : {}),
+  });
+}
+
+/**
+ * The HTTP server's `clientError`: a request Node cannot parse (a request line or headers over its
+ * 16 KiB limit, malformed HTTP) gets the problem+json every other refusal has, where Node's own
+ * answer is a bare status line. Written under Node's own condition (no answer on this connection
+ * has begun), then the connection closes.
+ */
+export function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  const inFlight = (socket as Duplex & { _httpMessage?: { _headerSent?: boolean } | null })._httpMessage;
+  if (!socket.writable || inFlight?._headerSent) {
+    socket.destroy();
+    return;
+  }
+  const problem =
+    err.code === "HPE_HEADER_OVERFLOW"
+      ? new ApiError(431, "header_too_large", "The request line and headers exceed the 16 KiB limit")
+      : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+        ? new ApiError(408, "request_timeout", "The request was not received in time")
+        : new ApiError(400, "malformed_request", "The request is not well-formed HTTP/1.1");
+  const body = problemText(problem, newId("request"));
+  socket.end(
+    `HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status]}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 export const notFound: RequestHandler = (req, _res, next) => {
@@ -123,6 +161,8 @@ export function bodyErrors(parser: RequestHandler): RequestHandler {
 }
 
 function toBodyError(err: unknown): unknown {
+  // What checkJsonBytes refused, passed on by the parser.
+  if (err instanceof ApiError) return err;
   const e = err as { type?: string; status?: number; statusCode?: number; expose?: boolean; message?: string };
   if (e?.type === "entity.too.large") return new ApiError(413, "payload_too_large", "The request body exceeds the 1 MiB limit");
   if (e?.type === "entity.parse.failed") return new ApiError(400, "invalid_json", "The request body is not valid JSON");
@@ -134,6 +174,30 @@ function toBodyError(err: unknown): unknown {
   // body-parser gives zlib's error (gzip, deflate, br) status 400 and no type of its own.
   const detail = e.type ? `The request body could not be read: ${e.message}` : "The request body does not match its Content-Encoding: it could not be decompressed";
   return new ApiError(400, "invalid_json", detail);
+}
+
+/** Nesting of arrays and objects no request needs; recursive readers of a body (its idempotency fingerprint) overflow far deeper. */
+const MAX_JSON_DEPTH = 64;
+
+/**
+ * The JSON parser's `verify` (it sees the bytes before they are decoded): a body declared UTF-8
+ * that is not (its bad bytes would be decoded to U+FFFD and stored so), or that nests deeper than
+ * MAX_JSON_DEPTH, is refused with 400 invalid_json.
+ */
+export function checkJsonBytes(_req: unknown, _res: unknown, bytes: Buffer, charset: string | null): void {
+  if (/^utf-?8$/i.test(charset ?? "utf-8") && !isUtf8(bytes)) throw new ApiError(400, "invalid_json", "The request body is not valid UTF-8");
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i];
+    if (inString) {
+      if (b === 0x5c) i++; // the escaped character
+      else if (b === 0x22) inString = false;
+    } else if (b === 0x22) inString = true;
+    else if (b === 0x5b || b === 0x7b) {
+      if (++depth > MAX_JSON_DEPTH) throw new ApiError(400, "invalid_json", `The request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`);
+    } else if (b === 0x5d || b === 0x7d) depth--;
+  }
 }
 
 function isUnavailable(err: unknown): boolean {
@@ -148,11 +212,12 @@ function isUnavailable(err: unknown): boolean {
 }
 
 /**
- * POST/PUT/PATCH bodies must be JSON. multipart/form-data passes on to the routes: those declaring
- * `multipart` read it, every other one refuses it with 415 (ApiRouter).
+ * POST/PUT/PATCH/DELETE bodies must be JSON (a DELETE may take one: a removal's reason), else
+ * a route would run as if none had been sent. multipart/form-data passes on to the routes: those
+ * declaring `multipart` read it, every other one refuses it with 415 (ApiRouter).
  */
 export const requireJsonBody: RequestHandler = (req, _res, next) => {
-  if (!["POST", "PUT", "PATCH"].includes(req.method)) return next();
+  if (!["POST", "PUT", "PATCH", "DELETE"].includes(req.method)) return next();
   const length = Number(req.get("content-length") ?? 0);
   const chunked = req.get("transfer-encoding") !== undefined;
   if (length === 0 && !chunked) return next();

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { OpenAPIRegistry, RouteConfig } from "@asteasolutions/zod-to-openapi";
 import type { NextFunction, Request, Response, Router } from "express";
 import type { ZodType } from "zod";
@@ -28,6 +29,8 @@ export interface RouteContext<B, Q, P> {
   auth: AuthContext | null;
   /** The uploaded file of a multipart request (routes with `multipart` only). */
   file: UploadedFile | undefined;
+  /** Every uploaded file (routes whose `multipart` allows several). */
+  files: UploadedFile[];
   /**
    * The request's unit of work: hand it to the service method that writes, which runs its whole
    * change in it and returns the answer from it. With an Idempotency-Key, that answer is stored in
@@ -44,6 +47,8 @@ interface RouteDefBase<B, Q, P> {
   method: "get" | "post" | "patch" | "put" | "delete";
   /** Express-style path, `/v1/users/:id`. */
   path: string;
+  /** The operation's stable name in the OpenAPI document (SDK method names): `listArtworks`, `acceptOffer`. */
+  operationId: string;
   summary: string;
   description?: string;
   tags: string[];
@@ -161,12 +166,14 @@ export class ApiRouter {
     const query = parse(def.query, req.query, "query") as Q;
     let rawBody: unknown = req.body;
     let file: UploadedFile | undefined;
+    let files: UploadedFile[] = [];
     const multipart = Boolean(req.is("multipart/form-data"));
     if (multipart) {
       if (!def.multipart) throw new ApiError(415, "unsupported_media_type", "Send the body as application/json");
       const form = await parseMultipart(req, def.multipart);
       rawBody = def.multipart.toBody(form.fields);
       file = form.file;
+      files = form.files;
     }
     const body = def.body ? (parse(def.body, rawBody ?? {}, "body") as B) : (undefined as B);
 
@@ -178,7 +185,7 @@ export class ApiRouter {
         throw ApiError.invalidParameter([{ field: "Idempotency-Key", code: "invalid_string", message: "must be 1-255 printable ASCII characters" }]);
       }
       // A multipart request's fields are in rawBody (req.body is unset): they count, with or without a file.
-      const fingerprinted = multipart ? { body: rawBody, ...(file ? { [file.field]: file.sha256 } : {}) } : req.body;
+      const fingerprinted = multipart ? { body: rawBody, ...(file ? { [file.field]: files.length > 1 ? files.map((f) => f.sha256) : file.sha256 } : {}) } : req.body;
       const claimed = await idempotency.claim(principal, key, req.method, req.path, requestFingerprint(req.method, req.path, fingerprinted, auth?.scopes));
       if (claimed.kind === "replay") {
         res.setHeader("Idempotent-Replayed", "true");
@@ -202,7 +209,7 @@ export class ApiRouter {
     let result: unknown;
     let answer: { status: number; body: unknown };
     try {
-      result = await def.handler({ req, res, body, query, params, auth, file, transaction } as HandlerContext<A, B, Q, P>);
+      result = await def.handler({ req, res, body, query, params, auth, file, files, transaction } as HandlerContext<A, B, Q, P>);
       if (result instanceof Reply && result.raw) {
         // Bytes are not stored for replay: a key used with such a route stays free for a retry.
         if (claim && !committed) await idempotency.release(claim);
@@ -221,6 +228,10 @@ export class ApiRouter {
     }
     const stored = committed as { result: unknown } | null;
     if (claim && (!stored || stored.result !== result)) await idempotency.complete(claim, answer.status, answer.body ?? null);
+    if (def.method === "get" && answer.status === 200 && answer.body !== undefined) {
+      sendConditional(req, res, answer.body, "public" in def.auth);
+      return;
+    }
     sendResult(res, answer.status, answer.body);
   }
 
@@ -261,6 +272,7 @@ export class ApiRouter {
     this.deps.registry.registerPath({
       method: def.method,
       path: openapiPath,
+      operationId: def.operationId,
       summary: def.summary,
       description: [
         def.description,
@@ -272,6 +284,8 @@ export class ApiRouter {
         .join("\n\n"),
       tags: def.tags,
       security: needsAuth ? [{ bearerAuth: [] }] : [{}, { bearerAuth: [] }],
+      // The same rule, machine-readable (access tests and generated clients read it).
+      "x-auth": "public" in def.auth ? { public: true } : { scope: def.auth.scope, ...(def.auth.roles ? { roles: [...def.auth.roles] } : {}), ...(def.auth.allowApiKey ? { api_key: true } : {}) },
       request,
       responses: {
         [status]: def.response
@@ -298,6 +312,26 @@ function enforceRateLimit(res: Response, decision: RateLimitDecision): void {
       headers: { "Retry-After": String(decision.resetSeconds) },
     });
   }
+}
+
+/**
+ * A read's answer with a validator: a weak ETag of its JSON, and 304 without a body when the client's
+ * `If-None-Match` names it. Public reads made without a token may be stored by shared caches, which
+ * must revalidate each time (`max-age=0`: the data changes with every write); anything read with a
+ * token is private to the client.
+ */
+function sendConditional(req: Request, res: Response, body: unknown, isPublic: boolean): void {
+  const json = JSON.stringify(body);
+  const tag = `W/"${createHash("sha1").update(json).digest("base64url")}"`;
+  res.setHeader("ETag", tag);
+  res.setHeader("Cache-Control", isPublic && !req.headers.authorization ? "public, max-age=0, must-revalidate" : "private, no-cache");
+  if (isPublic) res.setHeader("Vary", "Authorization");
+  const wanted = req.get("If-None-Match");
+  if (wanted && (wanted.trim() === "*" || wanted.split(",").some((t) => t.trim().replace(/^W\//, "") === tag.slice(2)))) {
+    res.status(304).end();
+    return;
+  }
+  res.status(200).type("application/json").send(json);
 }
 
 function sendResult(res: Response, status: number, body: unknown): void {

@@ -31,6 +31,12 @@ export const ID_PREFIXES = {
   comment: "cmt",
   reply: "rpl",
   ticket: "tkt",
+  /** A speaker of a platform event (its schedule refers to it). */
+  speaker: "spk",
+  /** An entry of the marketplace's audit ledger. */
+  ledgerEntry: "led",
+  /** A buyer's dispute of a completed sale. */
+  dispute: "dsp",
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

@@ -1,3 +1,5 @@
+import { ApiError } from "./errors.ts";
+
 /** The image types an artwork may have (CONTRACT §9), recognized by their first bytes, never by name. */
 export interface ImageType {
   contentType: "image/jpeg" | "image/png" | "image/webp" | "image/gif";
@@ -23,4 +25,16 @@ export function sniffImageType(bytes: Buffer): ImageType | null {
     return { contentType: "image/gif", extension: "gif" };
   }
   return null;
+}
+
+/**
+ * The type of an uploaded image, checked by the rules every upload follows (CONTRACT §9): not
+ * empty (400), at most MAX_IMAGE_BYTES (413), JPEG/PNG/WebP/GIF by content, never by name (415).
+ */
+export function checkedImage(file: { field: string; bytes: Buffer }): ImageType {
+  if (file.bytes.length === 0) throw ApiError.validation([{ field: file.field, code: "too_small", message: "the image file is empty" }]);
+  if (file.bytes.length > MAX_IMAGE_BYTES) throw new ApiError(413, "payload_too_large", "The image exceeds 20 MiB");
+  const type = sniffImageType(file.bytes);
+  if (!type) throw new ApiError(415, "unsupported_media_type", "The image must be a JPEG, PNG, WebP or GIF file (recognized by its content, not its name)");
+  return type;
 }

@@ -42,20 +42,60 @@ export const paginationSchema = z
   })
   .openapi("Pagination");
 
+/** Counts at least this large are reused for COUNT_TTL_MS (per process and filter); smaller ones are always exact. */
+const COUNT_CACHE_MIN = 1_000;
+const COUNT_TTL_MS = 2_000;
+const COUNT_CACHE_ENTRIES = 500;
+const counts = new Map<string, { n: number; until: number }>();
+const counting = new Map<string, Promise<number>>();
+
 /**
- * One page of a list and the count of the whole list, from one filtered query: `rows` adds the
- * selection and order (`q.selectAll().orderBy(...)`), the page's limit and offset are added here.
+ * One page of a list and the count of the whole list. `rows` adds the selection and order
+ * (`q.selectAll().orderBy(...)`); the page's limit (plus one row, to know whether more follow) and
+ * offset are added here.
+ *
+ * The count is the costly part of a page at scale (a scan of every matching row, on every page):
+ * it runs only when the page itself does not show where the list ends, and a count of 1,000 or more is
+ * reused for 2 s by the requests with the same filter (one query counts for all of them), so a
+ * large `total` may lag the newest writes by that much. `has_more` is always exact: the extra row
+ * decides it, and `total` is kept consistent with it.
  */
 export async function paginate<DB, TB extends keyof DB, O>(
   query: SelectQueryBuilder<DB, TB, {}>,
   page: Page,
   rows: (q: SelectQueryBuilder<DB, TB, {}>) => SelectQueryBuilder<DB, TB, O>,
 ): Promise<{ rows: O[]; total: number }> {
-  const [found, total] = await Promise.all([
-    rows(query).limit(page.limit).offset(offsetOf(page)).execute(),
-    query.select(sql<string>`count(*)`.as("n")).executeTakeFirstOrThrow(),
-  ]);
-  return { rows: found as O[], total: Number((total as { n: string }).n) };
+  const offset = offsetOf(page);
+  const countQuery = query.select(sql<string>`count(*)`.as("n"));
+  const compiled = countQuery.compile();
+  const key = `${compiled.sql}\u0000${JSON.stringify(compiled.parameters, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v))}`;
+  const found = (await rows(query).limit(page.limit + 1).offset(offset).execute()) as O[];
+  const more = found.length > page.limit;
+  const data = more ? found.slice(0, page.limit) : found;
+  if (!more && (data.length > 0 || offset === 0)) return { rows: data, total: offset + data.length };
+  const cached = counts.get(key);
+  const total =
+    cached && cached.until > Date.now() ? cached.n : await countOnce(key, () => countQuery.executeTakeFirstOrThrow().then((r) => Number((r as { n: string }).n)));
+  // A reused count may be behind the rows just read: never below what the page shows.
+  return { rows: data, total: more ? Math.max(total, offset + data.length + 1) : Math.min(total, offset) };
+}
+
+/** One count query per key at a time; a large result is kept for COUNT_TTL_MS. */
+function countOnce(key: string, run: () => Promise<number>): Promise<number> {
+  const running = counting.get(key);
+  if (running) return running;
+  const promise = run()
+    .then((n) => {
+      if (n >= COUNT_CACHE_MIN) {
+        counts.delete(key);
+        counts.set(key, { n, until: Date.now() + COUNT_TTL_MS });
+        if (counts.size > COUNT_CACHE_ENTRIES) counts.delete(counts.keys().next().value!);
+      }
+      return n;
+    })
+    .finally(() => counting.delete(key));
+  counting.set(key, promise);
+  return promise;
 }
 
 /** An ILIKE/LIKE pattern matching `text` anywhere, its `%`, `_` and `\` taken literally. */

@@ -80,14 +80,26 @@ export function decimalText(value: unknown): unknown {
 /** A point in time as answered: ISO 8601 in UTC (`iso()` of lib/time.ts). */
 export const timestamp = z.string().openapi({ format: "date-time", example: "2026-11-22T10:00:00.000Z" });
 
-const EXAMPLE_ULID = "01JD3Y5V0Q3G7W7J6T4N4C2X1M";
+/** A boolean query parameter: `true` or `false` as text, read as a boolean and documented as one (typed clients send booleans). */
+export const queryBoolean = z
+  .enum(["true", "false"])
+  .transform((v) => v === "true")
+  .openapi({ type: "boolean" });
+
+/** A point in time in a request: ISO 8601 with an offset (`Z` or `+02:00`), read as a Date. */
+export const instant = z.iso.datetime({ offset: true }).transform((v) => new Date(v)).openapi({ format: "date-time", example: "2026-12-01T00:00:00Z" });
+
+/** The id of `kind` the documentation's examples show (`art_01JD3Y5V0Q3G7W7J6T4N4C2X1M`). */
+export function exampleId(kind: IdKind): string {
+  return `${ID_PREFIXES[kind]}_01JD3Y5V0Q3G7W7J6T4N4C2X1M`;
+}
 
 /** An id of `kind` in an answer (`usr_…`, `art_…`). */
 export function idOf(kind: IdKind) {
-  return z.string().openapi({ example: `${ID_PREFIXES[kind]}_${EXAMPLE_ULID}` });
+  return z.string().openapi({ example: exampleId(kind) });
 }
 
 /** A path parameter (`:id` unless named) holding an id of `kind`. */
 export function idParam(kind: IdKind, name = "id") {
-  return pathId(name, `${ID_PREFIXES[kind]}_${EXAMPLE_ULID}`);
+  return pathId(name, exampleId(kind));
 }

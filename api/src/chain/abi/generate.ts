@@ -15,6 +15,9 @@ const repoRoot = fileURLToPath(new URL("../../../../", import.meta.url));
 const abiExports = [
   { contractName: "ArtCertificate", exportName: "artCertificateAbi" },
   { contractName: "ArtShares", exportName: "artSharesAbi" },
+  { contractName: "ArtMarket", exportName: "artMarketAbi" },
+  { contractName: "AuditAnchor", exportName: "auditAnchorAbi" },
+  { contractName: "ArtForwarder", exportName: "artForwarderAbi" },
 ] as const;
 
 function artifactPath(contractName: string): string {

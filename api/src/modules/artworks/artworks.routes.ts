@@ -8,6 +8,7 @@ export function registerArtworksRoutes(api: ApiRouter, artworks: ArtworksService
   api.route({
     method: "get",
     path: "/v1/artworks",
+    operationId: "listArtworks",
     summary: "List artworks",
     description: "Newest first; soft-deleted artworks are not listed. `thumbnail_url` is the image URL (no resized thumbnails yet).",
     tags: ["Artworks"],
@@ -23,6 +24,7 @@ export function registerArtworksRoutes(api: ApiRouter, artworks: ArtworksService
   api.route({
     method: "post",
     path: "/v1/artworks",
+    operationId: "createArtwork",
     summary: "Register an artwork and start its certification",
     description: [
       "JSON with `image_url` (fetched by the pipeline: https, public addresses only, 15 s, 20 MiB), or `multipart/form-data` with the file in the `image` part and the other fields as text parts (`dimensions` as a JSON string or as `dimensions[width]`, `dimensions[height]`, `dimensions[unit]`).",
@@ -41,6 +43,7 @@ export function registerArtworksRoutes(api: ApiRouter, artworks: ArtworksService
   api.route({
     method: "get",
     path: "/v1/artworks/:id",
+    operationId: "getArtwork",
     summary: "An artwork with its provenance, certificate hash and media",
     tags: ["Artworks"],
     auth: { public: true },
@@ -53,6 +56,7 @@ export function registerArtworksRoutes(api: ApiRouter, artworks: ArtworksService
   api.route({
     method: "patch",
     path: "/v1/artworks/:id",
+    operationId: "updateArtwork",
     summary: "Change an artwork's price, description or sale status",
     description: "The artist or an admin. Fields of the certificate (title, year, medium, dimensions, image, artist) are immutable: 409 immutable_field. Other unknown fields are 400.",
     tags: ["Artworks"],
@@ -67,6 +71,7 @@ export function registerArtworksRoutes(api: ApiRouter, artworks: ArtworksService
   api.route({
     method: "delete",
     path: "/v1/artworks/:id",
+    operationId: "deleteArtwork",
     summary: "Delete an artwork (soft)",
     description: "The artist or an admin. The artwork leaves listings and its detail answers 404; its certificate (on-chain and `/certificate`), provenance, image and metadata stay.",
     tags: ["Artworks"],
@@ -80,6 +85,7 @@ export function registerArtworksRoutes(api: ApiRouter, artworks: ArtworksService
   api.route({
     method: "get",
     path: "/v1/artworks/:id/image",
+    operationId: "getArtworkImage",
     summary: "The artwork's image",
     description: "Stable URL of the stored image (also of deleted artworks: the certificate refers to it). Its SHA-256 is the document's `image_sha256` (also in the ETag).",
     tags: ["Artworks"],
@@ -105,6 +111,7 @@ export function registerArtworksRoutes(api: ApiRouter, artworks: ArtworksService
   api.route({
     method: "get",
     path: "/v1/artworks/:id/metadata.json",
+    operationId: "getArtworkTokenMetadata",
     summary: "ERC-721 metadata of the artwork's certificate (its token URI)",
     tags: ["Artworks"],
     auth: { public: true },
@@ -117,6 +124,7 @@ export function registerArtworksRoutes(api: ApiRouter, artworks: ArtworksService
   api.route({
     method: "post",
     path: "/v1/admin/artworks/:id/verify",
+    operationId: "verifyArtwork",
     summary: "Certify an artwork by admin decision",
     description:
       "Certifies a pending or failed artwork through the same on-chain path, recording the admin as `certified_by` and the reason in the provenance. Waits up to 10 s for the chain: 200 when certified, else 202 with the pending state (the `artwork.certified` event follows). 409 invalid_state when already certified or deleted.",

@@ -1,7 +1,7 @@
 import { MAX_IMAGE_BYTES } from "../../lib/images.ts";
 import { usdAmount, usdValue } from "../../lib/money.ts";
 import { paginationQuery, paginationSchema } from "../../lib/pagination.ts";
-import { decimalText, httpUrl, idOf, idParam, plainString, text, timestamp } from "../../lib/schema.ts";
+import { decimalText, httpUrl, idOf, idParam, plainString, queryBoolean, text, timestamp } from "../../lib/schema.ts";
 import { z } from "../../openapi/zod.ts";
 
 export const ARTWORK_STATUSES = ["pending_certification", "certified", "certification_failed"] as const;
@@ -50,7 +50,18 @@ export const artworkCreateSchema = z
     message: "an artwork for sale needs a price_usd",
     path: ["for_sale"],
   })
-  .openapi("ArtworkCreate");
+  .openapi("ArtworkCreate", {
+    example: {
+      title: "Harbour at Dawn",
+      year: 2024,
+      medium: "Oil on canvas",
+      dimensions: { width: 60, height: 80, unit: "cm" },
+      description: "The old harbour of Hamburg at first light.",
+      price_usd: 12500,
+      for_sale: true,
+      image_url: "https://images.example.com/harbour-at-dawn.jpg",
+    },
+  });
 
 export type ArtworkCreate = z.infer<typeof artworkCreateSchema>;
 
@@ -74,7 +85,9 @@ export const artworkCreateFormSchema = z
     for_sale: z.enum(["true", "false"]).optional(),
     artist_id: z.string().optional(),
   })
-  .openapi("ArtworkCreateForm");
+  .openapi("ArtworkCreateForm", {
+    example: { image: "(the image file)", title: "Harbour at Dawn", year: "2024", medium: "Oil on canvas", dimensions: '{"width":60,"height":80,"unit":"cm"}', price_usd: "12500.00", for_sale: "true" },
+  });
 
 /** Text parts of the form -> the JSON body `artworkCreateSchema` validates (bad text stays text and fails there). */
 export function artworkFormToBody(fields: Record<string, unknown>): unknown {
@@ -130,7 +143,10 @@ export const artworkPatchSchema = z
     artist: immutable,
   })
   .refine((v) => Object.keys(v).length > 0, { message: "send at least one of price_usd, description, for_sale" })
-  .openapi("ArtworkUpdate", { description: "Only price_usd, description and for_sale change; the certified fields are immutable." });
+  .openapi("ArtworkUpdate", {
+    description: "Only price_usd, description and for_sale change; the certified fields are immutable.",
+    example: { price_usd: 14000, for_sale: true },
+  });
 
 export type ArtworkPatch = z.infer<typeof artworkPatchSchema>;
 
@@ -144,7 +160,6 @@ export const artworkPatchResultSchema = z
   })
   .openapi("ArtworkUpdateResult");
 
-const booleanParam = z.enum(["true", "false"]).transform((v) => v === "true");
 
 export const artworksQuery = z
   .object({
@@ -152,8 +167,8 @@ export const artworksQuery = z
     price_min: z.coerce.number().min(0).max(1e9).optional(),
     price_max: z.coerce.number().min(0).max(1e9).optional(),
     artist_id: plainString({ max: 64 }).optional(),
-    verified: booleanParam.optional().openapi({ description: "true: certified only; false: not (yet) certified" }),
-    for_sale: booleanParam.optional(),
+    verified: queryBoolean.optional().openapi({ description: "true: certified only; false: not (yet) certified" }),
+    for_sale: queryBoolean.optional(),
     q: text({ max: 200 }).optional().openapi({ description: "Searches title, description and medium" }),
     ...paginationQuery(),
   })
@@ -185,7 +200,7 @@ export const artworkListSchema = z
 
 export const provenanceEntrySchema = z
   .object({
-    event: z.string().openapi({ example: "certified", description: "created, certified, verification_override, listed, delisted, sold, transferred, deleted" }),
+    event: z.string().openapi({ example: "certified", description: "created, certified, verification_override, listed, delisted, sold, returned, transferred, deleted" }),
     date: z.string().openapi({ format: "date", example: "2026-11-22" }),
     actor: z.string().optional().openapi({ description: "The user who acted (off-chain events)" }),
     tx: z.string().optional().openapi({ description: "The transaction (on-chain events)" }),
@@ -193,7 +208,12 @@ export const provenanceEntrySchema = z
     to: z.string().optional(),
     reason: z.string().optional(),
     inspector_id: z.string().optional(),
-    listing_id: z.string().optional().openapi({ description: "The marketplace listing (listed, delisted)" }),
+    listing_id: z.string().optional().openapi({ description: "The marketplace listing (listed, delisted, sold)" }),
+    price_usd: z.number().optional().openapi({ description: "The listing's price (listed) or the sale's (sold)" }),
+    transaction_id: z.string().optional().openapi({ description: "The sale transaction (sold, returned)" }),
+    buyer_id: z.string().optional().openapi({ description: "The buyer (sold)" }),
+    seller_id: z.string().optional().openapi({ description: "The seller (sold)" }),
+    dispute_id: z.string().optional().openapi({ description: "The dispute whose refund returned the certificate (returned)" }),
   })
   .openapi("ProvenanceEntry");
 
@@ -255,7 +275,7 @@ export const adminVerifySchema = z
     override_reason: text({ max: 1000, multiline: true }),
     inspector_id: text({ max: 100 }).optional(),
   })
-  .openapi("AdminVerify");
+  .openapi("AdminVerify", { example: { override_reason: "Provenance confirmed by the gallery's inspection report", inspector_id: "insp-0042" } });
 
 export const adminVerifyResultSchema = z
   .object({

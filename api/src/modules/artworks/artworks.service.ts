@@ -9,7 +9,7 @@ import { type Transact, transactOn } from "../../db/transact.ts";
 import type { UploadedFile } from "../../http/multipart.ts";
 import { ApiError, type FieldError, found } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
-import { MAX_IMAGE_BYTES, sniffImageType } from "../../lib/images.ts";
+import { checkedImage } from "../../lib/images.ts";
 import { centsToUsd, usdToCents } from "../../lib/money.ts";
 import { checkUrl, UnsafeUrlError } from "../../lib/outbound.ts";
 import { type Page, paginated } from "../../lib/pagination.ts";
@@ -79,12 +79,7 @@ export class ArtworksService {
     let image: { key: string; sha256: string; contentType: string; bytes: number; body: Buffer } | null = null;
     const id = newId("artwork");
     if (file) {
-      if (file.bytes.length === 0) throw ApiError.validation([{ field: file.field, code: "too_small", message: "the image file is empty" }]);
-      if (file.bytes.length > MAX_IMAGE_BYTES) throw new ApiError(413, "payload_too_large", "The image exceeds 20 MiB");
-      const type = sniffImageType(file.bytes);
-      if (!type) {
-        throw new ApiError(415, "unsupported_media_type", "The image must be a JPEG, PNG, WebP or GIF file (recognized by its content, not its name)");
-      }
+      const type = checkedImage(file);
       image = { key: `artworks/${id}/${file.sha256}.${type.extension}`, sha256: file.sha256, contentType: type.contentType, bytes: file.bytes.length, body: file.bytes };
     } else {
       checkImageUrl(input.image_url!, config.allowPrivateWebhookUrls);
@@ -199,7 +194,7 @@ export class ArtworksService {
       price_usd: a.price_cents === null ? null : centsToUsd(a.price_cents),
       for_sale: a.for_sale,
       verified: a.status === "certified",
-      fractional_available: false,
+      fractional_available: a.fractionalized_at !== null,
       thumbnail_url: this.deps.links.image(a.id),
       status: a.status,
       created_at: iso(a.created_at),
@@ -207,7 +202,7 @@ export class ArtworksService {
   }
 
   async detail(id: string) {
-    const a = found(isId("artwork", id) ? await repo.findActive(this.deps.db, id) : undefined, "Artwork");
+    const a = found(isId("artwork", id) ? await repo.findActiveWithProvenance(this.deps.db, id) : undefined, "Artwork");
     const links = this.deps.links;
     const { thumbnail_url, ...item } = this.toListItem(a);
     return {
@@ -230,7 +225,7 @@ export class ArtworksService {
         certificate_document_url: links.document(a.id),
         verify_url: links.verify(a.id),
       },
-      provenance: await this.provenance(a),
+      provenance: await this.provenance(a, a.provenance),
       created_at: iso(a.created_at),
       updated_at: iso(a.updated_at),
     };
@@ -240,8 +235,7 @@ export class ArtworksService {
    * Off-chain events (created, listed, deleted, overrides, and the certification with its
    * transaction) merged with the chain's later transfers of the certificate, in time order.
    */
-  private async provenance(a: Artwork) {
-    const offChain = await repo.provenanceOf(this.deps.db, a.id);
+  private async provenance(a: Artwork, offChain: ArtworkProvenance[]) {
     let transfers: IndexedTransfer[] = [];
     if (a.token_id !== null) {
       try {
@@ -364,14 +358,38 @@ export class ArtworksService {
    * A marketplace move in the artwork's provenance (`listed`, `delisted`), written in the caller's
    * transaction (`db`): other modules record provenance through here, never in the table itself.
    */
-  async recordMarketplaceProvenance(db: Db, entry: { artworkId: string; event: "listed" | "delisted"; actorId: string; listingId: string; at: Date }): Promise<void> {
+  /**
+   * A marketplace step in the artwork's provenance: `listed`, `delisted`, `sold` (price, parties and
+   * the transfer's transaction) or `returned` (a refunded sale's certificate back to its seller).
+   */
+  async recordMarketplaceProvenance(
+    db: Db,
+    entry: { artworkId: string; event: "listed" | "delisted" | "sold" | "returned"; actorId: string | null; details: Record<string, string | number>; txHash?: string | null; at: Date },
+  ): Promise<void> {
     await repo.insertProvenance(db, {
       artwork_id: entry.artworkId,
       event: entry.event,
       actor_id: entry.actorId,
-      details: { listing_id: entry.listingId },
+      tx_hash: entry.txHash ?? null,
+      details: entry.details,
       occurred_at: entry.at,
     });
+  }
+
+  /**
+   * Locks the artwork's row for a decision about how it is sold (a listing of the whole work, a
+   * fractionalization): the two take this lock first, so each sees the other's committed choice.
+   */
+  async lockForSale(trx: Db, artworkId: string): Promise<Artwork | undefined> {
+    return trx.selectFrom("artworks").selectAll().where("id", "=", artworkId).forUpdate().executeTakeFirst();
+  }
+
+  /**
+   * Marks the artwork fractionalized (its shares are sold, never the whole work), or no longer (its
+   * share class could not be created), in the caller's transaction.
+   */
+  async markFractionalized(trx: Db, artworkId: string, fractionalized = true): Promise<void> {
+    await trx.updateTable("artworks").set({ fractionalized_at: fractionalized ? new Date() : null }).where("id", "=", artworkId).execute();
   }
 
   private requireOwnerOrAdmin(actor: Actor, a: Artwork, action: string): void {

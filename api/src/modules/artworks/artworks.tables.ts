@@ -44,6 +44,8 @@ export interface ArtworksTable {
   created_at: Timestamp;
   updated_at: Timestamp;
   deleted_at: NullableTimestamp;
+  /** Set once its shares are sold instead of the whole work (fractional module); never listed whole then. */
+  fractionalized_at: NullableTimestamp;
 }
 
 export interface ArtworkProvenanceTable {
@@ -53,7 +55,7 @@ export interface ArtworkProvenanceTable {
   actor_id: string | null;
   tx_hash: string | null;
   /** jsonb: written as JSON text. */
-  details: ColumnType<Record<string, string> | null, string | null | undefined, string | null>;
+  details: ColumnType<Record<string, string | number> | null, string | null | undefined, string | null>;
   occurred_at: Timestamp;
 }
 

@@ -119,27 +119,9 @@ export class CertificationPipeline implements ChainOperationKind<ChainCertificat
     await this.sweeping;
   }
 
-  /** Resolves true once `artworkId` is certified, false after `timeoutMs`. */
-  async waitForCertified(artworkId: string, timeoutMs: number): Promise<boolean> {
-    const deadline = Date.now() + timeoutMs;
-    const confirmations = this.deps.operations.confirmations;
-    const key = keyOf(artworkId);
-    for (;;) {
-      const row = await repo.findAny(this.deps.db, artworkId);
-      if (row?.status === "certified") return true;
-      const left = deadline - Date.now();
-      if (left <= 0) return false;
-      // Woken by this process's confirmation, or re-read (another instance may confirm it).
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          clearTimeout(timer);
-          confirmations.off(key, done);
-          resolve();
-        };
-        const timer = setTimeout(done, Math.min(left, 250));
-        confirmations.once(key, done);
-      });
-    }
+  /** Resolves true once `artworkId` is certified, false after `timeoutMs` (woken by this process's confirmation, else re-read). */
+  waitForCertified(artworkId: string, timeoutMs: number): Promise<boolean> {
+    return this.deps.operations.waitFor(keyOf(artworkId), async () => (await repo.findAny(this.deps.db, artworkId))?.status === "certified", timeoutMs);
   }
 
   // ---- the legacy job: certify_artwork jobs queued by an older deployment ----

@@ -47,8 +47,27 @@ export async function revokeToken(db: Db, tokenId: string): Promise<Date> {
   return row.revoked_at as Date;
 }
 
-export async function touchApiKey(db: Db, apiKeyId: string): Promise<void> {
-  await db.updateTable("api_keys").set({ last_used_at: sql<Date>`now()` }).where("id", "=", apiKeyId).execute();
+/**
+ * An API key's exchanges touch `last_used_at` and its user's `last_login_at` to the minute: rows
+ * touched within the last minute are left alone, so that a client exchanging its key many times a
+ * second does not serialize every exchange on those rows' locks (nor write a row version each
+ * time). A SIWE sign-in records its login exactly (`touchLogin`).
+ */
+const TOUCH_GRANULARITY = sql`interval '1 minute'`;
+
+export async function touchApiKeyExchange(db: Db, apiKeyId: string, userId: string): Promise<void> {
+  await db
+    .updateTable("api_keys")
+    .set({ last_used_at: sql<Date>`now()` })
+    .where("id", "=", apiKeyId)
+    .where((eb) => eb.or([eb("last_used_at", "is", null), eb("last_used_at", "<", sql<Date>`now() - ${TOUCH_GRANULARITY}`)]))
+    .execute();
+  await db
+    .updateTable("users")
+    .set({ last_login_at: sql<Date>`now()` })
+    .where("id", "=", userId)
+    .where((eb) => eb.or([eb("last_login_at", "is", null), eb("last_login_at", "<", sql<Date>`now() - ${TOUCH_GRANULARITY}`)]))
+    .execute();
 }
 
 export async function touchLogin(db: Db, userId: string): Promise<void> {

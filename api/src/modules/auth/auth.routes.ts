@@ -10,6 +10,7 @@ export function registerAuthRoutes(api: ApiRouter, auth: AuthService, accounts: 
   api.route({
     method: "post",
     path: "/v1/auth/token",
+    operationId: "createToken",
     summary: "Exchange an API key for a bearer token",
     description: "The token lives 24 hours and carries the requested scopes. Asking for a scope your role may not hold is 403.",
     tags: ["Auth"],
@@ -23,6 +24,7 @@ export function registerAuthRoutes(api: ApiRouter, auth: AuthService, accounts: 
   api.route({
     method: "delete",
     path: "/v1/auth/token",
+    operationId: "revokeToken",
     summary: "Revoke the presented token at once",
     description: "Any valid token may revoke itself, whatever its scopes.",
     tags: ["Auth"],
@@ -37,6 +39,7 @@ export function registerAuthRoutes(api: ApiRouter, auth: AuthService, accounts: 
   api.route({
     method: "post",
     path: "/v1/auth/siwe/nonce",
+    operationId: "createSiweNonce",
     summary: "Get a Sign-In with Ethereum nonce",
     tags: ["Auth"],
     auth: { public: true },
@@ -48,6 +51,7 @@ export function registerAuthRoutes(api: ApiRouter, auth: AuthService, accounts: 
   api.route({
     method: "post",
     path: "/v1/auth/siwe/verify",
+    operationId: "verifySiwe",
     summary: "Sign in with Ethereum (EIP-4361)",
     description:
       "Verifies the signed message (EOA, ERC-1271 and ERC-6492 smart wallets), its domain, chain id, expiry and single-use nonce, and answers like POST /v1/auth/token. The first sign-in of an address creates a collector account with that wallet.",
@@ -62,6 +66,7 @@ export function registerAuthRoutes(api: ApiRouter, auth: AuthService, accounts: 
   api.route({
     method: "post",
     path: "/v1/api-keys",
+    operationId: "createApiKey",
     summary: "Create an API key",
     description:
       "Needs a token with the coarse `write` (or `admin`) scope. The key is capped at `scope` (default: the scopes of the token that makes it), which that token must cover, and it is revoked with the key that token came from.",
@@ -76,6 +81,7 @@ export function registerAuthRoutes(api: ApiRouter, auth: AuthService, accounts: 
   api.route({
     method: "get",
     path: "/v1/api-keys",
+    operationId: "listApiKeys",
     summary: "List your active API keys",
     tags: ["API keys"],
     auth: { scope: "users:read" },
@@ -96,6 +102,7 @@ export function registerAuthRoutes(api: ApiRouter, auth: AuthService, accounts: 
   api.route({
     method: "delete",
     path: "/v1/api-keys/:id",
+    operationId: "revokeApiKey",
     summary: "Revoke an API key, the keys made with its tokens, and all their tokens",
     description: "Needs a token with the coarse `write` (or `admin`) scope, as creating a key does.",
     tags: ["API keys"],
@@ -114,6 +121,7 @@ export function registerAuthRoutes(api: ApiRouter, auth: AuthService, accounts: 
   api.route({
     method: "post",
     path: "/v1/admin/users",
+    operationId: "createUser",
     summary: "Create a user with a custodial wallet and a first API key",
     tags: ["Admin"],
     auth: { scope: "admin:write", roles: ["admin"] },

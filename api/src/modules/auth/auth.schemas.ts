@@ -15,7 +15,7 @@ export const tokenRequestSchema = z
     api_key: plainString({ min: 1, max: 200 }).openapi({ example: "sk_…" }),
     scope: scopeList,
   })
-  .openapi("TokenRequest");
+  .openapi("TokenRequest", { example: { api_key: "sk_3q2-7wQxN0cV9pLkR4sT1uYb6ZfHjMa8eDg5iOnWvXo", scope: ["artworks:read", "marketplace:write"] } });
 
 export const tokenResponseSchema = z
   .object({
@@ -38,7 +38,14 @@ export const siweVerifySchema = z
     signature: z.string().regex(/^0x[0-9a-fA-F]+$/, "must be 0x-prefixed hex").max(20_000).transform((s) => s as `0x${string}`),
     scope: scopeList.optional().openapi({ description: "Scopes wanted (default: write)" }),
   })
-  .openapi("SiweVerifyRequest");
+  .openapi("SiweVerifyRequest", {
+    example: {
+      message:
+        "api.example.com wants you to sign in with your Ethereum account:\n0x70997970C51812dc3A010C7d01b50e0d17dc79C8\n\nSign in to the Art Platform API\n\nURI: https://api.example.com\nVersion: 1\nChain ID: 31337\nNonce: 8f3a2c91d4e7b605\nIssued At: 2026-11-22T10:00:00.000Z",
+      signature: `0x${"4f".repeat(65)}`,
+      scope: ["write"],
+    },
+  });
 
 export const apiKeyCreateSchema = z
   .strictObject({
@@ -47,7 +54,7 @@ export const apiKeyCreateSchema = z
       description: "The most a token of this key may hold (default: your token's scopes); your token must cover them, else 403 insufficient_scope.",
     }),
   })
-  .openapi("ApiKeyCreate");
+  .openapi("ApiKeyCreate", { example: { name: "gallery-sync", scope: ["artworks:read"] } });
 
 const keyScopes = z.array(z.string()).openapi({
   description: "The most a token of this key may hold: asking POST /v1/auth/token for more is 403 insufficient_scope.",

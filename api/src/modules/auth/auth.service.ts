@@ -2,8 +2,10 @@ import { randomBytes } from "node:crypto";
 import type { Kysely } from "kysely";
 import siwe from "siwe";
 import { getAddress, type Hex, type PublicClient } from "viem";
+import type { Logger } from "pino";
 import type { Config } from "../../config.ts";
 import type { Database, Db } from "../../db/database.ts";
+import { NotificationListener, notifyLocally } from "../../db/notifications.ts";
 import { type Transact, transactOn } from "../../db/transact.ts";
 import { ApiError } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
@@ -19,6 +21,16 @@ export const NONCE_TTL_MS = 10 * 60 * 1000;
 /** How far a SIWE `issuedAt` may lie in the future (clock skew) or the past. */
 const SIWE_MAX_SKEW_MS = 5 * 60 * 1000;
 const SIWE_MAX_AGE_MS = NONCE_TTL_MS;
+/** The channel the credential triggers NOTIFY (migration 2026_11_25_0019): a user's id. */
+export const CREDENTIALS_CHANGED = "credentials_changed";
+/** How long a resolved credential is reused (without a notification to forget it sooner). */
+const CREDENTIAL_CACHE_MS = 5_000;
+const CREDENTIAL_CACHE_ENTRIES = 10_000;
+
+/** Tells every process that `userId`'s credentials changed (this one at once; others by the triggers' NOTIFY). */
+export function credentialsChanged(userId: string): void {
+  notifyLocally(CREDENTIALS_CHANGED, userId);
+}
 
 /**
  * A bearer token as answered (and, under an Idempotency-Key, stored and replayed to the same
@@ -34,6 +46,10 @@ export interface IssuedToken {
 export class AuthService {
   /** Origins a SIWE message's `URI:` may name: this service's (PUBLIC_BASE_URL's, or a SIWE domain's). */
   private readonly siweOrigins: Set<string>;
+  /** Resolved credentials by secret hash (see cacheCredentials); null: none are kept. */
+  private credentials: Map<string, { context: AuthContext; kind: "token" | "api_key"; expiresAt: number; until: number }> | null = null;
+  /** Counts changes, so that a credential read before one is not kept after it. */
+  private generation = 0;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -51,28 +67,87 @@ export class AuthService {
     if (header === undefined) return null;
     const match = /^Bearer[ ]+([^\s]+)\s*$/i.exec(header);
     if (!match?.[1]) throw new ApiError(401, "token_invalid", "The Authorization header must be `Bearer <token>`", bearerChallenge("invalid_token"));
-    const secret = match[1];
-    const hash = hashSecret(secret);
+    const hash = hashSecret(match[1]);
+    const cached = this.credentials?.get(hash);
+    if (cached && cached.until > Date.now() && (cached.kind === "token" || opts.allowApiKey)) {
+      if (cached.expiresAt <= Date.now()) throw new ApiError(401, "token_expired", "This token has expired; exchange your API key for a new one", bearerChallenge("invalid_token"));
+      return cached.context;
+    }
+    const generation = this.generation;
+    const resolved = await this.resolve(hash, opts);
+    // Kept unless a change arrived while it was being read (it may have read the state before).
+    if (this.credentials && generation === this.generation) {
+      this.credentials.delete(hash);
+      this.credentials.set(hash, { ...resolved, until: Date.now() + CREDENTIAL_CACHE_MS });
+      if (this.credentials.size > CREDENTIAL_CACHE_ENTRIES) this.credentials.delete(this.credentials.keys().next().value!);
+    }
+    return resolved.context;
+  }
 
+  /**
+   * Keeps resolved credentials (tokens and API keys of active users) for CREDENTIAL_CACHE_MS in this
+   * process while a LISTEN connection for credential changes is up, and forgets all of them on every
+   * change: a revocation, a suspension or a new role takes effect at once in every process, as the
+   * database's triggers NOTIFY on commit. Without the connection nothing is kept. Returns the stop.
+   */
+  cacheCredentials(options: { databaseUrl: string; logger: Logger }): () => Promise<void> {
+    const listener = new NotificationListener({
+      databaseUrl: options.databaseUrl,
+      channel: CREDENTIALS_CHANGED,
+      name: "credentials-listener",
+      onNotify: () => this.forget(),
+      onReady: () => {
+        this.forget();
+        this.credentials = new Map();
+      },
+      onLost: () => {
+        this.credentials = null;
+        this.forget();
+      },
+      logger: options.logger,
+    });
+    listener.start();
+    return () => {
+      this.credentials = null;
+      return listener.stop();
+    };
+  }
+
+  /** Drops every kept credential (a change to any of them). */
+  private forget(): void {
+    this.generation++;
+    this.credentials?.clear();
+  }
+
+  /** The credential of a secret's hash, from the database; refusals throw (and are never kept). */
+  private async resolve(hash: string, opts: { allowApiKey: boolean }): Promise<{ context: AuthContext; kind: "token" | "api_key"; expiresAt: number }> {
     const token = await repo.findTokenByHash(this.db, hash);
     if (token) {
       if (token.revoked_at || token.api_key_revoked_at) throw new ApiError(401, "token_revoked", "This token has been revoked", bearerChallenge("invalid_token"));
       if (token.expires_at.getTime() <= Date.now()) throw new ApiError(401, "token_expired", "This token has expired; exchange your API key for a new one", bearerChallenge("invalid_token"));
       assertActive(token.status);
-      return { userId: token.user_id, role: token.role, status: token.status, tokenId: token.id, apiKeyId: token.api_key_id, scopes: token.scopes, principal: `user:${token.user_id}` };
+      return {
+        kind: "token",
+        expiresAt: token.expires_at.getTime(),
+        context: { userId: token.user_id, role: token.role, status: token.status, tokenId: token.id, apiKeyId: token.api_key_id, scopes: token.scopes, principal: `user:${token.user_id}` },
+      };
     }
     if (opts.allowApiKey) {
       const key = await repo.findApiKeyByHash(this.db, hash);
       if (key && !key.revoked_at) {
         assertActive(key.status);
         return {
-          userId: key.user_id,
-          role: key.role,
-          status: key.status,
-          tokenId: null,
-          apiKeyId: key.id,
-          scopes: key.scopes ?? fullScopesOf(key.role),
-          principal: `user:${key.user_id}`,
+          kind: "api_key",
+          expiresAt: Number.POSITIVE_INFINITY,
+          context: {
+            userId: key.user_id,
+            role: key.role,
+            status: key.status,
+            tokenId: null,
+            apiKeyId: key.id,
+            scopes: key.scopes ?? fullScopesOf(key.role),
+            principal: `user:${key.user_id}`,
+          },
         };
       }
     }
@@ -88,15 +163,16 @@ export class AuthService {
     if (key.scopes) assertWithinCap(key.scopes, scopes, "This API key");
     return transact(async (trx) => {
       const issued = await this.issueToken(trx, key.user_id, key.id, scopes);
-      await repo.touchApiKey(trx, key.id);
-      await repo.touchLogin(trx, key.user_id);
+      await repo.touchApiKeyExchange(trx, key.id, key.user_id);
       return issued;
     });
   }
 
   async revoke(auth: AuthContext): Promise<{ revoked: true; revoked_at: Date }> {
     if (!auth.tokenId) throw new ApiError(400, "invalid_parameter", "Only access tokens can be revoked here; delete an API key with DELETE /v1/api-keys/:id");
-    return { revoked: true, revoked_at: await repo.revokeToken(this.db, auth.tokenId) };
+    const revokedAt = await repo.revokeToken(this.db, auth.tokenId);
+    credentialsChanged(auth.userId);
+    return { revoked: true, revoked_at: revokedAt };
   }
 
   async createNonce(transact: Transact = transactOn(this.db)): Promise<{ nonce: string; expires_at: string }> {
@@ -192,6 +268,7 @@ export class AuthService {
       ? await this.db.transaction().execute((trx) => repo.revokeApiKey(trx, userId, apiKeyId))
       : null;
     if (!revokedAt) throw ApiError.notFound("API key");
+    credentialsChanged(userId);
     return revokedAt;
   }
 

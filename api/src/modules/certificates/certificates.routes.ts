@@ -8,6 +8,7 @@ export function registerCertificatesRoutes(api: ApiRouter, certificates: Certifi
   api.route({
     method: "get",
     path: "/v1/artworks/:id/certificate",
+    operationId: "getCertificate",
     summary: "An artwork's on-chain certificate",
     description: "Read from the indexed chain data. 404 while the artwork is not certified; still answers after the artwork is deleted.",
     tags: ["Certificates"],
@@ -21,6 +22,7 @@ export function registerCertificatesRoutes(api: ApiRouter, certificates: Certifi
   api.route({
     method: "get",
     path: "/v1/artworks/:id/certificate/document",
+    operationId: "getCertificateDocument",
     summary: "The canonical certificate document",
     description:
       "The exact bytes whose keccak256 is the certificate hash: RFC 8785 canonical JSON of {artwork_id, artist_id, title, year, medium, dimensions, image_sha256}. Recompute the hash from this body without the API's help.",
@@ -40,6 +42,7 @@ export function registerCertificatesRoutes(api: ApiRouter, certificates: Certifi
   api.route({
     method: "get",
     path: "/v1/certificates/verify",
+    operationId: "verifyCertificateHash",
     summary: "Which artwork and token carry a certificate hash on-chain",
     tags: ["Certificates"],
     auth: { public: true },
@@ -52,6 +55,7 @@ export function registerCertificatesRoutes(api: ApiRouter, certificates: Certifi
   api.route({
     method: "get",
     path: "/verify/:artwork_id",
+    operationId: "getVerificationPage",
     summary: "Verification page for auditors (HTML)",
     description:
       "The on-chain facts of the artwork's certificate (owner, token id, hash, transaction, block, contract) beside the hash recomputed from the public certificate document, with a match / mismatch verdict.",

@@ -96,7 +96,7 @@ export class CertificatesService {
       chainName: config.chain.name,
       chainId: config.chain.id,
       contractAddress: this.contractAddress(),
-      explorerUrl: this.deps.publicClient.chain.blockExplorers?.default.url ?? null,
+      explorerUrl: config.chain.explorerUrl ?? this.deps.publicClient.chain.blockExplorers?.default.url ?? null,
     };
     if (!certificate) return { status: 200, html: renderVerifyPage({ ...base, kind: "pending", chain: null }) };
     const live = await this.readContract(certificate);

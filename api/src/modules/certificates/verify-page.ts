@@ -69,6 +69,7 @@ export function renderVerifyPage(input: VerifyPageInput): string {
       verdict: "not_certified",
       headline: "Not certified (yet)",
       explanation: `No on-chain certificate exists for this artwork (its status is ${f.status}). Certificates appear here once the chain has them.`,
+      image: imageOf(f),
       body: documentSection(f, recomputed, null),
     });
   }
@@ -84,20 +85,24 @@ export function renderVerifyPage(input: VerifyPageInput): string {
         ? "The certificate document cannot be rebuilt (the image is missing), so it cannot be checked against the chain."
         : "The hash recorded on-chain differs from the keccak256 of the certificate document this platform serves now: the record has changed since it was certified.";
 
-  const explorer = (kind: "tx" | "address" | "block", value: string) =>
-    f.explorerUrl ? ` <a href="${escapeHtml(`${f.explorerUrl.replace(/\/$/, "")}/${kind}/${value}`)}">explorer</a>` : "";
+  // With an explorer, every address, transaction and block is a link to it; without one, plain text.
+  const explorer = (kind: "tx" | "address" | "block", value: string | bigint) =>
+    f.explorerUrl
+      ? `<a href="${escapeHtml(`${f.explorerUrl.replace(/\/$/, "")}/${kind}/${encodeURIComponent(String(value))}`)}">${escapeHtml(value)}</a>`
+      : escapeHtml(value);
+  const owner = live?.owner ?? indexed.owner;
   const facts: [string, string][] = [
     ["Chain", `${escapeHtml(f.chainName)} (chain id ${escapeHtml(f.chainId)})`],
-    ["Contract", `<code>${escapeHtml(f.contractAddress)}</code>${explorer("address", f.contractAddress)}`],
+    ["Contract", `<code id="contract">${explorer("address", f.contractAddress)}</code>`],
     ["Token id", `<span id="token-id">${escapeHtml(indexed.tokenId)}</span>`],
-    ["Owner", `<code id="owner">${escapeHtml(live?.owner ?? indexed.owner)}</code>${explorer("address", live?.owner ?? indexed.owner)}`],
+    ["Owner", `<code id="owner">${explorer("address", owner)}</code>`],
     ["Certificate hash (on-chain)", `<code id="onchain-hash">${escapeHtml(onChainHash)}</code>`],
     ["Artwork key", `<code>${escapeHtml(live?.artworkKey ?? indexed.artworkKey)}</code> = keccak256("${escapeHtml(f.artworkId)}")`],
-    ["Transaction", `<code id="tx">${escapeHtml(indexed.txHash)}</code>${explorer("tx", indexed.txHash)}`],
-    ["Block", `<span id="block">${escapeHtml(indexed.blockNumber)}</span>${explorer("block", String(indexed.blockNumber))}`],
+    ["Transaction", `<code id="tx">${explorer("tx", indexed.txHash)}</code>`],
+    ["Block", `<span id="block">${explorer("block", indexed.blockNumber)}</span>`],
     ["Certified at", escapeHtml((live?.certifiedAt ?? indexed.certifiedAt).toISOString())],
-    ["Issued by", live ? `<code>${escapeHtml(live.sender)}</code> (the sender of the certifying transaction)` : "unknown (the node did not answer)"],
-    ["Royalty", `${escapeHtml(indexed.royaltyBps / 100)} % to <code>${escapeHtml(indexed.royaltyReceiver)}</code>`],
+    ["Issued by", live ? `<code id="issuer">${explorer("address", live.sender)}</code> (the sender of the certifying transaction)` : "unknown (the node did not answer)"],
+    ["Royalty", `${escapeHtml(indexed.royaltyBps / 100)} % to <code id="royalty-receiver">${explorer("address", indexed.royaltyReceiver)}</code>`],
     ["Source", live ? "read from the contract now (<code>certificateOf</code>, <code>ownerOf</code>), transaction from the indexer" : "the indexer's projection of the chain (the node did not answer a direct read)"],
   ];
   const chainSection = `
@@ -110,8 +115,13 @@ export function renderVerifyPage(input: VerifyPageInput): string {
     verdict: match ? "match" : "mismatch",
     headline: match ? "Match: the certificate is authentic" : "Mismatch: the record does not match the chain",
     explanation,
+    image: imageOf(f),
     body: chainSection + documentSection(f, recomputed, onChainHash),
   });
+}
+
+function imageOf(f: VerifyPageFacts): { url: string; alt: string } | null {
+  return f.imageUrl ? { url: f.imageUrl, alt: `The image of ${f.title}` } : null;
 }
 
 function documentSection(f: VerifyPageFacts, recomputed: string | null, onChainHash: string | null): string {
@@ -132,7 +142,7 @@ function documentSection(f: VerifyPageFacts, recomputed: string | null, onChainH
   </section>`;
 }
 
-function page(p: { title: string; verdict: Verdict; headline: string; explanation: string; body: string }): string {
+function page(p: { title: string; verdict: Verdict; headline: string; explanation: string; image?: { url: string; alt: string } | null; body: string }): string {
   const colors: Record<Verdict, string> = { match: "#0a7a32", mismatch: "#b00020", not_certified: "#8a6d00", unknown: "#555" };
   return `<!doctype html>
 <html lang="en">
@@ -149,6 +159,11 @@ function page(p: { title: string; verdict: Verdict; headline: string; explanatio
     td { padding: .3rem 0; word-break: break-all; }
     pre { background: #f6f6f6; padding: .75rem; white-space: pre-wrap; word-break: break-all; }
     code { font-size: .9em; }
+    .record { display: flex; flex-wrap: wrap; gap: 0 1.5rem; align-items: flex-start; }
+    .record figure { flex: 0 1 16rem; margin: 1.5rem 0 0; }
+    .record img { display: block; width: 100%; height: auto; max-height: 30rem; object-fit: contain; border: 1px solid #ddd; }
+    .record figcaption { color: #555; font-size: .85em; margin-top: .3rem; }
+    .record .facts { flex: 1 1 30rem; min-width: 0; }
   </style>
 </head>
 <body>
@@ -156,7 +171,15 @@ function page(p: { title: string; verdict: Verdict; headline: string; explanatio
   <div class="verdict" id="verdict" data-verdict="${escapeHtml(p.verdict)}">
     <strong>${escapeHtml(p.headline)}</strong>
     <p>${escapeHtml(p.explanation)}</p>
-  </div>${p.body}
+  </div>${p.image ? `
+  <div class="record">
+    <figure>
+      <a href="${escapeHtml(p.image.url)}"><img id="artwork-image" src="${escapeHtml(p.image.url)}" alt="${escapeHtml(p.image.alt)}"></a>
+      <figcaption>The image the certificate's <code>image_sha256</code> fingerprints</figcaption>
+    </figure>
+    <div class="facts">${p.body}
+    </div>
+  </div>` : p.body}
 </body>
 </html>
 `;

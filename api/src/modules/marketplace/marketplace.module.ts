@@ -1,18 +1,109 @@
 import type { ArtworksService } from "../artworks/artworks.service.ts";
+import type { LedgerService } from "../ledger/ledger.service.ts";
 import { defineModule, migrationsOf } from "../module.ts";
+import type { PaymentsService } from "../payments/payments.service.ts";
 import type { UsersService } from "../users/users.service.ts";
+import { DISPUTE_REFUND_TASK, DisputesService } from "./disputes.service.ts";
 import { registerMarketplaceRoutes } from "./marketplace.routes.ts";
 import { MarketplaceService } from "./marketplace.service.ts";
+import { OFFER_EXPIRE_TASK, OffersService } from "./offers.service.ts";
+import { registerSalesRoutes } from "./sales.routes.ts";
+import { SALE_CHARGE_TASK, SALE_REFUND_TASK, SalesService } from "./sales.service.ts";
+import { SettlementViews } from "./settlement-views.ts";
 
 /**
- * The marketplace: listings so far (README, Marketplace). Buy-now, offers, settlement on-chain,
- * disputes and the ledger are not built yet. Tables: marketplace.tables.ts.
+ * The marketplace (README, Marketplace): listings, buy-now, offers, sales settled on-chain through
+ * ArtMarket (the `marketplace_settle` chain operation), transactions and disputes. Money moves
+ * through `payments`; every offer move and payment is appended to the audit `ledger`.
+ * Tables: marketplace.tables.ts (and payments' `transactions`).
  */
-export const marketplaceModule = defineModule<{ marketplace: MarketplaceService }, { users: UsersService; artworks: ArtworksService }>({
+export const marketplaceModule = defineModule<
+  { marketplace: MarketplaceService; sales: SalesService; offers: OffersService; disputes: DisputesService },
+  { users: UsersService; artworks: ArtworksService; payments: PaymentsService; ledger: LedgerService }
+>({
   name: "marketplace",
   migrations: migrationsOf(import.meta.url),
-  create: ({ db, indexedCertificates, users, artworks }) => ({
-    marketplace: new MarketplaceService({ db, artworks, users, certificates: indexedCertificates }),
-  }),
-  routes: ({ api }, { marketplace }) => registerMarketplaceRoutes(api, marketplace),
+  create: ({ db, config, logger, indexedCertificates, users, artworks, payments, ledger, chainOperations, publicClient, relayer, custody }) => {
+    const views = new SettlementViews(db, config.indexer.viewsSchema);
+    const chain = { id: config.chain.id, certificate: config.chain.artCertificateAddress, market: config.chain.artMarketAddress };
+    const sales = new SalesService({
+      db,
+      logger,
+      payments,
+      artworks,
+      users,
+      ledger,
+      operations: chainOperations,
+      views,
+      certificates: indexedCertificates,
+      publicClient,
+      relayer,
+      custody,
+      chain,
+      purchaseWaitMs: config.marketplace.purchaseWaitMs,
+      chargeAttempts: config.marketplace.chargeAttempts,
+    });
+    const offers = new OffersService({ db, users, payments, sales, ledger });
+    const disputes = new DisputesService({ db, payments, users, sales, ledger });
+    const marketplace = new MarketplaceService({
+      db,
+      artworks,
+      users,
+      certificates: indexedCertificates,
+      offers,
+      views,
+      chain,
+      viewsSchema: config.indexer.viewsSchema,
+      logger,
+    });
+    return { marketplace, sales, offers, disputes };
+  },
+  routes: ({ api }, services) => {
+    registerMarketplaceRoutes(api, services.marketplace);
+    registerSalesRoutes(api, services);
+  },
+  chainOperationKinds: ({ sales }) => [sales.settlementKind],
+  worker: ({ marketplace, sales, offers, disputes }, { config, logger }) => {
+    let timer: NodeJS.Timeout | null = null;
+    let running: Promise<void> | null = null;
+    let stopped = false;
+    // The safety nets behind the jobs: listings whose token moved, offers whose expiry job was lost,
+    // sales whose charge job sits behind a dead worker.
+    const sweep = async () => {
+      try {
+        await marketplace.cancelMovedListings();
+        await offers.expireOverdue();
+        await sales.recoverStuckCharges();
+      } catch (err) {
+        logger.error({ err }, "marketplace sweep failed");
+      }
+    };
+    const schedule = () => {
+      timer = setTimeout(() => {
+        running = sweep().finally(() => {
+          running = null;
+          if (!stopped) schedule();
+        });
+      }, config.marketplace.sweepIntervalMs);
+    };
+    return {
+      tasks: {
+        general: {
+          [SALE_CHARGE_TASK]: sales.chargeTask,
+          [SALE_REFUND_TASK]: sales.refundTask,
+          [OFFER_EXPIRE_TASK]: offers.expireTask,
+          [DISPUTE_REFUND_TASK]: disputes.refundTask,
+        },
+      },
+      start: () => {
+        stopped = false;
+        schedule();
+      },
+      stop: async () => {
+        stopped = true;
+        if (timer) clearTimeout(timer);
+        await running;
+      },
+    };
+  },
 });

@@ -45,7 +45,8 @@ export function lock(trx: Transaction<Database>, id: string): Promise<Listing | 
   return trx.selectFrom("listings").selectAll().where("id", "=", id).forUpdate().executeTakeFirst();
 }
 
-export function cancel(db: Db, id: string, by: string): Promise<Listing> {
+/** Cancels a listing; `by` null: the platform (the token left the seller's wallet). */
+export function cancel(db: Db, id: string, by: string | null): Promise<Listing> {
   return db
     .updateTable("listings")
     .set({ status: "cancelled", cancelled_at: sql<Date>`now()`, cancelled_by: by, updated_at: sql<Date>`now()` })

@@ -8,6 +8,7 @@ export function registerMarketplaceRoutes(api: ApiRouter, marketplace: Marketpla
   api.route({
     method: "post",
     path: "/v1/marketplace/listings",
+    operationId: "createListing",
     summary: "List a certified artwork for sale",
     description: [
       "The seller must be the current on-chain owner of the artwork's certificate, as the indexer shows it (not a column of the artwork): another caller is 403 `forbidden`; an artwork not certified on-chain is 409 `invalid_state`; an unknown artwork is 400.",
@@ -26,6 +27,7 @@ export function registerMarketplaceRoutes(api: ApiRouter, marketplace: Marketpla
   api.route({
     method: "get",
     path: "/v1/marketplace/listings",
+    operationId: "listListings",
     summary: "List active listings",
     description: "Active listings only (of artworks not deleted). Filters: `price_min`, `price_max` (dollars, inclusive), `medium` (substring), `artist_id`; `sort` = `newest` (default) | `oldest` | `price_asc` | `price_desc`.",
     tags,
@@ -41,6 +43,7 @@ export function registerMarketplaceRoutes(api: ApiRouter, marketplace: Marketpla
   api.route({
     method: "get",
     path: "/v1/marketplace/listings/:id",
+    operationId: "getListing",
     summary: "A listing",
     description: "Public, whatever its status: a cancelled or sold listing stays readable by id (with its `status`), as part of the artwork's history; only active ones are in the list.",
     tags,
@@ -54,6 +57,7 @@ export function registerMarketplaceRoutes(api: ApiRouter, marketplace: Marketpla
   api.route({
     method: "delete",
     path: "/v1/marketplace/listings/:id",
+    operationId: "cancelListing",
     summary: "Cancel a listing",
     description:
       "The seller or an admin; another user is 403 `forbidden` (the listing is public, so its existence is no secret). Only an active listing can be cancelled: otherwise 409 `invalid_state`. Answers the listing with `status: cancelled`; the artwork's provenance gains `delisted`.",

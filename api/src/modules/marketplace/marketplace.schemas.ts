@@ -1,6 +1,6 @@
 import { usdAmount, usdValue } from "../../lib/money.ts";
 import { paginationQuery, paginationSchema } from "../../lib/pagination.ts";
-import { idOf, idParam, plainString, text, timestamp } from "../../lib/schema.ts";
+import { exampleId, idOf, idParam, plainString, text, timestamp } from "../../lib/schema.ts";
 import { z } from "../../openapi/zod.ts";
 
 export const LISTING_STATUSES = ["active", "pending_payment", "sold", "cancelled"] as const;
@@ -14,7 +14,7 @@ export const listingCreateSchema = z
     price_usd: usdAmount.refine((v) => v > 0, { message: "must be greater than 0" }).openapi({ description: "US dollars, more than 0 and at most 1e9, at most 2 decimals" }),
     accepts_offers: z.boolean().openapi({ description: "Whether buyers may make offers below the price" }),
   })
-  .openapi("ListingCreate");
+  .openapi("ListingCreate", { example: { artwork_id: exampleId("artwork"), price_usd: 12500, accepts_offers: true } });
 
 export type ListingCreate = z.infer<typeof listingCreateSchema>;
 

@@ -1,6 +1,7 @@
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
+import type { Logger } from "pino";
 import { type IndexedCertificate, type IndexedCertificates, IndexerNotReadyError } from "../../chain/certificates.ts";
-import type { Database } from "../../db/database.ts";
+import type { Database, Db } from "../../db/database.ts";
 import { type Transact, transactOn } from "../../db/transact.ts";
 import { ApiError, found } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
@@ -10,12 +11,14 @@ import { iso } from "../../lib/time.ts";
 import type { Actor, ArtworksService } from "../artworks/artworks.service.ts";
 import type { UsersService } from "../users/users.service.ts";
 import * as repo from "./marketplace.repository.ts";
+import type { OffersService } from "./offers.service.ts";
+import type { SettlementViews } from "./settlement-views.ts";
 import type { ListingCreate, ListingsQuery } from "./marketplace.schemas.ts";
 
 /**
  * Marketplace listings. Who may list is the chain's answer, not a column: the seller's wallet must
- * be the current owner of the artwork's certificate as the indexer shows it. Provenance entries go
- * through the artworks service.
+ * be the current owner of the artwork's certificate as the indexer shows it, and a listing whose
+ * token leaves that wallet on-chain is cancelled. Provenance entries go through the artworks service.
  */
 export class MarketplaceService {
   constructor(
@@ -24,14 +27,19 @@ export class MarketplaceService {
       artworks: ArtworksService;
       users: UsersService;
       certificates: IndexedCertificates;
+      offers: OffersService;
+      views: SettlementViews;
+      chain: { certificate: `0x${string}` | null; market: `0x${string}` | null };
+      viewsSchema: string;
+      logger: Logger;
     },
   ) {}
 
   /**
    * Lists a certified artwork for its on-chain owner. Refusals: unknown artwork (400), not certified
-   * on-chain (409 invalid_state), not the owner (403), an external wallet (409 invalid_state: the
-   * approval flow does not exist yet), an open listing already (409 conflict, also under races: the
-   * partial unique index decides).
+   * on-chain (409 invalid_state), not the owner (403), an external wallet that has not approved
+   * ArtMarket on-chain yet (409 invalid_state, saying what to sign), an open listing already (409
+   * conflict, also under races: the partial unique index decides).
    */
   async createListing(actor: Actor, input: ListingCreate, transact: Transact = transactOn(this.deps.db)) {
     const { artworks, users } = this.deps;
@@ -48,13 +56,11 @@ export class MarketplaceService {
     if (certificate.owner.toLowerCase() !== seller.wallet_address.toLowerCase()) {
       throw ApiError.forbidden(`Only the on-chain owner of the artwork's certificate (token ${certificate.tokenId}) may list it; your wallet does not hold it`);
     }
-    if (seller.wallet_kind !== "custodial") {
-      throw ApiError.conflict(
-        "invalid_state",
-        "Listing from an external wallet (signed in with Ethereum) needs an on-chain approval of the platform's settlement contract, which is not available yet: for now only artworks held in a custodial wallet can be listed",
-      );
-    }
+    if (seller.wallet_kind !== "custodial") await this.requireMarketApproval(seller.wallet_address);
     return transact(async (trx) => {
+      // The artwork's row lock orders this listing with a fractionalization of the same work.
+      const locked = await artworks.lockForSale(trx, artwork.id);
+      if (locked?.fractionalized_at) throw ApiError.conflict("invalid_state", "The artwork is fractionalized: its shares are sold, not the whole work");
       const created = await repo.insertUnlessOpen(trx, {
         id: newId("listing"),
         artwork_id: artwork.id,
@@ -70,9 +76,14 @@ export class MarketplaceService {
         const open = await repo.openListingOf(trx, artwork.id);
         throw ApiError.conflict("conflict", `The artwork already has an open listing${open ? ` (${open.id}, ${open.status})` : ""}; cancel it first`);
       }
-      await artworks.recordMarketplaceProvenance(trx, { artworkId: artwork.id, event: "listed", actorId: actor.userId, listingId: created.id, at: created.created_at });
+      await artworks.recordMarketplaceProvenance(trx, { artworkId: artwork.id, event: "listed", actorId: actor.userId, details: { listing_id: created.id, price_usd: centsToUsd(created.price_cents) }, at: created.created_at });
       return toListing({ ...created, title: artwork.title });
     });
+  }
+
+  /** The artwork's open (active or pending payment) listing, if any, read in the caller's transaction. */
+  openListingOf(db: Db, artworkId: string) {
+    return repo.openListingOf(db, artworkId);
   }
 
   /** Active listings of artworks that are not deleted; filters in dollars match cents inclusively. */
@@ -104,9 +115,73 @@ export class MarketplaceService {
       if (actor.role !== "admin" && actor.userId !== listing.seller_id) throw ApiError.forbidden("Only the seller or an admin may cancel this listing");
       if (listing.status !== "active") throw ApiError.conflict("invalid_state", `The listing is ${listing.status}: only an active listing can be cancelled`);
       const cancelled = await repo.cancel(trx, listing.id, actor.userId);
-      await artworks.recordMarketplaceProvenance(trx, { artworkId: listing.artwork_id, event: "delisted", actorId: actor.userId, listingId: listing.id, at: cancelled.cancelled_at! });
+      await this.deps.offers.rejectForCancelledListing(trx, listing.id, actor.userId);
+      await artworks.recordMarketplaceProvenance(trx, { artworkId: listing.artwork_id, event: "delisted", actorId: actor.userId, details: { listing_id: listing.id }, at: cancelled.cancelled_at! });
       return toListing((await repo.find(trx, listing.id))!);
     });
+  }
+
+  /**
+   * An external wallet (signed in with Ethereum) sells through ArtMarket only once it has approved
+   * it on the certificate contract; the platform cannot sign for it. Until the indexer shows that
+   * approval, listing is refused with what to sign.
+   */
+  private async requireMarketApproval(wallet: string): Promise<void> {
+    const { chain, views } = this.deps;
+    if (!chain.market || !chain.certificate) throw new ApiError(503, "service_unavailable", "The marketplace's settlement contract is not configured (ART_MARKET_ADDRESS)");
+    let approved: boolean;
+    try {
+      approved = await views.isApprovedForAll(wallet, chain.market);
+    } catch (err) {
+      if (err instanceof IndexerNotReadyError) throw new ApiError(503, "service_unavailable", "The chain indexer is not ready yet; retry shortly", { headers: { "Retry-After": "5" } });
+      throw err;
+    }
+    if (!approved) {
+      throw ApiError.conflict(
+        "invalid_state",
+        `Your wallet ${wallet} must first approve the platform's settlement contract: from that wallet, call setApprovalForAll(${chain.market}, true) on the certificate contract ${chain.certificate}, then list again once the approval is indexed (a few seconds). The contract can move a certificate only for a sale you listed, once per sale.`,
+      );
+    }
+  }
+
+  /**
+   * Cancels the active listings whose certificate left the seller's wallet on-chain (a wallet
+   * transferred it directly): their pending offers are rejected. Run by the worker every few
+   * seconds; how many were cancelled.
+   */
+  async cancelMovedListings(): Promise<number> {
+    const { db, artworks, offers, viewsSchema, logger } = this.deps;
+    let moved: { id: string; tx_hash: string }[];
+    try {
+      // With the transfer that took the token away (the delisting's provenance names it).
+      moved = (
+        await sql<{ id: string; tx_hash: string }>`
+          select l.id, t.tx_hash from listings l
+          join ${sql.table(`${viewsSchema}.certificate`)} c on c.token_id = l.token_id
+          cross join lateral (
+            select tx_hash from ${sql.table(`${viewsSchema}.certificate_transfer`)} t
+            where t.token_id = l.token_id order by t.block_number desc, t.log_index desc limit 1
+          ) t
+          where l.status = 'active' and c.owner <> l.seller_wallet limit 100`.execute(db)
+      ).rows;
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (code === "42P01" || code === "3F000") return 0; // the indexer's views are not published yet
+      throw err;
+    }
+    let cancelled = 0;
+    for (const { id, tx_hash } of moved) {
+      await db.transaction().execute(async (trx) => {
+        const listing = await repo.lock(trx, id);
+        if (!listing || listing.status !== "active") return;
+        const done = await repo.cancel(trx, listing.id, null);
+        await offers.rejectForCancelledListing(trx, listing.id, null);
+        await artworks.recordMarketplaceProvenance(trx, { artworkId: listing.artwork_id, event: "delisted", actorId: null, txHash: tx_hash, details: { listing_id: listing.id, reason: "token_moved" }, at: done.cancelled_at! });
+        cancelled++;
+      });
+    }
+    if (cancelled > 0) logger.info({ cancelled }, "cancelled listings whose certificate left the seller's wallet");
+    return cancelled;
   }
 
   private async certificateOf(artworkId: string): Promise<IndexedCertificate | undefined> {

@@ -25,8 +25,94 @@ export interface ListingsTable {
   cancelled_by: string | null;
 }
 
+export type OfferStatus = "pending" | "accepted" | "completed" | "payment_failed" | "rejected" | "withdrawn" | "expired";
+
+/**
+ * A buyer's offer on a listing that accepts offers (CONTRACT §5): `pending` -> `accepted` ->
+ * `completed` | `payment_failed`; `pending` -> `rejected` | `withdrawn` | `expired`. One pending offer
+ * per buyer and listing (a partial unique index). The buyer's payment method is charged on accept.
+ */
+export interface OffersTable {
+  id: string;
+  listing_id: string;
+  buyer_id: string;
+  seller_id: string;
+  amount_cents: ColumnType<bigint, bigint, bigint>;
+  message: string | null;
+  payment_method_id: string;
+  status: OfferStatus;
+  expires_at: ColumnType<Date, Date | string, Date | string>;
+  transaction_id: string | null;
+  decided_by: string | null;
+  decided_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export type SaleStatus = "pending_payment" | "paid" | "completed" | "payment_failed" | "settlement_failed" | "refunded";
+
+/**
+ * The settlement of one sale (its id is the sale's `txn_` transaction): `pending_payment` (charge
+ * job) -> `paid` (the certificate's transfer is a chain operation) -> `completed` when the indexer
+ * has it; `payment_failed` (declined), `settlement_failed` (the transfer failed for good; refunded),
+ * `refunded` (a dispute). One live sale per listing (a partial unique index).
+ */
+export interface SalesTable {
+  id: string;
+  listing_id: string;
+  offer_id: string | null;
+  artwork_id: string;
+  token_id: ColumnType<bigint, bigint, bigint>;
+  buyer_id: string;
+  seller_id: string;
+  buyer_wallet: string;
+  seller_wallet: string;
+  price_cents: ColumnType<bigint, bigint, bigint>;
+  payment_method_id: string;
+  status: SaleStatus;
+  charge_id: string | null;
+  fee_cents: ColumnType<bigint | null, bigint | null | undefined, bigint | null>;
+  royalty_receiver: string | null;
+  royalty_cents: ColumnType<bigint | null, bigint | null | undefined, bigint | null>;
+  payout_cents: ColumnType<bigint | null, bigint | null | undefined, bigint | null>;
+  settle_tx_hash: string | null;
+  failure_code: string | null;
+  failure_reason: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  paid_at: NullableTimestamp;
+  completed_at: NullableTimestamp;
+  failed_at: NullableTimestamp;
+}
+
+/** A buyer's dispute of a completed sale, resolved by an admin (`refund` or `reject`). */
+export interface DisputesTable {
+  id: string;
+  transaction_id: string;
+  buyer_id: string;
+  seller_id: string;
+  reason: string;
+  status: "open" | "resolved";
+  resolution: "refund" | "reject" | null;
+  resolution_note: string | null;
+  resolved_by: string | null;
+  refund_status: "pending" | "refunded" | null;
+  refund_id: string | null;
+  certificate_return: "pending" | "returned" | "not_possible" | null;
+  return_tx_hash: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  resolved_at: NullableTimestamp;
+}
+
 export interface MarketplaceTables {
   listings: ListingsTable;
+  offers: OffersTable;
+  sales: SalesTable;
+  disputes: DisputesTable;
 }
 
 export type Listing = Selectable<ListingsTable>;
+export type Offer = Selectable<OffersTable>;
+export type Sale = Selectable<SalesTable>;
+export type Dispute = Selectable<DisputesTable>;

@@ -12,6 +12,7 @@ export function registerPaymentsRoutes(api: ApiRouter, payments: PaymentsService
   api.route({
     method: "post",
     path: "/v1/payment-methods",
+    operationId: "createPaymentMethod",
     summary: "Save a payment method",
     description: [
       `Saves the card behind \`token\` for the caller as \`pm_…\`, usable as \`payment_method_id\` wherever one is asked for. With the built-in sandbox processor the tokens are Stripe's test card ids: ${s.TEST_CARD_LIST}. \`pm_card_visa\` and \`pm_card_mastercard\` succeed, \`pm_card_chargeDeclined\` declines (\`generic_decline\`), \`pm_card_insufficientFunds\` declines (\`insufficient_funds\`), \`pm_card_processingError\` fails transiently every time, \`pm_card_processingError_once\` and \`_twice\` fail the first one or two attempts of each charge and then succeed (the platform retries).`,
@@ -30,6 +31,7 @@ export function registerPaymentsRoutes(api: ApiRouter, payments: PaymentsService
   api.route({
     method: "get",
     path: "/v1/payment-methods",
+    operationId: "listPaymentMethods",
     summary: "List your payment methods",
     description: `Newest first; detached methods are not listed. ${PRIVATE}`,
     tags,
@@ -42,6 +44,7 @@ export function registerPaymentsRoutes(api: ApiRouter, payments: PaymentsService
   api.route({
     method: "get",
     path: "/v1/payment-methods/:id",
+    operationId: "getPaymentMethod",
     summary: "A payment method",
     description: PRIVATE,
     tags,
@@ -55,6 +58,7 @@ export function registerPaymentsRoutes(api: ApiRouter, payments: PaymentsService
   api.route({
     method: "delete",
     path: "/v1/payment-methods/:id",
+    operationId: "detachPaymentMethod",
     summary: "Detach a payment method",
     description: `The method can no longer be seen or charged (404 from then on); charges already made with it stand. ${PRIVATE}`,
     tags,

@@ -17,7 +17,7 @@ export const paymentMethodCreateSchema = z
       description: `The processor's token of the card: with the sandbox processor, a test card id (${TEST_CARD_LIST}); with Stripe, the \`pm_…\` that Stripe.js created. Never a card number.`,
     }),
   })
-  .openapi("PaymentMethodCreate");
+  .openapi("PaymentMethodCreate", { example: { token: "pm_card_visa" } });
 
 export const cardSchema = z
   .object({

@@ -52,7 +52,42 @@ export interface SandboxProcessingErrorsTable {
   created_at: Timestamp;
 }
 
+export type TransactionType = "sale" | "royalty_payout" | "share_purchase" | "ticket_purchase";
+export type TransactionStatus = "pending" | "completed" | "failed" | "refunded";
+
+/**
+ * A money record (CONTRACT §5: pending -> completed / failed / refunded). A `sale` concerns its buyer
+ * and seller (the recipient); a `royalty_payout` its artist (the recipient) and points at its sale.
+ */
+export interface TransactionsTable {
+  id: string;
+  type: TransactionType;
+  status: TransactionStatus;
+  artwork_id: string | null;
+  amount_cents: Cents;
+  currency: ColumnType<"USD", "USD" | undefined, "USD">;
+  buyer_id: string | null;
+  seller_id: string | null;
+  recipient_id: string | null;
+  recipient_wallet: string | null;
+  parent_id: string | null;
+  /** The business record paid for when it is not a sale (a fractional purchase `frac_…`). */
+  reference_id: ColumnType<string | null, string | null | undefined, string | null>;
+  fee_cents: ColumnType<bigint, bigint | undefined, bigint>;
+  royalty_cents: ColumnType<bigint, bigint | undefined, bigint>;
+  payout_cents: ColumnType<bigint | null, bigint | null | undefined, bigint | null>;
+  charge_id: string | null;
+  chain_tx: string | null;
+  failure_reason: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  completed_at: NullableTimestamp;
+  failed_at: NullableTimestamp;
+  refunded_at: NullableTimestamp;
+}
+
 export interface PaymentsTables {
+  transactions: TransactionsTable;
   payment_methods: PaymentMethodsTable;
   sandbox_charges: SandboxChargesTable;
   sandbox_refunds: SandboxRefundsTable;
@@ -62,3 +97,4 @@ export interface PaymentsTables {
 export type PaymentMethodRow = Selectable<PaymentMethodsTable>;
 export type SandboxChargeRow = Selectable<SandboxChargesTable>;
 export type SandboxRefundRow = Selectable<SandboxRefundsTable>;
+export type TransactionRow = Selectable<TransactionsTable>;

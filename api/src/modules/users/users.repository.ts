@@ -56,6 +56,17 @@ export function countUsers(db: Db): Promise<number> {
     .then((r) => Number(r.n));
 }
 
+/** Users created within [from, to) (the admin report's `new_users`). */
+export function countJoined(db: Db, range: { from: Date; to: Date }): Promise<number> {
+  return db
+    .selectFrom("users")
+    .select((eb) => eb.fn.countAll<string>().as("n"))
+    .where("created_at", ">=", range.from)
+    .where("created_at", "<", range.to)
+    .executeTakeFirstOrThrow()
+    .then((r) => Number(r.n));
+}
+
 export interface AdminUserFilter {
   q?: string;
   role?: Role;

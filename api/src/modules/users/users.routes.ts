@@ -6,6 +6,7 @@ export function registerUsersRoutes(api: ApiRouter, users: UsersService): void {
   api.route({
     method: "get",
     path: "/v1/users/me",
+    operationId: "getMe",
     summary: "Your own profile",
     tags: ["Users"],
     auth: { scope: "users:read" },
@@ -16,6 +17,7 @@ export function registerUsersRoutes(api: ApiRouter, users: UsersService): void {
   api.route({
     method: "get",
     path: "/v1/users/:id",
+    operationId: "getUser",
     summary: "A user's public profile",
     tags: ["Users"],
     auth: { public: true },
@@ -28,6 +30,7 @@ export function registerUsersRoutes(api: ApiRouter, users: UsersService): void {
   api.route({
     method: "patch",
     path: "/v1/users/:id/profile",
+    operationId: "updateProfile",
     summary: "Update your profile",
     description: "Only the user may update their own profile (admins included). Empty strings clear bio, location and website.",
     tags: ["Users"],
@@ -42,6 +45,7 @@ export function registerUsersRoutes(api: ApiRouter, users: UsersService): void {
   api.route({
     method: "get",
     path: "/v1/admin/users",
+    operationId: "listUsers",
     summary: "Search users",
     tags: ["Admin"],
     auth: { scope: "admin:read", roles: ["admin"] },
@@ -56,6 +60,7 @@ export function registerUsersRoutes(api: ApiRouter, users: UsersService): void {
   api.route({
     method: "patch",
     path: "/v1/admin/users/:id",
+    operationId: "updateUser",
     summary: "Change a user's role or status",
     description: "A suspended user's tokens and API keys stop working at once.",
     tags: ["Admin"],

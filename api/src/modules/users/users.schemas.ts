@@ -50,7 +50,9 @@ export const profilePatchSchema = z
       .optional(),
   })
   .refine((v) => Object.keys(v).length > 0, { message: "send at least one of display_name, bio, location, website" })
-  .openapi("ProfileUpdate");
+  .openapi("ProfileUpdate", {
+    example: { display_name: "Ada Brush", bio: "Oil landscapes of northern harbours.", location: "Hamburg", website: "https://ada.example.com" },
+  });
 
 export const profilePatchResponseSchema = z
   .object({
@@ -93,7 +95,7 @@ export const adminUsersListSchema = z
 export const adminUserPatchSchema = z
   .strictObject({ role: z.enum(ROLES).optional(), status: z.enum(STATUSES).optional() })
   .refine((v) => v.role !== undefined || v.status !== undefined, { message: "send role and/or status" })
-  .openapi("AdminUserUpdate");
+  .openapi("AdminUserUpdate", { example: { role: "artist", status: "active" } });
 
 export const username = z
   .string()
@@ -108,7 +110,7 @@ export const adminUserCreateSchema = z
     role: z.enum(ROLES).default("collector"),
     display_name: text({ max: 100 }).optional(),
   })
-  .openapi("AdminUserCreate");
+  .openapi("AdminUserCreate", { example: { username: "ada", email: "ada@example.com", role: "artist", display_name: "Ada Brush" } });
 
 export const adminUserCreatedSchema = adminUserSchema
   .extend({

@@ -1,3 +1,4 @@
+import { credentialsChanged } from "../auth/auth.service.ts";
 import type { Kysely } from "kysely";
 import type { CustodyWallet } from "../../chain/custody.ts";
 import type { Database, Db } from "../../db/database.ts";
@@ -44,6 +45,11 @@ export class UsersService {
     });
     if (!user) throw ApiError.conflict("conflict", "A user with this username or email already exists");
     return user;
+  }
+
+  /** The user whose wallet is `address` (any case), if any. */
+  findByWallet(db: Db, address: string): Promise<User | undefined> {
+    return repo.findByWallet(db, address);
   }
 
   /** The user proven by a SIWE signature: found by address, else created as a collector with a neutral handle. */
@@ -118,6 +124,7 @@ export class UsersService {
       return repo.update(trx, target.id, changes);
     });
     if (!user) throw ApiError.notFound("User");
+    credentialsChanged(user.id);
     return toAdminView(user);
   }
 
@@ -128,6 +135,11 @@ export class UsersService {
 
   countUsers(): Promise<number> {
     return repo.countUsers(this.db);
+  }
+
+  /** Users who joined within [from, to): the admin report's `new_users`. */
+  countJoined(range: { from: Date; to: Date }): Promise<number> {
+    return repo.countJoined(this.db, range);
   }
 }
 

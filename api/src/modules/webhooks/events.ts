@@ -14,6 +14,7 @@ export const WEBHOOK_EVENTS = [
   "payment.completed",
   "fractional.purchase_confirmed",
   "ticket.purchased",
+  "ticket.refunded",
   "challenge.joined",
 ] as const;
 
@@ -31,9 +32,10 @@ export const WEBHOOK_EVENT_AUDIENCE: Record<WebhookEventName, string> = {
   "offer.rejected": "the buyer and the seller",
   "offer.expired": "the buyer and the seller",
   "payment.completed": "the buyer and the seller",
-  "fractional.purchase_confirmed": "the buyer of the shares and the artwork's artist",
-  "ticket.purchased": "the buyer of the ticket",
-  "challenge.joined": "the user who joined",
+  "fractional.purchase_confirmed": "the buyer of the shares and the owner who fractionalized the artwork",
+  "ticket.purchased": "the buyer of the tickets",
+  "ticket.refunded": "the buyer of the tickets (their event was cancelled)",
+  "challenge.joined": "the submitter (and admins)",
 };
 
 /** Subscribes to every event in WEBHOOK_EVENTS. */

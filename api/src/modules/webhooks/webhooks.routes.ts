@@ -9,6 +9,7 @@ export function registerWebhooksRoutes(api: ApiRouter, webhooks: WebhooksService
   api.route({
     method: "post",
     path: "/v1/webhooks",
+    operationId: "createWebhook",
     summary: "Subscribe a URL to events",
     description: [
       `Events: ${WEBHOOK_EVENTS.join(", ")}; \`*\` subscribes to all. The URL must be https and resolve only to public addresses (checked now and before every delivery).`,
@@ -26,6 +27,7 @@ export function registerWebhooksRoutes(api: ApiRouter, webhooks: WebhooksService
   api.route({
     method: "get",
     path: "/v1/webhooks",
+    operationId: "listWebhooks",
     summary: "List your webhook subscriptions",
     tags,
     auth: { scope: "webhooks:read" },
@@ -37,6 +39,7 @@ export function registerWebhooksRoutes(api: ApiRouter, webhooks: WebhooksService
   api.route({
     method: "get",
     path: "/v1/webhooks/:id",
+    operationId: "getWebhook",
     summary: "A webhook subscription",
     tags,
     auth: { scope: "webhooks:read" },
@@ -49,6 +52,7 @@ export function registerWebhooksRoutes(api: ApiRouter, webhooks: WebhooksService
   api.route({
     method: "patch",
     path: "/v1/webhooks/:id",
+    operationId: "updateWebhook",
     summary: "Change a webhook subscription",
     description:
       "A new URL is checked like on creation. `status: active` re-enables a disabled subscription; events that happened while it was disabled are not sent. `all_users: true` is for admins only (403 `forbidden` otherwise).",
@@ -64,6 +68,7 @@ export function registerWebhooksRoutes(api: ApiRouter, webhooks: WebhooksService
   api.route({
     method: "delete",
     path: "/v1/webhooks/:id",
+    operationId: "deleteWebhook",
     summary: "Delete a webhook subscription and its delivery log",
     tags,
     auth: { scope: "webhooks:write" },
@@ -76,6 +81,7 @@ export function registerWebhooksRoutes(api: ApiRouter, webhooks: WebhooksService
   api.route({
     method: "post",
     path: "/v1/webhooks/:id/rotate-secret",
+    operationId: "rotateWebhookSecret",
     summary: "Rotate the signing secret",
     description: "Answers the new secret (shown only now). For 24 hours the old secret also signs every delivery, so receivers can switch without losing events.",
     tags,
@@ -89,6 +95,7 @@ export function registerWebhooksRoutes(api: ApiRouter, webhooks: WebhooksService
   api.route({
     method: "post",
     path: "/v1/webhooks/:id/test",
+    operationId: "testWebhook",
     summary: "Send a ping event to this subscription",
     description:
       "Creates a `ping` event (`{id, event: \"ping\", created_at, subscription_id}`) delivered to this subscription only, signed, logged and retried like any other event. Answers the queued delivery.",
@@ -104,6 +111,7 @@ export function registerWebhooksRoutes(api: ApiRouter, webhooks: WebhooksService
   api.route({
     method: "get",
     path: "/v1/webhooks/:id/deliveries",
+    operationId: "listWebhookDeliveries",
     summary: "The delivery log of a subscription",
     description: "Newest first; filter with `status`.",
     tags,
@@ -121,6 +129,7 @@ export function registerWebhooksRoutes(api: ApiRouter, webhooks: WebhooksService
   api.route({
     method: "get",
     path: "/v1/webhooks/:id/deliveries/:delivery_id",
+    operationId: "getWebhookDelivery",
     summary: "A delivery",
     tags,
     auth: { scope: "webhooks:read" },
@@ -133,6 +142,7 @@ export function registerWebhooksRoutes(api: ApiRouter, webhooks: WebhooksService
   api.route({
     method: "post",
     path: "/v1/webhooks/:id/deliveries/:delivery_id/retry",
+    operationId: "retryWebhookDelivery",
     summary: "Retry a delivery now",
     description:
       "Queues an attempt at once, whatever the delivery's status (same delivery id, so receivers can dedupe). 409 `invalid_state` while an attempt is in flight or the subscription is disabled.",

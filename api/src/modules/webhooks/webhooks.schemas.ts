@@ -47,7 +47,9 @@ const allUsers = z.boolean().optional().openapi({
     "false (default): only your own events (your artworks, offers, payments...).",
 });
 
-export const subscriptionCreateSchema = z.strictObject({ url, events, description, all_users: allUsers }).openapi("WebhookSubscriptionCreate");
+export const subscriptionCreateSchema = z.strictObject({ url, events, description, all_users: allUsers }).openapi("WebhookSubscriptionCreate", {
+  example: { url: "https://example.com/hooks/art", events: ["artwork.certified", "offer.accepted"], description: "Gallery inventory sync" },
+});
 
 export const subscriptionPatchSchema = z
   .strictObject({
@@ -58,7 +60,7 @@ export const subscriptionPatchSchema = z
     all_users: allUsers,
   })
   .refine((v) => Object.keys(v).length > 0, { message: "send at least one of url, events, description, status, all_users" })
-  .openapi("WebhookSubscriptionUpdate");
+  .openapi("WebhookSubscriptionUpdate", { example: { events: ["*"], status: "active" } });
 
 export const subscriptionSchema = z
   .object({

@@ -1,0 +1,20 @@
+import type { ArtworksService } from "../artworks/artworks.service.ts";
+import { defineModule, migrationsOf } from "../module.ts";
+import { ChallengesService } from "./challenges.service.ts";
+import { registerCommunityRoutes } from "./community.routes.ts";
+import { DiscussionsService } from "./discussions.service.ts";
+import { PostsService } from "./posts.service.ts";
+
+/**
+ * The community (README, Community): posts with likes, comments and images; discussions with
+ * replies; challenges with submissions (`challenge.joined`). Tables: community.tables.ts.
+ */
+export const communityModule = defineModule<{ posts: PostsService; discussions: DiscussionsService; challenges: ChallengesService }, { artworks: ArtworksService }>({
+  name: "community",
+  migrations: migrationsOf(import.meta.url),
+  create: ({ db, config, storage, links, artworks }) => {
+    const posts = new PostsService({ db, storage, artworks, links });
+    return { posts, discussions: new DiscussionsService({ db, posts, popularCacheMs: config.community.popularCacheMs }), challenges: new ChallengesService({ db, posts }) };
+  },
+  routes: ({ api }, services) => registerCommunityRoutes(api, services),
+});

@@ -1,0 +1,131 @@
+import type { ColumnType, Selectable } from "kysely";
+import type { NullableTimestamp, Timestamp } from "../../db/columns.ts";
+
+export const EVENT_TYPES = ["exhibition", "talk", "workshop", "auction", "fair"] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+export const EVENT_FORMATS = ["virtual", "in_person", "hybrid"] as const;
+export type EventFormat = (typeof EVENT_FORMATS)[number];
+export const TICKET_KINDS = ["virtual", "in_person"] as const;
+export type TicketKind = (typeof TICKET_KINDS)[number];
+
+/** A speaker of an event (`spk_…` ids the schedule refers to); `user_id` when the speaker is a user. */
+export interface Speaker {
+  id: string;
+  name: string;
+  bio: string | null;
+  user_id: string | null;
+}
+
+/** One session of an event's schedule (UTC), within the event's times. */
+export interface ScheduleItem {
+  starts_at: string;
+  ends_at: string;
+  title: string;
+  speaker_ids: string[];
+}
+
+/**
+ * A platform event (`evt_…`). Each kind of ticket the format offers has a price (`*_price_cents`,
+ * null: that kind is not offered) and a capacity (null: unlimited, virtual only); `*_sold` counts
+ * seats of pending and confirmed orders. A purchase reserves with one conditional UPDATE and the
+ * table's check constraints keep `*_sold` within the capacity: no oversell under any concurrency.
+ * `schedule` and `speakers` are jsonb documents of the event (ScheduleItem[], Speaker[]).
+ */
+export interface PlatformEventsTable {
+  id: string;
+  title: string;
+  type: EventType;
+  format: EventFormat;
+  location: string;
+  description: string;
+  starts_at: Timestamp;
+  ends_at: Timestamp;
+  featured: ColumnType<boolean, boolean | undefined, boolean>;
+  status: ColumnType<"scheduled" | "cancelled", "scheduled" | "cancelled" | undefined, "scheduled" | "cancelled">;
+  virtual_price_cents: ColumnType<bigint | null, bigint | null, bigint | null>;
+  virtual_capacity: number | null;
+  virtual_sold: ColumnType<number, number | undefined, number>;
+  in_person_price_cents: ColumnType<bigint | null, bigint | null, bigint | null>;
+  in_person_capacity: number | null;
+  in_person_sold: ColumnType<number, number | undefined, number>;
+  schedule: ColumnType<ScheduleItem[], string, string>;
+  speakers: ColumnType<Speaker[], string, string>;
+  /** The calendar's SEQUENCE: one more at each edit and at the cancellation. */
+  sequence: ColumnType<number, number | undefined, number>;
+  created_by: string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  cancelled_at: NullableTimestamp;
+  cancel_reason: string | null;
+}
+
+/** The artists an event features, in the order given. */
+export interface EventArtistsTable {
+  event_id: string;
+  artist_id: string;
+  position: number;
+}
+
+export type TicketOrderStatus = "awaiting_payment" | "pending" | "confirmed" | "failed" | "expired" | "refunded";
+
+/**
+ * An order of `quantity` tickets of one kind (`ord_…`): `awaiting_payment` while its seats are held
+ * for a later payment (until `payment_due_at`, then `expired`), `pending` while it is charged, then
+ * `confirmed` (tickets issued) or `failed` (declined: seats released); a confirmed order becomes
+ * `refunded` when its event is cancelled (`refund_stage`: `refunding` until the processor's refund
+ * is recorded). `transaction_id` is its `ticket_purchase` transaction (null for free tickets).
+ */
+export interface TicketOrdersTable {
+  id: string;
+  event_id: string;
+  buyer_id: string;
+  kind: TicketKind;
+  quantity: number;
+  unit_price_cents: ColumnType<bigint, bigint, bigint>;
+  total_cents: ColumnType<bigint, bigint, bigint>;
+  /** A reward's discount applied while awaiting payment: the amount charged is total - discount. */
+  discount_cents: ColumnType<bigint, bigint | undefined, bigint>;
+  payment_due_at: NullableTimestamp;
+  payment_method_id: string | null;
+  transaction_id: string | null;
+  status: TicketOrderStatus;
+  refund_stage: "refunding" | "refunded" | null;
+  /** Set before the processor is first asked: from then on a charge may exist under the order's key. */
+  charge_started_at: NullableTimestamp;
+  charge_id: string | null;
+  fee_cents: ColumnType<bigint | null, bigint | null | undefined, bigint | null>;
+  failure_code: string | null;
+  failure_reason: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  confirmed_at: NullableTimestamp;
+  failed_at: NullableTimestamp;
+  refunded_at: NullableTimestamp;
+}
+
+export type TicketStatus = "valid" | "checked_in" | "refunded";
+
+/** One admission (`tkt_…`) with its unguessable door code; checked in once. */
+export interface TicketsTable {
+  id: string;
+  order_id: string;
+  event_id: string;
+  holder_id: string;
+  kind: TicketKind;
+  code: string;
+  status: TicketStatus;
+  checked_in_at: NullableTimestamp;
+  checked_in_by: string | null;
+  created_at: Timestamp;
+}
+
+export interface EventsTables {
+  platform_events: PlatformEventsTable;
+  event_artists: EventArtistsTable;
+  ticket_orders: TicketOrdersTable;
+  tickets: TicketsTable;
+}
+
+export type PlatformEvent = Selectable<PlatformEventsTable>;
+export type TicketOrder = Selectable<TicketOrdersTable>;
+export type Ticket = Selectable<TicketsTable>;

@@ -1,0 +1,614 @@
+import { type Kysely, sql, type Transaction } from "kysely";
+import type { Logger } from "pino";
+import type { Database } from "../../db/database.ts";
+import { type Transact, transactOn } from "../../db/transact.ts";
+import { recordEvent } from "../../jobs/outbox.ts";
+import { enqueue, removeJobs, type Task } from "../../jobs/queue.ts";
+import { randomCode } from "../../lib/codes.ts";
+import { ApiError, found } from "../../lib/errors.ts";
+import { isId, newId } from "../../lib/ids.ts";
+import { centsToUsd } from "../../lib/money.ts";
+import { type Page, paginate, paginated } from "../../lib/pagination.ts";
+import { iso, isoOrNull } from "../../lib/time.ts";
+import type { Actor } from "../artworks/artworks.service.ts";
+import type { LedgerService } from "../ledger/ledger.service.ts";
+import { chargeStep, type PaymentFailure } from "../payments/charge-step.ts";
+import type { PaymentsService } from "../payments/payments.service.ts";
+import { completeTransaction, failTransaction, insertTransaction, refundTransactions } from "../payments/transactions.ts";
+import type { UsersService } from "../users/users.service.ts";
+import { lockEvent, onSale, remainingOf } from "./events.service.ts";
+import type { TicketPurchase } from "./events.schemas.ts";
+import type { PlatformEvent, Ticket, TicketKind, TicketOrder } from "./events.tables.ts";
+
+export const TICKET_CHARGE_TASK = "ticket_order_charge";
+export const TICKET_REFUND_TASK = "ticket_order_refund";
+export const TICKET_HOLD_EXPIRY_TASK = "ticket_order_hold_expiry";
+
+const CHARGE_RETRY = { baseMs: 1_000, maxMs: 60_000 };
+const EVENT_CANCELLED: PaymentFailure = { code: "event_cancelled", reason: "The event was cancelled before the order was paid; any payment taken is refunded" };
+/**
+ * The request charges its order itself; the job queued with the reservation charges it this much
+ * later if the request's process died first (and is removed once the order is settled).
+ */
+const FALLBACK_CHARGE_DELAY_MS = 15_000;
+
+export interface TicketsDeps {
+  db: Kysely<Database>;
+  logger: Logger;
+  payments: PaymentsService;
+  users: UsersService;
+  ledger: LedgerService;
+  chargeAttempts: number;
+  /** How long an order without a payment method holds its seats. */
+  holdMs: number;
+}
+
+/**
+ * Tickets (README, Events and tickets). A purchase reserves its seats on the event's row with one
+ * conditional UPDATE (the check constraints keep the count within the capacity: no oversell under
+ * any concurrency; a refusal charges nothing), records the order, its pending `ticket_purchase`
+ * transaction and a fallback charge job in the request's transaction, then charges (key
+ * `ticket_order:<id>`: a rerun finds the same charge). A charge confirms the order under a share
+ * lock of the event's row (so a cancellation either sees it confirmed and refunds it, or makes it
+ * fail and refunds the charge): tickets with unguessable codes, the transaction completed,
+ * `ticket.purchased` to the buyer. A decline fails the order and releases its seats.
+ */
+export class TicketsService {
+  private readonly log: Logger;
+
+  constructor(private readonly deps: TicketsDeps) {
+    this.log = deps.logger.child({ component: "tickets" });
+  }
+
+  // ---- purchase ----
+
+  /**
+   * Buys tickets: with a payment method, reserved and paid at once; without one (tickets that are
+   * not free), reserved and held `awaiting_payment` until `payment_due_at` for `pay` (a reward's
+   * discount may be applied meanwhile), then released.
+   */
+  async purchase(actor: Actor, eventId: string, input: TicketPurchase, transact: Transact) {
+    const { db, users, payments } = this.deps;
+    if (!isId("event", eventId)) throw ApiError.notFound("Event");
+    const event = found(await db.selectFrom("platform_events").selectAll().where("id", "=", eventId).executeTakeFirst(), "Event");
+    const price = priceOf(event, input.kind);
+    if (price === null) throw ApiError.validation([{ field: "kind", code: "invalid_value", message: `this ${event.format} event sells no ${input.kind} tickets` }]);
+    const buyer = await users.get(actor.userId);
+    const method = price > 0n && input.payment_method_id !== undefined ? await payments.resolvePaymentMethod(buyer.id, input.payment_method_id) : null;
+
+    const created = await transact(async (trx) => {
+      const reserved = await reserve(trx, eventId, input.kind, input.quantity);
+      if (!reserved) await this.refusal(trx, eventId, input.kind, input.quantity);
+      const unit = priceOf(reserved!, input.kind)!;
+      const total = unit * BigInt(input.quantity);
+      const id = newId("order");
+      const held = total > 0n && !method;
+      await trx
+        .insertInto("ticket_orders")
+        .values({
+          id,
+          event_id: eventId,
+          buyer_id: buyer.id,
+          kind: input.kind,
+          quantity: input.quantity,
+          unit_price_cents: unit,
+          total_cents: total,
+          payment_method_id: null,
+          transaction_id: null,
+          status: held ? "awaiting_payment" : "pending",
+          payment_due_at: held ? new Date(Date.now() + this.deps.holdMs) : null,
+        })
+        .execute();
+      if (total === 0n) {
+        // Free tickets: nothing to charge, issued at once.
+        await this.confirm(trx, id, null);
+      } else if (held) {
+        await enqueue(trx, TICKET_HOLD_EXPIRY_TASK, { order_id: id }, { jobKey: `ticket_hold:${id}`, runAt: new Date(Date.now() + this.deps.holdMs), maxAttempts: 25 });
+      } else {
+        await this.startPayment(trx, id, buyer.id, method!.id, total);
+      }
+      return this.orderIn(trx, id);
+    });
+    return this.afterPayment(created.order_id);
+  }
+
+  /**
+   * Pays an order held `awaiting_payment` (its buyer), before `payment_due_at`: the amount due is
+   * its total less any discount applied to it. Then as a purchase with a payment method.
+   */
+  async pay(actor: Actor, orderId: string, paymentMethodId: string, transact: Transact) {
+    const order = isId("order", orderId) ? await this.findOrder(orderId) : undefined;
+    // Hidden from everyone but its buyer and admins, who read it (getOrder): an admin is refused, not told it does not exist.
+    if (!order || (actor.role !== "admin" && order.buyer_id !== actor.userId)) throw ApiError.notFound("Ticket order");
+    if (order.buyer_id !== actor.userId) throw ApiError.forbidden("Only the buyer may pay a ticket order");
+    const method = await this.deps.payments.resolvePaymentMethod(actor.userId, paymentMethodId);
+    await transact(async (trx) => {
+      const locked = await trx.selectFrom("ticket_orders").selectAll().where("id", "=", orderId).forUpdate().executeTakeFirstOrThrow();
+      if (locked.status !== "awaiting_payment") throw ApiError.conflict("invalid_state", `The order is ${locked.status}: only an order awaiting payment can be paid`);
+      if (locked.payment_due_at! <= new Date()) throw ApiError.conflict("invalid_state", `The order's seats were held until ${iso(locked.payment_due_at!)}; buy again`);
+      await removeJobs(trx, [`ticket_hold:${orderId}`]);
+      const due = locked.total_cents - locked.discount_cents;
+      if (due === 0n) {
+        await trx.updateTable("ticket_orders").set({ status: "pending", updated_at: sql<Date>`now()` }).where("id", "=", orderId).execute();
+        await this.confirm(trx, orderId, null);
+      } else {
+        await this.startPayment(trx, orderId, actor.userId, method.id, due);
+      }
+      return this.orderIn(trx, orderId);
+    });
+    return this.afterPayment(orderId);
+  }
+
+  /** An order moves to `pending` with its transaction and a fallback charge job (in the caller's transaction). */
+  private async startPayment(trx: Transaction<Database>, orderId: string, buyerId: string, paymentMethodId: string, amount: bigint): Promise<void> {
+    const transactionId = newId("transaction");
+    await insertTransaction(trx, { id: transactionId, type: "ticket_purchase", status: "pending", amount_cents: amount, buyer_id: buyerId, reference_id: orderId });
+    await trx
+      .updateTable("ticket_orders")
+      .set({ status: "pending", payment_method_id: paymentMethodId, transaction_id: transactionId, payment_due_at: null, updated_at: sql<Date>`now()` })
+      .where("id", "=", orderId)
+      .execute();
+    await enqueue(trx, TICKET_CHARGE_TASK, { order_id: orderId }, { jobKey: chargeJobKey(orderId), runAt: new Date(Date.now() + FALLBACK_CHARGE_DELAY_MS), maxAttempts: 25 });
+  }
+
+  /** After the order's transaction committed: charges a pending order here (the fallback job otherwise), and reads the outcome. */
+  private async afterPayment(orderId: string) {
+    if ((await this.findOrder(orderId))?.status === "pending") {
+      await this.charge(orderId).catch((err: unknown) => this.log.error({ err, order_id: orderId }, "charging in the request failed; the job will"));
+    }
+    const order = await this.orderIn(this.deps.db, orderId);
+    const row = (await this.findOrder(orderId))!;
+    // A cancellation meanwhile is the event's (409); any other failure with no charge kept is the payment's (402).
+    if (row.status === "failed" && row.failure_code === EVENT_CANCELLED.code) {
+      throw new ApiError(409, "invalid_state", `The event was cancelled while your order was being paid; any payment taken is refunded (order ${row.id})`, { order_id: row.id });
+    }
+    return { order, paymentFailed: row.status === "failed" && row.charge_id === null, failureCode: row.failure_code };
+  }
+
+  readonly holdExpiryTask: Task = async (payload) => {
+    const { order_id: id } = payload as { order_id?: unknown };
+    if (typeof id !== "string") throw new Error(`${TICKET_HOLD_EXPIRY_TASK}: payload without order_id`);
+    await this.expireHold(id);
+  };
+
+  /** An order still awaiting payment at `payment_due_at` expires: its seats are released. */
+  async expireHold(id: string): Promise<boolean> {
+    return this.deps.db.transaction().execute(async (trx) => {
+      const order = await trx
+        .updateTable("ticket_orders")
+        .set({ status: "expired", failure_reason: "Not paid before payment_due_at: the seats were released", updated_at: sql<Date>`now()` })
+        .where("id", "=", id)
+        .where("status", "=", "awaiting_payment")
+        .where("payment_due_at", "<=", sql<Date>`now()`)
+        .returningAll()
+        .executeTakeFirst();
+      if (order) await release(trx, order.event_id, order.kind, order.quantity);
+      return Boolean(order);
+    });
+  }
+
+  /**
+   * A discount on an order of `userId` awaiting payment (rewards redeem it, in their transaction):
+   * a percentage of the total or an amount, at most the total; one per order. Null when the order
+   * cannot take it (not the user's, not awaiting payment, discounted already).
+   */
+  async applyDiscount(trx: Transaction<Database>, userId: string, orderId: string, discount: { pct?: number; usdCents?: bigint }): Promise<{ applied_cents: bigint; description: string } | null> {
+    if (!isId("order", orderId)) return null;
+    const order = await trx.selectFrom("ticket_orders").selectAll().where("id", "=", orderId).forUpdate().executeTakeFirst();
+    if (!order || order.buyer_id !== userId || order.status !== "awaiting_payment" || order.discount_cents > 0n || order.payment_due_at! <= new Date()) return null;
+    const wanted = discount.pct !== undefined ? (order.total_cents * BigInt(Math.round(discount.pct * 100))) / 10_000n : (discount.usdCents ?? 0n);
+    const applied = wanted > order.total_cents ? order.total_cents : wanted;
+    await trx.updateTable("ticket_orders").set({ discount_cents: applied, updated_at: sql<Date>`now()` }).where("id", "=", orderId).execute();
+    return { applied_cents: applied, description: `${centsToUsd(applied)} USD off ticket order ${orderId} (now ${centsToUsd(order.total_cents - applied)} USD due)` };
+  }
+
+  /** Why no seats were reserved: 404, 409 invalid_state (cancelled, ended) or 409 insufficient_tickets. */
+  private async refusal(trx: Transaction<Database>, eventId: string, kind: TicketKind, quantity: number): Promise<never> {
+    const event = found(await trx.selectFrom("platform_events").selectAll().where("id", "=", eventId).executeTakeFirst(), "Event");
+    if (event.status === "cancelled") throw ApiError.conflict("invalid_state", "The event is cancelled");
+    if (!onSale(event, Date.now())) throw ApiError.conflict("invalid_state", `The event ended at ${iso(event.ends_at)}: its tickets are no longer sold`);
+    const remaining = remainingOf(event, kind) ?? 0;
+    throw new ApiError(409, "insufficient_tickets", `Only ${remaining} ${kind} ticket(s) are left; you asked for ${quantity}`, { remaining });
+  }
+
+  readonly chargeTask: Task = async (payload) => {
+    const { order_id: id, attempt } = payload as { order_id?: unknown; attempt?: unknown };
+    if (typeof id !== "string") throw new Error(`${TICKET_CHARGE_TASK}: payload without order_id`);
+    await this.charge(id, typeof attempt === "number" ? attempt : 1);
+  };
+
+  /**
+   * Charges a pending order; then confirms it, fails it (seats released) or schedules a retry. The
+   * order is marked `charge_started_at` before the processor is asked, so that a later run knows a
+   * charge may exist: the same key then finds it (a run that died after charging loses nothing).
+   * A cancelled event's order is never charged anew unless a charge may exist; then that charge is
+   * taken back.
+   */
+  async charge(id: string, attempt = 1): Promise<void> {
+    const { db } = this.deps;
+    const order = await this.findOrder(id);
+    if (!order || order.status !== "pending") return;
+    const event = await db.selectFrom("platform_events").select("status").where("id", "=", order.event_id).executeTakeFirstOrThrow();
+    const cancelled = event.status === "cancelled";
+    if (cancelled && order.charge_started_at === null) {
+      await db.transaction().execute((trx) => this.fail(trx, id, EVENT_CANCELLED, null));
+      return;
+    }
+    if (!cancelled && order.charge_started_at === null) {
+      const started = await db
+        .updateTable("ticket_orders")
+        .set({ charge_started_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+        .where("id", "=", id)
+        .where("status", "=", "pending")
+        .returning("id")
+        .executeTakeFirst();
+      if (!started) return;
+    }
+    const step = await chargeStep(
+      this.deps.payments,
+      {
+        userId: order.buyer_id,
+        paymentMethodId: order.payment_method_id!,
+        idempotencyKey: `ticket_order:${order.id}`,
+        amountCents: order.total_cents - order.discount_cents,
+        description: `${order.quantity} ${order.kind} ticket(s) for ${order.event_id}`,
+        metadata: { order_id: order.id, transaction_id: order.transaction_id ?? "" },
+      },
+      attempt,
+      { attempts: this.deps.chargeAttempts, ...CHARGE_RETRY },
+    );
+    if (step.kind === "retry") {
+      this.log.warn({ order_id: id, attempt, error: step.error }, "ticket charge failed transiently; retrying");
+      await enqueue(db, TICKET_CHARGE_TASK, { order_id: id, attempt: step.attempt }, { jobKey: chargeJobKey(id), runAt: new Date(Date.now() + step.delayMs), maxAttempts: 25 });
+      return;
+    }
+    if (step.kind === "failed") {
+      await db.transaction().execute((trx) => this.fail(trx, id, step.failure, null));
+      return;
+    }
+    const charge = step.charge;
+    await db.transaction().execute(async (trx) => {
+      // The event's row locked against a cancellation (which locks it too): the cancellation is
+      // either wholly before (the order fails and the charge goes back) or wholly after (it refunds
+      // the confirmed order). Not a share lock: failing releases seats, an update of the same row.
+      const locked = await trx.selectFrom("platform_events").select("status").where("id", "=", order.event_id).forNoKeyUpdate().executeTakeFirstOrThrow();
+      const settledHere =
+        locked.status === "cancelled" ? await this.fail(trx, id, EVENT_CANCELLED, charge.chargeId) : await this.confirm(trx, id, { chargeId: charge.chargeId, feeCents: charge.feeCents });
+      if (!settledHere) await this.returnUnclaimedCharge(trx, id, charge.chargeId);
+    });
+  }
+
+  /**
+   * A charge whose order another run settled meanwhile: a failed order gets it back (a refund job);
+   * a confirmed or refunded one holds that same charge (one key, one charge) and keeps it.
+   */
+  private async returnUnclaimedCharge(trx: Transaction<Database>, id: string, chargeId: string): Promise<void> {
+    const order = await trx.selectFrom("ticket_orders").select(["status", "charge_id"]).where("id", "=", id).forUpdate().executeTakeFirstOrThrow();
+    if (order.status !== "failed") return;
+    if (order.charge_id === null) await trx.updateTable("ticket_orders").set({ charge_id: chargeId, updated_at: sql<Date>`now()` }).where("id", "=", id).execute();
+    await enqueue(trx, TICKET_REFUND_TASK, { order_id: id, charge_id: chargeId }, { jobKey: refundJobKey(id), maxAttempts: 25 });
+  }
+
+  /**
+   * Confirms a pending order in `trx`: its tickets, its transaction completed, `ticket.purchased`
+   * to the buyer, a ledger entry; false when it was no longer pending.
+   */
+  private async confirm(trx: Transaction<Database>, id: string, charge: { chargeId: string; feeCents: bigint } | null): Promise<boolean> {
+    const order = await trx
+      .updateTable("ticket_orders")
+      .set({ status: "confirmed", charge_id: charge?.chargeId ?? null, fee_cents: charge?.feeCents ?? null, confirmed_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+      .where("id", "=", id)
+      .where("status", "=", "pending")
+      .returningAll()
+      .executeTakeFirst();
+    if (!order) return false;
+    const tickets = await trx
+      .insertInto("tickets")
+      .values(Array.from({ length: order.quantity }, () => ({ id: newId("ticket"), order_id: order.id, event_id: order.event_id, holder_id: order.buyer_id, kind: order.kind, code: ticketCode(), status: "valid" as const })))
+      .returning(["id"])
+      .execute();
+    if (order.transaction_id) {
+      const fee = charge?.feeCents ?? 0n;
+      await completeTransaction(trx, order.transaction_id, { chargeId: charge?.chargeId ?? null, feeCents: fee, payoutCents: order.total_cents - order.discount_cents - fee });
+      await removeJobs(trx, [chargeJobKey(order.id)]);
+      await this.deps.ledger.append(trx, {
+        kind: "ticket_order.confirmed",
+        subjectId: order.id,
+        actorId: null,
+        parties: [order.buyer_id],
+        data: { order_id: order.id, event_id: order.event_id, transaction_id: order.transaction_id, charge_id: charge?.chargeId ?? null, kind: order.kind, quantity: order.quantity, amount_cents: (order.total_cents - order.discount_cents).toString(), discount_cents: order.discount_cents.toString(), fee_cents: fee.toString() },
+      });
+    }
+    await recordEvent(
+      trx,
+      "ticket.purchased",
+      {
+        order_id: order.id,
+        event_id: order.event_id,
+        buyer_id: order.buyer_id,
+        kind: order.kind,
+        quantity: order.quantity,
+        ticket_ids: tickets.map((t) => t.id),
+        total_usd: centsToUsd(order.total_cents),
+        paid_usd: centsToUsd(order.total_cents - order.discount_cents),
+        transaction_id: order.transaction_id,
+        purchased_at: iso(order.confirmed_at!),
+      },
+      [order.buyer_id],
+    );
+    return true;
+  }
+
+  /**
+   * Fails a pending order in `trx`: its seats are released and its transaction fails; a charge
+   * taken (`chargeId`: the event was cancelled meanwhile) is refunded by a job.
+   */
+  private async fail(trx: Transaction<Database>, id: string, failure: PaymentFailure, chargeId: string | null): Promise<boolean> {
+    const order = await trx
+      .updateTable("ticket_orders")
+      .set({ status: "failed", charge_id: chargeId, failure_code: failure.code, failure_reason: failure.reason, failed_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+      .where("id", "=", id)
+      .where("status", "=", "pending")
+      .returningAll()
+      .executeTakeFirst();
+    if (!order) return false;
+    await release(trx, order.event_id, order.kind, order.quantity);
+    await removeJobs(trx, [chargeJobKey(order.id)]);
+    if (chargeId) {
+      await enqueue(trx, TICKET_REFUND_TASK, { order_id: order.id, charge_id: chargeId }, { jobKey: refundJobKey(order.id), maxAttempts: 25 });
+    } else if (order.transaction_id) {
+      await failTransaction(trx, order.transaction_id, failure.reason);
+    }
+    return true;
+  }
+
+  // ---- cancellation and refunds ----
+
+  /**
+   * Cancels an event (admins): every confirmed order is refunded (a job per paid order, key
+   * `refund:ticket_order:<id>`; free ones at once) and its holders told (`ticket.refunded`); orders
+   * still being paid fail and get any charge back. Cancelling a cancelled event changes nothing.
+   */
+  async cancelEvent<T>(eventId: string, answer: (trx: Transaction<Database>) => Promise<T>, transact: Transact = transactOn(this.deps.db)): Promise<T> {
+    return transact(async (trx) => {
+      const event = found(isId("event", eventId) ? await lockEvent(trx, eventId) : undefined, "Event");
+      if (event.status === "cancelled") return answer(trx);
+      await trx
+        .updateTable("platform_events")
+        .set({ status: "cancelled", cancelled_at: sql<Date>`now()`, sequence: sql<number>`sequence + 1`, updated_at: sql<Date>`now()` })
+        .where("id", "=", event.id)
+        .execute();
+      const confirmed = await trx
+        .updateTable("ticket_orders")
+        .set({ refund_stage: "refunding", updated_at: sql<Date>`now()` })
+        .where("event_id", "=", event.id)
+        .where("status", "=", "confirmed")
+        .where("refund_stage", "is", null)
+        .returningAll()
+        .execute();
+      await trx.updateTable("tickets").set({ status: "refunded" }).where("event_id", "=", event.id).where("status", "=", "valid").execute();
+      // Orders holding seats without payment: nothing was paid, they just fail.
+      await trx
+        .updateTable("ticket_orders")
+        .set({ status: "failed", failure_code: EVENT_CANCELLED.code, failure_reason: "The event was cancelled before the order was paid", failed_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+        .where("event_id", "=", event.id)
+        .where("status", "=", "awaiting_payment")
+        .execute();
+      for (const order of confirmed) {
+        if (order.charge_id) {
+          await enqueue(trx, TICKET_REFUND_TASK, { order_id: order.id, charge_id: order.charge_id }, { jobKey: refundJobKey(order.id), maxAttempts: 25 });
+        } else {
+          await this.markRefunded(trx, order, null);
+        }
+      }
+      return answer(trx);
+    });
+  }
+
+  readonly refundTask: Task = async (payload) => {
+    const { order_id: id, charge_id: chargeId } = payload as { order_id?: unknown; charge_id?: unknown };
+    if (typeof id !== "string" || typeof chargeId !== "string") throw new Error(`${TICKET_REFUND_TASK}: payload without order_id and charge_id`);
+    await this.refund(id, chargeId);
+  };
+
+  /**
+   * Refunds a charge of an order (key `refund:ticket_order:<id>`): a confirmed order of a cancelled
+   * event becomes `refunded`; a failed one (charged as its event was cancelled) keeps `failed`, its
+   * transaction failed with the refund named. Any other order keeps its payment.
+   */
+  async refund(id: string, chargeId: string): Promise<void> {
+    const { db, payments } = this.deps;
+    const order = await this.findOrder(id);
+    if (!order) return;
+    const refunding = order.status === "confirmed" && order.refund_stage === "refunding";
+    if (!refunding && order.status !== "failed") return;
+    const refund = await payments.refund({ chargeId, idempotencyKey: `refund:ticket_order:${order.id}` });
+    await db.transaction().execute(async (trx) => {
+      if (refunding) {
+        const current = await trx.selectFrom("ticket_orders").selectAll().where("id", "=", id).forUpdate().executeTakeFirstOrThrow();
+        if (current.refund_stage === "refunding") await this.markRefunded(trx, current, refund.id);
+        return;
+      }
+      if (order.transaction_id) {
+        await failTransaction(trx, order.transaction_id, `${order.failure_reason ?? "The order failed"}; the payment was refunded (${refund.id})`, { chargeId });
+      }
+    });
+  }
+
+  /** A confirmed order of a cancelled event, refunded: its state, transaction, ledger entry and `ticket.refunded`. */
+  private async markRefunded(trx: Transaction<Database>, order: TicketOrder, refundId: string | null): Promise<void> {
+    const refunded = await trx
+      .updateTable("ticket_orders")
+      .set({ status: "refunded", refund_stage: "refunded", refunded_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+      .where("id", "=", order.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    if (order.transaction_id) {
+      await refundTransactions(trx, [order.transaction_id]);
+      await this.deps.ledger.append(trx, {
+        kind: "ticket_order.refunded",
+        subjectId: order.id,
+        actorId: null,
+        parties: [order.buyer_id],
+        data: { order_id: order.id, event_id: order.event_id, transaction_id: order.transaction_id, charge_id: order.charge_id, refund_id: refundId, amount_cents: (order.total_cents - order.discount_cents).toString() },
+      });
+    }
+    const tickets = await trx.selectFrom("tickets").select("id").where("order_id", "=", order.id).orderBy("id").execute();
+    await recordEvent(
+      trx,
+      "ticket.refunded",
+      {
+        order_id: order.id,
+        event_id: order.event_id,
+        buyer_id: order.buyer_id,
+        ticket_ids: tickets.map((t) => t.id),
+        refunded_usd: centsToUsd(order.total_cents - order.discount_cents),
+        reason: "event_cancelled",
+        transaction_id: order.transaction_id,
+        refunded_at: iso(refunded.refunded_at!),
+      },
+      [order.buyer_id],
+    );
+  }
+
+  // ---- check-in ----
+
+  /** Admits a ticket's holder once (admins, at the door): a second check-in is 409 invalid_state. */
+  async checkIn(actor: Actor, eventId: string, rawCode: string) {
+    const { db } = this.deps;
+    if (!isId("event", eventId)) throw ApiError.notFound("Event");
+    const code = normalizeCode(rawCode);
+    const admitted = await db
+      .updateTable("tickets")
+      .set({ status: "checked_in", checked_in_at: sql<Date>`now()`, checked_in_by: actor.userId })
+      .where("event_id", "=", eventId)
+      .where("code", "=", code)
+      .where("status", "=", "valid")
+      .returningAll()
+      .executeTakeFirst();
+    if (admitted) return toTicket(admitted);
+    const ticket = await db.selectFrom("tickets").selectAll().where("event_id", "=", eventId).where("code", "=", code).executeTakeFirst();
+    if (!ticket) {
+      found(await db.selectFrom("platform_events").select("id").where("id", "=", eventId).executeTakeFirst(), "Event");
+      throw ApiError.notFound("Ticket");
+    }
+    if (ticket.status === "checked_in") throw ApiError.conflict("invalid_state", `The ticket was checked in already, at ${iso(ticket.checked_in_at!)}`);
+    throw ApiError.conflict("invalid_state", "The ticket was refunded (its event was cancelled)");
+  }
+
+  // ---- reads ----
+
+  /** The caller's tickets for an event, newest first. */
+  async myTickets(actor: Actor, eventId: string, page: Page) {
+    if (!isId("event", eventId)) throw ApiError.notFound("Event");
+    found(await this.deps.db.selectFrom("platform_events").select("id").where("id", "=", eventId).executeTakeFirst(), "Event");
+    const query = this.deps.db.selectFrom("tickets").where("event_id", "=", eventId).where("holder_id", "=", actor.userId);
+    const { rows, total } = await paginate(query, page, (q) => q.selectAll().orderBy("created_at", "desc").orderBy("id", "desc"));
+    return paginated(rows.map(toTicket), page, total);
+  }
+
+  /** A ticket for its holder and admins; anyone else 404. */
+  async getTicket(actor: Actor, id: string) {
+    const ticket = isId("ticket", id) ? await this.deps.db.selectFrom("tickets").selectAll().where("id", "=", id).executeTakeFirst() : undefined;
+    if (!ticket || (actor.role !== "admin" && ticket.holder_id !== actor.userId)) throw ApiError.notFound("Ticket");
+    return toTicket(ticket);
+  }
+
+  /** An order for its buyer and admins; anyone else 404. */
+  async getOrder(actor: Actor, id: string) {
+    const order = isId("order", id) ? await this.findOrder(id) : undefined;
+    if (!order || (actor.role !== "admin" && order.buyer_id !== actor.userId)) throw ApiError.notFound("Ticket order");
+    return this.orderIn(this.deps.db, id);
+  }
+
+  private findOrder(id: string): Promise<TicketOrder | undefined> {
+    return this.deps.db.selectFrom("ticket_orders").selectAll().where("id", "=", id).executeTakeFirst();
+  }
+
+  private async orderIn(db: Kysely<Database>, id: string) {
+    const order = await db.selectFrom("ticket_orders").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
+    const tickets = await db.selectFrom("tickets").selectAll().where("order_id", "=", id).orderBy("id").execute();
+    return toOrder(order, tickets);
+  }
+}
+
+/** Reserves seats: one conditional UPDATE (on sale, the kind offered, within the capacity); the row, or undefined. */
+function reserve(trx: Transaction<Database>, eventId: string, kind: TicketKind, quantity: number): Promise<PlatformEvent | undefined> {
+  const q = trx.updateTable("platform_events").where("id", "=", eventId).where("status", "=", "scheduled").where("ends_at", ">", sql<Date>`now()`);
+  return (
+    kind === "virtual"
+      ? q
+          .set({ virtual_sold: sql<number>`virtual_sold + ${quantity}` })
+          .where("virtual_price_cents", "is not", null)
+          .where(sql<boolean>`(virtual_capacity is null or virtual_sold + ${quantity} <= virtual_capacity)`)
+      : q
+          .set({ in_person_sold: sql<number>`in_person_sold + ${quantity}` })
+          .where("in_person_price_cents", "is not", null)
+          .where(sql<boolean>`in_person_sold + ${quantity} <= in_person_capacity`)
+  )
+    .returningAll()
+    .executeTakeFirst();
+}
+
+async function release(trx: Transaction<Database>, eventId: string, kind: TicketKind, quantity: number): Promise<void> {
+  const q = trx.updateTable("platform_events").where("id", "=", eventId);
+  await (kind === "virtual" ? q.set({ virtual_sold: sql<number>`virtual_sold - ${quantity}` }) : q.set({ in_person_sold: sql<number>`in_person_sold - ${quantity}` })).execute();
+}
+
+function priceOf(e: PlatformEvent, kind: TicketKind): bigint | null {
+  return kind === "virtual" ? e.virtual_price_cents : e.in_person_price_cents;
+}
+
+function chargeJobKey(orderId: string): string {
+  return `ticket_charge:${orderId}`;
+}
+
+function refundJobKey(orderId: string): string {
+  return `ticket_refund:${orderId}`;
+}
+
+/** A ticket's door code: 26 characters of Crockford base 32, 130 random bits. */
+export function ticketCode(): string {
+  return randomCode(26);
+}
+
+/** A code as typed at the door: any case, spaces and dashes ignored, Crockford's look-alikes read as digits. */
+export function normalizeCode(code: string): string {
+  return code.toUpperCase().replace(/[\s-]/g, "").replace(/[IL]/g, "1").replace(/O/g, "0");
+}
+
+function toTicket(t: Ticket) {
+  return {
+    ticket_id: t.id,
+    order_id: t.order_id,
+    event_id: t.event_id,
+    holder_id: t.holder_id,
+    kind: t.kind,
+    code: t.code,
+    status: t.status,
+    checked_in_at: isoOrNull(t.checked_in_at),
+    created_at: iso(t.created_at),
+  };
+}
+
+function toOrder(o: TicketOrder, tickets: Ticket[]) {
+  return {
+    order_id: o.id,
+    event_id: o.event_id,
+    buyer_id: o.buyer_id,
+    kind: o.kind,
+    quantity: o.quantity,
+    unit_price_usd: centsToUsd(o.unit_price_cents),
+    total_usd: centsToUsd(o.total_cents),
+    discount_usd: centsToUsd(o.discount_cents),
+    amount_due_usd: centsToUsd(o.total_cents - o.discount_cents),
+    status: o.status,
+    payment_due_at: isoOrNull(o.payment_due_at),
+    transaction_id: o.transaction_id,
+    tickets: tickets.map(toTicket),
+    failure_reason: o.failure_reason,
+    created_at: iso(o.created_at),
+    confirmed_at: isoOrNull(o.confirmed_at),
+    refunded_at: isoOrNull(o.refunded_at),
+  };
+}

@@ -1,0 +1,652 @@
+import { type Kysely, sql, type Transaction } from "kysely";
+import type { Logger } from "pino";
+import { type Address, type Chain, type Hex, keccak256, type PublicClient, toBytes, type Transport } from "viem";
+import { artSharesAbi } from "../../chain/abi/ArtShares.ts";
+import { type IndexedCertificates, IndexerNotReadyError, readViews } from "../../chain/certificates.ts";
+import { isRevertWith } from "../../chain/errors.ts";
+import type { IndexerViews } from "../../chain/indexer-schema.ts";
+import { type ChainOperationKind, ChainOperationFailure, type ChainOperations, type KeyedFacts } from "../../chain/operations.ts";
+import type { Relayer } from "../../chain/relayer.ts";
+import type { Database } from "../../db/database.ts";
+import type { Transact } from "../../db/transact.ts";
+import { recordEvent } from "../../jobs/outbox.ts";
+import { enqueue, type Task } from "../../jobs/queue.ts";
+import { ApiError, found } from "../../lib/errors.ts";
+import { isId, newId } from "../../lib/ids.ts";
+import { centsToUsd, usdToCents } from "../../lib/money.ts";
+import { type Page, paginate, paginated } from "../../lib/pagination.ts";
+import { iso, isoOrNull } from "../../lib/time.ts";
+import type { Actor, ArtworksService } from "../artworks/artworks.service.ts";
+import type { LedgerService } from "../ledger/ledger.service.ts";
+import type { MarketplaceService } from "../marketplace/marketplace.service.ts";
+import { chargeStep, type PaymentFailure } from "../payments/charge-step.ts";
+import type { PaymentsService } from "../payments/payments.service.ts";
+import { completeTransaction, failTransaction, insertTransaction } from "../payments/transactions.ts";
+import type { UsersService } from "../users/users.service.ts";
+import type { FractionalArtwork, FractionalPurchase } from "./fractional.tables.ts";
+
+export const SHARE_CHARGE_TASK = "fractional_share_charge";
+export const SHARE_REFUND_TASK = "fractional_share_refund";
+export const CREATE_CLASS_OPERATION = "fractional_create_class";
+export const MINT_OPERATION = "fractional_mint";
+
+const CHARGE_RETRY = { baseMs: 1_000, maxMs: 60_000 };
+/** A purchase still charging this long after its last change has lost its job's process: re-enqueued. */
+const STUCK_CHARGE_MS = 120_000;
+
+interface ClassFacts {
+  tokenId: bigint;
+  txHash: string;
+}
+
+interface MintFacts {
+  purchaseKey: string;
+  txHash: string;
+}
+
+export interface FractionalDeps {
+  db: Kysely<Database>;
+  logger: Logger;
+  payments: PaymentsService;
+  artworks: ArtworksService;
+  users: UsersService;
+  marketplace: MarketplaceService;
+  ledger: LedgerService;
+  operations: ChainOperations;
+  certificates: IndexedCertificates;
+  relayer: Relayer;
+  publicClient: PublicClient<Transport, Chain>;
+  viewsSchema: string;
+  artShares: Address | null;
+  purchaseWaitMs: number;
+  chargeAttempts: number;
+}
+
+/**
+ * Fractional ownership: an artwork's on-chain owner (or an admin) fractionalizes it into a capped
+ * ArtShares class (the `share_class:<artwork>` chain operation); buyers purchase shares. A purchase
+ * reserves its shares in the request's transaction with one conditional UPDATE (no oversell under
+ * any concurrency), the charge job charges (key `share_purchase:<frac id>`) and requests the mint
+ * (`mint:<frac id>`: ArtShares mints a purchase key once), and the purchase is `confirmed` when the
+ * indexer has SharesMinted. A decline or a failed mint releases the shares (and refunds a charge).
+ * Shareholders are read from the indexer's balances: the chain is the truth.
+ */
+export class FractionalService {
+  private readonly log: Logger;
+  private readonly views: Kysely<IndexerViews>;
+
+  constructor(private readonly deps: FractionalDeps) {
+    this.log = deps.logger.child({ component: "fractional" });
+    this.views = deps.db.withTables<IndexerViews>().withSchema(deps.viewsSchema) as unknown as Kysely<IndexerViews>;
+  }
+
+  // ---- fractionalize ----
+
+  async fractionalize(actor: Actor, input: { artwork_id: string; total_shares: number; price_per_share_usd: number }, transact: Transact) {
+    const { artworks, users, marketplace, operations, db } = this.deps;
+    this.requireContract();
+    const artwork = isId("artwork", input.artwork_id) ? await artworks.findAny(input.artwork_id) : undefined;
+    if (!artwork || artwork.deleted_at) throw ApiError.validation([{ field: "artwork_id", code: "not_found", message: "no such artwork" }]);
+    const certificate = await this.certificateOf(artwork.id);
+    if (!certificate) throw ApiError.conflict("invalid_state", `The artwork is not certified on-chain${artwork.status === "certified" ? " in the indexer yet; retry shortly" : ` (status ${artwork.status})`}`);
+    const owner = await users.findByWallet(db, certificate.owner);
+    if (actor.role !== "admin" && owner?.id !== actor.userId) {
+      throw ApiError.forbidden(`Only the on-chain owner of the artwork's certificate (token ${certificate.tokenId}) or an admin may fractionalize it`);
+    }
+    if (!owner) throw ApiError.conflict("invalid_state", "The certificate is held by a wallet no user of the platform has: its proceeds would have no recipient");
+    const details = { title: artwork.title, artist_id: artwork.artist_id, display_name: (await users.get(artwork.artist_id)).display_name };
+    const created = await transact(async (trx) => {
+      const locked = (await artworks.lockForSale(trx, artwork.id))!;
+      const existing = await trx.selectFrom("fractional_artworks").selectAll().where("artwork_id", "=", artwork.id).executeTakeFirst();
+      // A class whose creation failed for good may be asked for again (with new terms); anything else stands.
+      if (locked.fractionalized_at || (existing && existing.status !== "failed")) throw ApiError.conflict("conflict", "The artwork is fractionalized already");
+      const open = await marketplace.openListingOf(trx, artwork.id);
+      if (open) throw ApiError.conflict("invalid_state", `The artwork is listed for sale whole (${open.id}); cancel the listing first`);
+      await artworks.markFractionalized(trx, artwork.id);
+      const terms = {
+        token_id: certificate.tokenId,
+        owner_id: owner.id,
+        created_by: actor.userId,
+        total_shares: input.total_shares,
+        price_per_share_cents: usdToCents(input.price_per_share_usd),
+        status: "pending" as const,
+      };
+      const row = existing
+        ? await trx.updateTable("fractional_artworks").set({ ...terms, failure_reason: null, updated_at: sql<Date>`now()` }).where("artwork_id", "=", artwork.id).returningAll().executeTakeFirstOrThrow()
+        : await trx.insertInto("fractional_artworks").values({ artwork_id: artwork.id, ...terms }).returningAll().executeTakeFirstOrThrow();
+      await operations.request(trx, { key: classKey(artwork.id), kind: CREATE_CLASS_OPERATION, payload: { artwork_id: artwork.id, token_id: certificate.tokenId.toString(), cap: String(input.total_shares) } });
+      return toFractionalArtwork(row, details);
+    });
+    await operations.waitFor(classKey(created.artwork_id), async () => (await this.findArtwork(created.artwork_id))?.status !== "pending", this.deps.purchaseWaitMs);
+    return this.get(created.artwork_id);
+  }
+
+  private readonly classKind: ChainOperationKind<ClassFacts> = {
+    kind: CREATE_CLASS_OPERATION,
+    abi: artSharesAbi,
+    maxAttempts: 8,
+    retryBaseMs: 2_000,
+    send: async (op, ctx) => {
+      const p = op.payload as { token_id: string; cap: string };
+      await this.deps.relayer.write({
+        address: this.requireContract(),
+        abi: artSharesAbi,
+        functionName: "createShareClass",
+        args: [BigInt(p.token_id), BigInt(p.cap)],
+        label: op.key,
+        onSubmitted: ({ hash }) => ctx.recordSent([op.key], hash),
+      });
+    },
+    settled: (err) => isRevertWith(err, "ArtSharesClassExists"),
+    readIndexed: async (fromBlock, toBlock) =>
+      this.classFacts(await readViews(() => this.views.selectFrom("share_class").select(["token_id", "tx_hash"]).where("block_number", ">", fromBlock).where("block_number", "<=", toBlock).execute())),
+    lookupIndexed: async (ops) =>
+      this.classFacts(await readViews(() => this.views.selectFrom("share_class").select(["token_id", "tx_hash"]).where("token_id", "in", ops.map((op) => BigInt((op.payload as { token_id: string }).token_id))).execute())),
+    readFromChain: async (ops) => {
+      const out: KeyedFacts<ClassFacts>[] = [];
+      for (const op of ops) {
+        const tokenId = BigInt((op.payload as { token_id: string }).token_id);
+        const cap = await this.deps.publicClient.readContract({ address: this.requireContract(), abi: artSharesAbi, functionName: "shareCap", args: [tokenId] });
+        if (cap > 0n && op.tx_hash) out.push(...(await this.classFacts([{ token_id: tokenId, tx_hash: op.tx_hash as Hex }])));
+      }
+      return out;
+    },
+    onConfirmed: async (trx, confirmed) => {
+      for (const { op, facts } of confirmed) {
+        await trx
+          .updateTable("fractional_artworks")
+          .set({ status: "active", class_tx_hash: facts.txHash, activated_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+          .where("artwork_id", "=", (op.payload as { artwork_id: string }).artwork_id)
+          .where("status", "=", "pending")
+          .execute();
+      }
+    },
+    onFailed: async (trx, op, reason) => {
+      const artworkId = (op.payload as { artwork_id: string }).artwork_id;
+      await trx.updateTable("fractional_artworks").set({ status: "failed", failure_reason: reason, updated_at: sql<Date>`now()` }).where("artwork_id", "=", artworkId).execute();
+      // No shares exist: the work may be listed whole again (or fractionalized anew).
+      await this.deps.artworks.markFractionalized(trx, artworkId, false);
+    },
+  };
+
+  /** Share classes as facts of the operations that created them (keyed by artwork). */
+  private async classFacts(rows: { token_id: bigint; tx_hash: Hex }[]): Promise<KeyedFacts<ClassFacts>[]> {
+    if (rows.length === 0) return [];
+    const artworks = await this.deps.db
+      .selectFrom("fractional_artworks")
+      .select(["artwork_id", "token_id"])
+      .where("token_id", "in", rows.map((r) => BigInt(r.token_id)))
+      .execute();
+    const byToken = new Map(artworks.map((a) => [a.token_id.toString(), a.artwork_id]));
+    return rows.flatMap((r) => {
+      const artworkId = byToken.get(r.token_id.toString());
+      return artworkId ? [{ key: classKey(artworkId), facts: { tokenId: BigInt(r.token_id), txHash: r.tx_hash } }] : [];
+    });
+  }
+
+  // ---- reads ----
+
+  async list(page: Page) {
+    const query = this.deps.db.selectFrom("fractional_artworks").where("status", "=", "active");
+    const { rows, total } = await paginate(query, page, (q) => q.selectAll().orderBy("created_at", "desc").orderBy("artwork_id", "desc"));
+    return paginated(await this.views_(rows), page, total);
+  }
+
+  async get(artworkId: string) {
+    const row = found(isId("artwork", artworkId) ? await this.findArtwork(artworkId) : undefined, "Fractional artwork");
+    return (await this.views_([row]))[0]!;
+  }
+
+  /** The shareholders of an artwork's class, from the indexer's balances (largest first), joined to users by wallet. */
+  async shareholders(artworkId: string, page: Page) {
+    const fa = found(isId("artwork", artworkId) ? await this.findArtwork(artworkId) : undefined, "Fractional artwork");
+    const query = this.views.selectFrom("share_balance").where("token_id", "=", fa.token_id).where("balance", ">", 0n);
+    const { rows, total } = await readViews(() =>
+      paginate(query, page, (q) => q.select(["holder", "balance", "first_acquired_at"]).orderBy("balance", "desc").orderBy("holder")),
+    ).catch((err: unknown) => {
+      if (err instanceof IndexerNotReadyError) return { rows: [], total: 0 };
+      throw err;
+    });
+    const wallets = rows.map((r) => r.holder.toLowerCase());
+    const users = wallets.length
+      ? await this.deps.db.selectFrom("users").select(["id", "wallet_address"]).where(sql`lower(wallet_address)`, "in", wallets).execute()
+      : [];
+    const userOf = new Map(users.map((u) => [u.wallet_address.toLowerCase(), u.id]));
+    const shareholders = rows.map((r) => ({
+      user_id: userOf.get(r.holder.toLowerCase()) ?? null,
+      wallet: r.holder.toLowerCase(),
+      shares_owned: Number(r.balance),
+      ownership_pct: pct(Number(r.balance), fa.total_shares),
+      acquired_at: iso(Number(r.first_acquired_at) * 1000),
+    }));
+    return { artwork_id: fa.artwork_id, total_shares: fa.total_shares, shareholders, pagination: paginated(shareholders, page, total).pagination };
+  }
+
+  private findArtwork(artworkId: string): Promise<FractionalArtwork | undefined> {
+    return this.deps.db.selectFrom("fractional_artworks").selectAll().where("artwork_id", "=", artworkId).executeTakeFirst();
+  }
+
+  private async views_(rows: FractionalArtwork[]) {
+    if (rows.length === 0) return [];
+    const details = await this.deps.db
+      .selectFrom("artworks")
+      .innerJoin("users", "users.id", "artworks.artist_id")
+      .select(["artworks.id", "artworks.title", "artworks.artist_id", "users.display_name"])
+      .where("artworks.id", "in", rows.map((r) => r.artwork_id))
+      .execute();
+    const byId = new Map(details.map((d) => [d.id, d]));
+    return rows.map((r) => toFractionalArtwork(r, byId.get(r.artwork_id)!));
+  }
+
+  // ---- purchases ----
+
+  async purchase(actor: Actor, artworkId: string, input: { shares_quantity: number; payment_method_id: string }, transact: Transact) {
+    const { users, payments } = this.deps;
+    if (!isId("artwork", artworkId)) throw ApiError.notFound("Fractional artwork");
+    this.requireContract();
+    const buyer = await users.get(actor.userId);
+    const method = await payments.resolvePaymentMethod(buyer.id, input.payment_method_id);
+    const created = await transact(async (trx) => {
+      const fa = await trx.selectFrom("fractional_artworks").selectAll().where("artwork_id", "=", artworkId).executeTakeFirst();
+      if (!fa) throw ApiError.notFound("Fractional artwork");
+      if (fa.status !== "active") throw ApiError.conflict("invalid_state", `The artwork's shares are ${fa.status === "pending" ? "not on-chain yet; retry shortly" : "not for sale (its share class could not be created)"}`);
+      // The reservation: one conditional UPDATE, so concurrent purchases can never exceed the cap.
+      const reserved = await trx
+        .updateTable("fractional_artworks")
+        .set({ shares_sold: sql<number>`shares_sold + ${input.shares_quantity}`, updated_at: sql<Date>`now()` })
+        .where("artwork_id", "=", artworkId)
+        .where(sql<boolean>`shares_sold + ${input.shares_quantity} <= total_shares`)
+        .returningAll()
+        .executeTakeFirst();
+      if (!reserved) {
+        const now = (await trx.selectFrom("fractional_artworks").select(["total_shares", "shares_sold"]).where("artwork_id", "=", artworkId).executeTakeFirstOrThrow());
+        throw new ApiError(409, "insufficient_shares", `Only ${now.total_shares - now.shares_sold} shares are available; you asked for ${input.shares_quantity}`, { available: now.total_shares - now.shares_sold });
+      }
+      const id = newId("fractionalPurchase");
+      const transactionId = newId("transaction");
+      const total = fa.price_per_share_cents * BigInt(input.shares_quantity);
+      await insertTransaction(trx, {
+        id: transactionId,
+        type: "share_purchase",
+        status: "pending",
+        artwork_id: artworkId,
+        amount_cents: total,
+        buyer_id: buyer.id,
+        seller_id: fa.owner_id,
+        recipient_id: fa.owner_id,
+        reference_id: id,
+      });
+      const purchase = await trx
+        .insertInto("fractional_purchases")
+        .values({
+          id,
+          artwork_id: artworkId,
+          token_id: fa.token_id,
+          buyer_id: buyer.id,
+          buyer_wallet: buyer.wallet_address.toLowerCase(),
+          owner_id: fa.owner_id,
+          shares: input.shares_quantity,
+          price_per_share_cents: fa.price_per_share_cents,
+          total_cents: total,
+          payment_method_id: method.id,
+          transaction_id: transactionId,
+          purchase_key: purchaseKeyOf(id),
+          status: "pending",
+          stage: "charging",
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      await enqueue(trx, SHARE_CHARGE_TASK, { purchase_id: id }, { jobKey: `share_charge:${id}`, maxAttempts: 25 });
+      return toPurchase(purchase);
+    });
+    const id = created.purchase_id;
+    await this.deps.operations.waitFor(mintKey(id), async () => (await this.findPurchase(id))?.status !== "pending", this.deps.purchaseWaitMs);
+    const purchase = (await this.findPurchase(id))!;
+    // A failure before any charge succeeded is the payment's (402); after it, the mint's (refunded).
+    return { purchase: toPurchase(purchase), failureCode: purchase.failure_code, paymentFailed: purchase.status === "failed" && purchase.charge_id === null };
+  }
+
+  /** A purchase for its buyer or an admin; anyone else 404. */
+  async getPurchase(actor: Actor, id: string) {
+    const p = isId("fractionalPurchase", id) ? await this.findPurchase(id) : undefined;
+    if (!p || (actor.role !== "admin" && p.buyer_id !== actor.userId)) throw ApiError.notFound("Fractional purchase");
+    return toPurchase(p);
+  }
+
+  private findPurchase(id: string): Promise<FractionalPurchase | undefined> {
+    return this.deps.db.selectFrom("fractional_purchases").selectAll().where("id", "=", id).executeTakeFirst();
+  }
+
+  readonly chargeTask: Task = async (payload) => {
+    const { purchase_id: id, attempt } = payload as { purchase_id?: unknown; attempt?: unknown };
+    if (typeof id !== "string") throw new Error(`${SHARE_CHARGE_TASK}: payload without purchase_id`);
+    await this.charge(id, typeof attempt === "number" ? attempt : 1);
+  };
+
+  /** Charges a purchase at `charging`; success requests the mint, in one transaction; a final failure releases the shares. */
+  async charge(id: string, attempt = 1): Promise<void> {
+    const { db, payments, operations, ledger } = this.deps;
+    const p = await this.findPurchase(id);
+    if (!p || p.status !== "pending" || p.stage !== "charging") return;
+    const step = await chargeStep(
+      payments,
+      {
+        userId: p.buyer_id,
+        paymentMethodId: p.payment_method_id,
+        idempotencyKey: `share_purchase:${p.id}`,
+        amountCents: p.total_cents,
+        description: `${p.shares} shares of ${p.artwork_id}`,
+        metadata: { purchase_id: p.id, transaction_id: p.transaction_id },
+      },
+      attempt,
+      { attempts: this.deps.chargeAttempts, ...CHARGE_RETRY },
+    );
+    if (step.kind === "retry") {
+      await db.transaction().execute(async (trx) => {
+        await enqueue(trx, SHARE_CHARGE_TASK, { purchase_id: p.id, attempt: step.attempt }, { jobKey: `share_charge:${p.id}:${step.attempt}`, runAt: new Date(Date.now() + step.delayMs) });
+        await trx.updateTable("fractional_purchases").set({ updated_at: sql<Date>`now()` }).where("id", "=", p.id).execute();
+      });
+      return;
+    }
+    if (step.kind === "failed") {
+      await db.transaction().execute((trx) => this.fail(trx, p.id, step.failure, null));
+      return;
+    }
+    const charged = step.charge;
+    await db.transaction().execute(async (trx) => {
+      const moved = await trx
+        .updateTable("fractional_purchases")
+        .set({ stage: "minting", charge_id: charged.chargeId, fee_cents: charged.feeCents, updated_at: sql<Date>`now()` })
+        .where("id", "=", p.id)
+        .where("status", "=", "pending")
+        .where("stage", "=", "charging")
+        .returningAll()
+        .executeTakeFirst();
+      if (!moved) {
+        // Failed meanwhile by an overlapping run: the charge it did not see goes back.
+        await enqueue(trx, SHARE_REFUND_TASK, { purchase_id: p.id, charge_id: charged.chargeId }, { jobKey: `share_refund:${p.id}`, maxAttempts: 25 });
+        return;
+      }
+      await trx.updateTable("transactions").set({ charge_id: charged.chargeId, fee_cents: charged.feeCents, updated_at: sql<Date>`now()` }).where("id", "=", p.transaction_id).execute();
+      await operations.request(trx, {
+        key: mintKey(p.id),
+        kind: MINT_OPERATION,
+        payload: { purchase_id: p.id, to: p.buyer_wallet, token_id: p.token_id.toString(), amount: String(p.shares), purchase_key: p.purchase_key },
+      });
+      await ledger.append(trx, {
+        kind: "payment.charged",
+        subjectId: p.id,
+        actorId: p.buyer_id,
+        parties: [p.buyer_id, p.owner_id],
+        data: { purchase_id: p.id, transaction_id: p.transaction_id, charge_id: charged.chargeId, amount_cents: p.total_cents.toString(), fee_cents: charged.feeCents.toString(), shares: p.shares },
+      });
+    });
+  }
+
+  /**
+   * Fails a pending purchase in `trx`: its shares are released, its transaction fails; a charge
+   * (`chargeId`: the mint failed after it) is refunded by a job.
+   */
+  private async fail(trx: Transaction<Database>, id: string, failure: PaymentFailure, chargeId: string | null): Promise<void> {
+    const p = await trx
+      .updateTable("fractional_purchases")
+      .set({ status: "failed", stage: "done", failure_code: failure.code, failure_reason: failure.reason, failed_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+      .where("id", "=", id)
+      .where("status", "=", "pending")
+      .returningAll()
+      .executeTakeFirst();
+    if (!p) return;
+    await trx
+      .updateTable("fractional_artworks")
+      .set({ shares_sold: sql<number>`shares_sold - ${p.shares}`, updated_at: sql<Date>`now()` })
+      .where("artwork_id", "=", p.artwork_id)
+      .execute();
+    if (chargeId) {
+      await enqueue(trx, SHARE_REFUND_TASK, { purchase_id: p.id, charge_id: chargeId }, { jobKey: `share_refund:${p.id}`, maxAttempts: 25 });
+    } else {
+      await failTransaction(trx, p.transaction_id, failure.reason);
+    }
+    await this.deps.ledger.append(trx, {
+      kind: chargeId ? "mint.failed" : "payment.failed",
+      subjectId: p.id,
+      actorId: null,
+      parties: [p.buyer_id, p.owner_id],
+      data: { purchase_id: p.id, transaction_id: p.transaction_id, code: failure.code, reason: failure.reason, shares_released: p.shares },
+    });
+  }
+
+  readonly refundTask: Task = async (payload) => {
+    const { purchase_id: id, charge_id: chargeId } = payload as { purchase_id?: unknown; charge_id?: unknown };
+    if (typeof id !== "string" || typeof chargeId !== "string") throw new Error(`${SHARE_REFUND_TASK}: payload without purchase_id and charge_id`);
+    await this.refund(id, chargeId);
+  };
+
+  /** Refunds a failed purchase's charge (key `refund:share_purchase:<id>`) and fails its transaction, saying so. */
+  async refund(id: string, chargeId: string): Promise<void> {
+    const { db, payments, ledger } = this.deps;
+    const p = await this.findPurchase(id);
+    if (!p || p.status !== "failed") return;
+    const refund = await payments.refund({ chargeId, idempotencyKey: `refund:share_purchase:${p.id}` });
+    await db.transaction().execute(async (trx) => {
+      const failed = await failTransaction(trx, p.transaction_id, `${p.failure_reason ?? "the shares could not be minted"}; the payment was refunded (${refund.id})`, { chargeId });
+      if (!failed) return;
+      await ledger.append(trx, {
+        kind: "payment.refunded",
+        subjectId: p.id,
+        actorId: null,
+        parties: [p.buyer_id, p.owner_id],
+        data: { purchase_id: p.id, transaction_id: p.transaction_id, charge_id: chargeId, refund_id: refund.id, amount_cents: refund.amountCents.toString() },
+      });
+    });
+  }
+
+  private readonly mintKind: ChainOperationKind<MintFacts> = {
+    kind: MINT_OPERATION,
+    abi: artSharesAbi,
+    maxAttempts: 8,
+    retryBaseMs: 2_000,
+    send: async (op, ctx) => {
+      const p = op.payload as { to: Address; token_id: string; amount: string; purchase_key: Hex };
+      await this.deps.relayer.write({
+        address: this.requireContract(),
+        abi: artSharesAbi,
+        functionName: "mintShares",
+        args: [p.to, BigInt(p.token_id), BigInt(p.amount), p.purchase_key],
+        label: op.key,
+        onSubmitted: ({ hash }) => ctx.recordSent([op.key], hash),
+      });
+    },
+    settled: (err) => isRevertWith(err, "ArtSharesPurchaseAlreadyMinted"),
+    readIndexed: async (fromBlock, toBlock) =>
+      this.mintFacts(await readViews(() => this.views.selectFrom("share_mint").select(["purchase_key", "tx_hash"]).where("block_number", ">", fromBlock).where("block_number", "<=", toBlock).execute())),
+    lookupIndexed: async (ops) =>
+      this.mintFacts(
+        await readViews(() => this.views.selectFrom("share_mint").select(["purchase_key", "tx_hash"]).where("purchase_key", "in", ops.map((op) => (op.payload as { purchase_key: Hex }).purchase_key)).execute()),
+      ),
+    readFromChain: async (ops) => {
+      const out: KeyedFacts<MintFacts>[] = [];
+      for (const op of ops) {
+        const key = (op.payload as { purchase_key: Hex }).purchase_key;
+        const minted = await this.deps.publicClient.readContract({ address: this.requireContract(), abi: artSharesAbi, functionName: "purchaseMinted", args: [key] });
+        if (minted && op.tx_hash) out.push(...(await this.mintFacts([{ purchase_key: key, tx_hash: op.tx_hash as Hex }])));
+      }
+      return out;
+    },
+    onConfirmed: async (trx, confirmed) => {
+      const appends = [];
+      for (const { facts } of confirmed) {
+        const entry = await this.confirm(trx, facts);
+        if (entry) appends.push(entry);
+      }
+      for (const entry of appends) await this.deps.ledger.append(trx, entry);
+    },
+    onFailed: async (trx, op, reason) => {
+      const id = (op.payload as { purchase_id: string }).purchase_id;
+      const p = await trx.selectFrom("fractional_purchases").select("charge_id").where("id", "=", id).executeTakeFirst();
+      await this.fail(trx, id, { code: "mint_failed", reason: `The shares could not be minted: ${reason}` }, p?.charge_id ?? null);
+    },
+  };
+
+  private async mintFacts(rows: { purchase_key: Hex; tx_hash: Hex }[]): Promise<KeyedFacts<MintFacts>[]> {
+    if (rows.length === 0) return [];
+    const purchases = await this.deps.db
+      .selectFrom("fractional_purchases")
+      .select(["id", "purchase_key"])
+      .where("purchase_key", "in", rows.map((r) => r.purchase_key.toLowerCase()))
+      .execute();
+    const byKey = new Map(purchases.map((p) => [p.purchase_key, p.id]));
+    return rows.flatMap((r) => {
+      const id = byKey.get(r.purchase_key.toLowerCase());
+      return id ? [{ key: mintKey(id), facts: { purchaseKey: r.purchase_key.toLowerCase(), txHash: r.tx_hash } }] : [];
+    });
+  }
+
+  /** A minted purchase, in the confirming transaction: confirmed, its transaction completed, its event; the ledger entry to append. */
+  private async confirm(trx: Transaction<Database>, facts: MintFacts) {
+    const p = await trx
+      .updateTable("fractional_purchases")
+      .set({ status: "confirmed", stage: "done", mint_tx_hash: facts.txHash, confirmed_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+      .where("purchase_key", "=", facts.purchaseKey)
+      .where("status", "=", "pending")
+      .returningAll()
+      .executeTakeFirst();
+    if (!p) return null;
+    const fa = await trx
+      .updateTable("fractional_artworks")
+      .set({ shares_confirmed: sql<number>`shares_confirmed + ${p.shares}`, updated_at: sql<Date>`now()` })
+      .where("artwork_id", "=", p.artwork_id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    // The buyer's holding after this mint: the indexed balance (transfers included), or the
+    // confirmed purchases while the indexer lags.
+    const views = (trx as unknown as Kysely<any>).withTables<IndexerViews>().withSchema(this.deps.viewsSchema) as unknown as Kysely<IndexerViews>;
+    const indexed = await readViews(() => views.selectFrom("share_balance").select("balance").where("token_id", "=", p.token_id).where("holder", "=", p.buyer_wallet as Hex).executeTakeFirst()).catch(
+      () => undefined,
+    );
+    let held = indexed ? Number(indexed.balance) : 0;
+    if (held < p.shares) {
+      const sum = await trx.selectFrom("fractional_purchases").select(sql<string>`coalesce(sum(shares), 0)`.as("n")).where("artwork_id", "=", p.artwork_id).where("buyer_id", "=", p.buyer_id).where("status", "=", "confirmed").executeTakeFirstOrThrow();
+      held = Number(sum.n);
+    }
+    const bps = Math.round((held * 10_000) / fa.total_shares);
+    await trx.updateTable("fractional_purchases").set({ new_ownership_bps: bps }).where("id", "=", p.id).execute();
+    const fee = p.fee_cents ?? 0n;
+    const completed = (await completeTransaction(trx, p.transaction_id, { feeCents: fee, payoutCents: p.total_cents - fee, chainTx: facts.txHash }))!;
+    await recordEvent(
+      trx,
+      "fractional.purchase_confirmed",
+      {
+        purchase_id: p.id,
+        artwork_id: p.artwork_id,
+        buyer_id: p.buyer_id,
+        shares_purchased: p.shares,
+        total_paid_usd: centsToUsd(p.total_cents),
+        on_chain_tx: facts.txHash,
+        new_ownership_pct: bps / 100,
+        confirmed_at: iso(completed.completed_at!),
+      },
+      [p.buyer_id, p.owner_id],
+    );
+    return {
+      kind: "share_purchase.confirmed",
+      subjectId: p.id,
+      actorId: null,
+      parties: [p.buyer_id, p.owner_id],
+      data: { purchase_id: p.id, transaction_id: p.transaction_id, token_id: p.token_id.toString(), shares: p.shares, amount_cents: p.total_cents.toString(), fee_cents: fee.toString(), chain_tx: facts.txHash },
+    };
+  }
+
+  /** The chain operation kinds of this module. */
+  kinds(): ChainOperationKind<any>[] {
+    return [this.classKind, this.mintKind];
+  }
+
+  /** Re-enqueues charge jobs of purchases whose process died while the job was locked. */
+  async recoverStuckCharges(): Promise<number> {
+    const { db } = this.deps;
+    const stuck = await db
+      .selectFrom("fractional_purchases")
+      .select("id")
+      .where("stage", "=", "charging")
+      .where("status", "=", "pending")
+      .where("updated_at", "<", sql<Date>`now() - ${STUCK_CHARGE_MS} * interval '1 millisecond'`)
+      .limit(100)
+      .execute();
+    for (const { id } of stuck) {
+      await db.transaction().execute(async (trx) => {
+        await enqueue(trx, SHARE_CHARGE_TASK, { purchase_id: id }, { jobKey: `share_charge_recover:${id}`, maxAttempts: 25 });
+        await trx.updateTable("fractional_purchases").set({ updated_at: sql<Date>`now()` }).where("id", "=", id).execute();
+      });
+    }
+    return stuck.length;
+  }
+
+  // ---- helpers ----
+
+  private requireContract(): Address {
+    if (!this.deps.artShares) throw new ApiError(503, "service_unavailable", "The share contract is not configured (ART_SHARES_ADDRESS)");
+    return this.deps.artShares;
+  }
+
+  private async certificateOf(artworkId: string) {
+    try {
+      return await this.deps.certificates.byArtworkId(artworkId);
+    } catch (err) {
+      if (err instanceof IndexerNotReadyError) throw new ApiError(503, "service_unavailable", "The chain indexer is not ready yet; retry shortly", { headers: { "Retry-After": "5" } });
+      throw err;
+    }
+  }
+}
+
+function classKey(artworkId: string): string {
+  return `share_class:${artworkId}`;
+}
+
+function mintKey(purchaseId: string): string {
+  return `mint:${purchaseId}`;
+}
+
+/** The key ArtShares mints once: keccak256 of the purchase id, lower-case hex. */
+export function purchaseKeyOf(purchaseId: string): string {
+  return keccak256(toBytes(purchaseId)).toLowerCase();
+}
+
+function pct(part: number, whole: number): number {
+  return Math.round((part * 10_000) / whole) / 100;
+}
+
+function toFractionalArtwork(r: FractionalArtwork, a: { title: string; artist_id: string; display_name: string }) {
+  return {
+    artwork_id: r.artwork_id,
+    title: a.title,
+    artist: a.display_name,
+    artist_id: a.artist_id,
+    owner_id: r.owner_id,
+    token_id: r.token_id.toString(),
+    total_shares: r.total_shares,
+    shares_available: r.total_shares - r.shares_sold,
+    price_per_share_usd: centsToUsd(r.price_per_share_cents),
+    total_value_usd: centsToUsd(r.price_per_share_cents * BigInt(r.total_shares)),
+    funded_pct: pct(r.shares_confirmed, r.total_shares),
+    status: r.status,
+    created_at: iso(r.created_at),
+  };
+}
+
+export function toPurchase(p: FractionalPurchase) {
+  return {
+    purchase_id: p.id,
+    artwork_id: p.artwork_id,
+    buyer_id: p.buyer_id,
+    shares_purchased: p.shares,
+    price_per_share_usd: centsToUsd(p.price_per_share_cents),
+    total_paid_usd: centsToUsd(p.total_cents),
+    status: p.status,
+    on_chain_tx: p.mint_tx_hash,
+    new_ownership_pct: p.new_ownership_bps === null ? null : p.new_ownership_bps / 100,
+    transaction_id: p.transaction_id,
+    failure_reason: p.failure_reason,
+    created_at: iso(p.created_at),
+    confirmed_at: isoOrNull(p.confirmed_at),
+  };
+}

@@ -1,0 +1,705 @@
+import { type Kysely, sql, type Transaction } from "kysely";
+import type { Logger } from "pino";
+import { type Address, type Chain, decodeEventLog, type Hash, type PublicClient, type Transport } from "viem";
+import { artCertificateAbi } from "../../chain/abi/ArtCertificate.ts";
+import { artMarketAbi } from "../../chain/abi/ArtMarket.ts";
+import type { IndexedCertificates } from "../../chain/certificates.ts";
+import type { CustodyWallet } from "../../chain/custody.ts";
+import { isRevertWith } from "../../chain/errors.ts";
+import { relayForwarded } from "../../chain/forwarder.ts";
+import { type ChainOperationKind, ChainOperationFailure, type ChainOperations, type KeyedFacts, type SendContext } from "../../chain/operations.ts";
+import type { Relayer } from "../../chain/relayer.ts";
+import type { ChainOperation, Database, Db } from "../../db/database.ts";
+import type { Transact } from "../../db/transact.ts";
+import { recordEvent } from "../../jobs/outbox.ts";
+import { enqueue, type Task } from "../../jobs/queue.ts";
+import { ApiError, found } from "../../lib/errors.ts";
+import { isId, newId } from "../../lib/ids.ts";
+import { centsToUsd } from "../../lib/money.ts";
+import type { Page } from "../../lib/pagination.ts";
+import { paginated } from "../../lib/pagination.ts";
+import { iso } from "../../lib/time.ts";
+import type { Actor, ArtworksService } from "../artworks/artworks.service.ts";
+import type { LedgerAppend, LedgerService } from "../ledger/ledger.service.ts";
+import type { PaymentsService } from "../payments/payments.service.ts";
+import { chargeStep, type PaymentFailure } from "../payments/charge-step.ts";
+import {
+  completeTransaction,
+  failTransaction,
+  findTransaction,
+  insertTransaction,
+  isPartyOf,
+  listTransactionsOf,
+  type TransactionFilter,
+  toTransaction,
+} from "../payments/transactions.ts";
+import type { User } from "../users/users.tables.ts";
+import type { UsersService } from "../users/users.service.ts";
+import * as listings from "./marketplace.repository.ts";
+import type { Listing, Sale } from "./marketplace.tables.ts";
+import * as offers from "./offers.repository.ts";
+import * as repo from "./sales.repository.ts";
+import type { Settlement, SettlementViews } from "./settlement-views.ts";
+
+/** The job that charges a sale's buyer (payload `{ sale_id }`, job key `sale_charge:<id>`). */
+export const SALE_CHARGE_TASK = "marketplace_sale_charge";
+/** The job that refunds a sale whose certificate could not be transferred (payload `{ sale_id }`). */
+export const SALE_REFUND_TASK = "marketplace_sale_refund";
+/** The chain operation that moves a certificate through ArtMarket.settle, once per sale id. */
+export const SETTLE_OPERATION = "marketplace_settle";
+
+/** The n-th transient retry of a charge waits CHARGE_RETRY_BASE_MS * 2^(n-1). */
+const CHARGE_RETRY_BASE_MS = 1_000;
+/** A sale still `pending_payment` this long after its last change has lost its job's process: re-enqueued. */
+const STUCK_CHARGE_MS = 120_000;
+/** Transient retries wait at most this (below STUCK_CHARGE_MS: a scheduled retry is never taken for lost). */
+const CHARGE_RETRY_MAX_MS = 60_000;
+
+/**
+ * What ArtMarket.settle is asked to do: the sale's id on the chain (`txn_…`, or `return:dsp_…` for
+ * a refunded sale's certificate going back), the token and both wallets, the price in cents (what
+ * royaltyInfo is asked about), and the custody index of `from` when the platform signs for it.
+ */
+export interface SettlePayload {
+  sale_id: string;
+  token_id: string;
+  from: Address;
+  to: Address;
+  price_cents: string;
+  from_custody_index: number | null;
+}
+
+export interface SalesDeps {
+  db: Kysely<Database>;
+  logger: Logger;
+  payments: PaymentsService;
+  artworks: ArtworksService;
+  users: UsersService;
+  ledger: LedgerService;
+  operations: ChainOperations;
+  views: SettlementViews;
+  certificates: IndexedCertificates;
+  publicClient: PublicClient<Transport, Chain>;
+  relayer: Relayer;
+  custody: CustodyWallet;
+  chain: { id: number; certificate: Address | null; market: Address | null };
+  /** How long a purchase waits for its outcome before answering 202 (the sale goes on). */
+  purchaseWaitMs: number;
+  /** Runs of the charge job (1 s, 2 s, 4 s… apart) before a transient failure fails the sale. */
+  chargeAttempts: number;
+}
+
+
+/**
+ * Sales, from the reservation to the certificate on the buyer's wallet. A sale is started in the
+ * request's transaction (buy-now, or a seller accepting an offer): the listing moves to
+ * `pending_payment`, the sale's `sale` transaction is `pending`, and the charge job is enqueued.
+ * The job charges the buyer (charge key `sale:<id>`: a retried job, or one resumed after a crash,
+ * finds the same charge) and, in one transaction, marks the sale `paid` and requests the transfer
+ * as a chain operation (`settle:<id>`: ArtMarket.settle refuses a second settlement of a sale id).
+ * The sale is `completed` when the indexer shows ArtMarket's SaleSettled: the royalty is the
+ * event's (the certificate's ERC-2981 royaltyInfo), the seller's payout is net of fee and royalty,
+ * `payment.completed` is recorded. Every money step is appended to the audit ledger.
+ */
+export class SalesService {
+  private readonly log: Logger;
+  private forwarder: Promise<Address> | null = null;
+
+  constructor(private readonly deps: SalesDeps) {
+    this.log = deps.logger.child({ component: "marketplace-sales" });
+  }
+
+  // ---- starting a sale ----
+
+  /** Buy now: reserves the listing and starts its sale in the request's transaction; answers once settled, or pending after the wait. */
+  async purchase(actor: Actor, listingId: string, input: { payment_method_id: string }, transact: Transact) {
+    const { users, payments } = this.deps;
+    if (!isId("listing", listingId)) throw ApiError.notFound("Listing");
+    this.requireChain();
+    const buyer = await users.get(actor.userId);
+    const method = await payments.resolvePaymentMethod(buyer.id, input.payment_method_id);
+    // Reads outside the transaction come first: a transaction never waits for a second connection.
+    const seen = found(await listings.find(this.deps.db, listingId), "Listing");
+    if (seen.status === "active") await this.requireHeldBySeller(seen);
+    const started = await transact(async (trx) => {
+      const listing = found(await listings.lock(trx, listingId), "Listing");
+      if (listing.seller_id === buyer.id) throw ApiError.conflict("invalid_state", "You cannot buy your own listing");
+      if (listing.status !== "active") throw ApiError.conflict("invalid_state", `The listing is ${listing.status}: only an active listing can be bought`);
+      const sale = await this.startSale(trx, { listing, buyer, paymentMethodId: method.id, priceCents: listing.price_cents, offerId: null });
+      return toTransaction((await findTransaction(trx, sale.id))!);
+    });
+    return this.awaitOutcome(started.tx_id, this.deps.purchaseWaitMs);
+  }
+
+  /**
+   * Starts the sale of a locked, active listing in `trx`: the `sale` transaction (pending), the sale
+   * row (`pending_payment`: the partial unique index allows one live sale per listing), the listing
+   * in `pending_payment`, and the charge job. Only `trx` is used (callers check the seller still holds
+   * the token before opening it, with requireHeldBySeller).
+   */
+  async startSale(trx: Transaction<Database>, input: { listing: Listing; buyer: User; paymentMethodId: string; priceCents: bigint; offerId: string | null }): Promise<Sale> {
+    const { listing, buyer } = input;
+    const id = newId("transaction");
+    await insertTransaction(trx, {
+      id,
+      type: "sale",
+      status: "pending",
+      artwork_id: listing.artwork_id,
+      amount_cents: input.priceCents,
+      buyer_id: buyer.id,
+      seller_id: listing.seller_id,
+      recipient_id: listing.seller_id,
+      recipient_wallet: listing.seller_wallet,
+    });
+    const sale = await repo.insert(trx, {
+      id,
+      listing_id: listing.id,
+      offer_id: input.offerId,
+      artwork_id: listing.artwork_id,
+      token_id: listing.token_id,
+      buyer_id: buyer.id,
+      seller_id: listing.seller_id,
+      buyer_wallet: buyer.wallet_address.toLowerCase(),
+      seller_wallet: listing.seller_wallet,
+      price_cents: input.priceCents,
+      payment_method_id: input.paymentMethodId,
+      status: "pending_payment",
+    });
+    await trx.updateTable("listings").set({ status: "pending_payment", updated_at: sql<Date>`now()` }).where("id", "=", listing.id).execute();
+    await enqueue(trx, SALE_CHARGE_TASK, { sale_id: id }, { jobKey: `sale_charge:${id}`, maxAttempts: 25 });
+    return sale;
+  }
+
+  /**
+   * Refuses (409) a sale of a token that left the seller's wallet on-chain since it was listed (the
+   * sweep is cancelling that listing). Call it before the sale's transaction: it reads the indexer's
+   * views on a connection of its own. The transfer itself checks again, on-chain.
+   */
+  async requireHeldBySeller(listing: Pick<Listing, "artwork_id" | "seller_wallet">): Promise<void> {
+    const certificate = await this.deps.certificates.byArtworkId(listing.artwork_id);
+    if (certificate && certificate.owner.toLowerCase() !== listing.seller_wallet) {
+      throw ApiError.conflict("invalid_state", "The seller's wallet no longer holds the artwork's certificate on-chain; the listing is being cancelled");
+    }
+  }
+
+  private requireChain(): void {
+    if (!this.deps.chain.market || !this.deps.chain.certificate) {
+      throw new ApiError(503, "service_unavailable", "The marketplace's settlement contract is not configured (ART_MARKET_ADDRESS)");
+    }
+  }
+
+  /**
+   * The sale's transaction once it left `pending` (or as it is after `timeoutMs`), and whether it
+   * failed at the payment (a decline: 402) rather than at the transfer (refunded).
+   */
+  async awaitOutcome(saleId: string, timeoutMs: number) {
+    const { db, operations } = this.deps;
+    await operations.waitFor(settleKey(saleId), async () => {
+      const sale = await repo.find(db, saleId);
+      return !sale || (sale.status !== "pending_payment" && sale.status !== "paid");
+    }, timeoutMs);
+    const transaction = (await findTransaction(db, saleId))!;
+    const sale = (await repo.find(db, saleId))!;
+    return { transaction: toTransaction(transaction), failureCode: sale.failure_code, paymentFailed: sale.status === "payment_failed" };
+  }
+
+  // ---- the charge ----
+
+  readonly chargeTask: Task = async (payload) => {
+    const { sale_id: saleId, attempt } = payload as { sale_id?: unknown; attempt?: unknown };
+    if (typeof saleId !== "string") throw new Error(`${SALE_CHARGE_TASK}: payload without sale_id`);
+    await this.charge(saleId, typeof attempt === "number" ? attempt : 1);
+  };
+
+  /**
+   * Charges a `pending_payment` sale (run `attempt` of its charge job). Success: `paid` and the
+   * transfer requested, in one transaction. A decline (or a refused request, a method detached
+   * since): `payment_failed`, the listing active again. A transient failure (still failing after
+   * the payments service's own retries) schedules the next run with backoff, with the same charge
+   * key; after `chargeAttempts` runs the sale fails.
+   */
+  async charge(saleId: string, attempt = 1): Promise<void> {
+    const { db, payments, ledger, operations, chargeAttempts } = this.deps;
+    const sale = await repo.find(db, saleId);
+    if (!sale || sale.status !== "pending_payment") return;
+    const step = await chargeStep(
+      payments,
+      {
+        userId: sale.buyer_id,
+        paymentMethodId: sale.payment_method_id,
+        idempotencyKey: `sale:${sale.id}`,
+        amountCents: sale.price_cents,
+        description: `Artwork ${sale.artwork_id}`,
+        metadata: { transaction_id: sale.id, listing_id: sale.listing_id },
+      },
+      attempt,
+      { attempts: chargeAttempts, baseMs: CHARGE_RETRY_BASE_MS, maxMs: CHARGE_RETRY_MAX_MS },
+    );
+    if (step.kind === "retry") {
+      this.log.info({ sale_id: sale.id, attempt, retry_in_ms: step.delayMs, err: step.error }, "sale charge failed transiently; retrying");
+      await db.transaction().execute(async (trx) => {
+        await enqueue(trx, SALE_CHARGE_TASK, { sale_id: sale.id, attempt: step.attempt }, { jobKey: `sale_charge:${sale.id}:${step.attempt}`, runAt: new Date(Date.now() + step.delayMs) });
+        await trx.updateTable("sales").set({ updated_at: sql<Date>`now()` }).where("id", "=", sale.id).execute();
+      });
+      return;
+    }
+    if (step.kind === "failed") {
+      this.log.info({ sale_id: sale.id, code: step.failure.code }, "sale payment failed");
+      await db.transaction().execute((trx) => this.failPayment(trx, sale.id, step.failure));
+      return;
+    }
+    const charged = step.charge;
+    const settlement = await this.settlePayload(sale);
+    await db.transaction().execute(async (trx) => {
+      const paid = await repo.move(trx, sale.id, ["pending_payment"], "paid", { charge_id: charged.chargeId, fee_cents: charged.feeCents, paid_at: sql<Date>`now()` });
+      if (!paid) {
+        // Failed meanwhile by an overlapping run of the job: the charge it did not see goes back.
+        const now = await repo.find(trx, sale.id);
+        if (now?.status === "payment_failed") {
+          await enqueue(trx, SALE_REFUND_TASK, { sale_id: sale.id, charge_id: charged.chargeId }, { jobKey: `sale_refund:${sale.id}`, maxAttempts: 25 });
+        }
+        return;
+      }
+      await trx.updateTable("transactions").set({ charge_id: charged.chargeId, fee_cents: charged.feeCents, updated_at: sql<Date>`now()` }).where("id", "=", sale.id).execute();
+      await operations.request(trx, { key: settleKey(sale.id), kind: SETTLE_OPERATION, payload: settlement });
+      await ledger.append(trx, {
+        kind: "payment.charged",
+        subjectId: sale.id,
+        actorId: sale.buyer_id,
+        parties: [sale.buyer_id, sale.seller_id],
+        data: { transaction_id: sale.id, charge_id: charged.chargeId, amount_cents: sale.price_cents.toString(), fee_cents: charged.feeCents.toString(), currency: "USD" },
+      });
+    });
+  }
+
+  private async settlePayload(sale: Sale): Promise<Record<string, unknown>> {
+    const seller = await this.deps.users.get(sale.seller_id);
+    const payload: SettlePayload = {
+      sale_id: sale.id,
+      token_id: sale.token_id.toString(),
+      from: sale.seller_wallet as Address,
+      to: sale.buyer_wallet as Address,
+      price_cents: sale.price_cents.toString(),
+      from_custody_index: custodyIndexOf(seller, sale.seller_wallet),
+    };
+    return { ...payload };
+  }
+
+  /** A final payment failure, in `trx`: the sale and its transaction fail, the listing is active again, an offer `payment_failed`. */
+  private async failPayment(trx: Transaction<Database>, saleId: string, failure: PaymentFailure): Promise<void> {
+    const sale = await repo.move(trx, saleId, ["pending_payment"], "payment_failed", { failure_code: failure.code, failure_reason: failure.reason, failed_at: sql<Date>`now()` });
+    if (!sale) return;
+    await failTransaction(trx, sale.id, failure.reason);
+    await trx.updateTable("listings").set({ status: "active", updated_at: sql<Date>`now()` }).where("id", "=", sale.listing_id).where("status", "=", "pending_payment").execute();
+    if (sale.offer_id) await offers.move(trx, sale.offer_id, "accepted", "payment_failed");
+    await this.deps.ledger.append(trx, {
+      kind: "payment.failed",
+      subjectId: sale.id,
+      actorId: null,
+      parties: [sale.buyer_id, sale.seller_id],
+      data: { transaction_id: sale.id, code: failure.code, reason: failure.reason, amount_cents: sale.price_cents.toString() },
+    });
+  }
+
+  // ---- the transfer (a chain operation) ----
+
+  /** The chain operation kind of certificate transfers through ArtMarket.settle. */
+  readonly settlementKind: ChainOperationKind<Settlement> = {
+    kind: SETTLE_OPERATION,
+    abi: artMarketAbi,
+    maxAttempts: 8,
+    retryBaseMs: 2_000,
+    send: (op, ctx) => this.sendSettlement(op, ctx),
+    settled: (err) => isRevertWith(err, "ArtMarketAlreadySettled"),
+    readIndexed: async (fromBlock, toBlock) => (await this.deps.views.inBlocks(fromBlock, toBlock)).map(keyed),
+    lookupIndexed: async (ops) => (await this.deps.views.bySaleIds(ops.map((op) => payloadOf(op).sale_id))).map(keyed),
+    readFromChain: (ops) => this.settlementsFromReceipts(ops),
+    onConfirmed: (trx, confirmed) => this.onSettled(trx, confirmed.map((c) => c.facts)),
+    onFailed: (trx, op, reason) => this.onSettlementFailed(trx, payloadOf(op), reason),
+  };
+
+  private async sendSettlement(op: ChainOperation, ctx: SendContext): Promise<void> {
+    const { relayer } = this.deps;
+    const p = payloadOf(op);
+    const market = this.deps.chain.market;
+    if (!market) throw new ChainOperationFailure("transient", "ART_MARKET_ADDRESS is not configured");
+    if (p.from_custody_index !== null) await this.ensureMarketApproved(p.from, p.from_custody_index);
+    await relayer.write({
+      address: market,
+      abi: artMarketAbi,
+      functionName: "settle",
+      args: [p.sale_id, BigInt(p.token_id), p.from, p.to, BigInt(p.price_cents)],
+      label: op.key,
+      onSubmitted: ({ hash }) => ctx.recordSent([op.key], hash),
+    });
+  }
+
+  /**
+   * A custodial wallet approves ArtMarket once, gaslessly: the platform signs the wallet's
+   * setApprovalForAll as an ERC-2771 request and the relayer submits it through the forwarder.
+   */
+  private async ensureMarketApproved(owner: Address, custodyIndex: number): Promise<void> {
+    const { publicClient, relayer, custody, chain } = this.deps;
+    const certificate = chain.certificate!;
+    const market = chain.market!;
+    const approved = () => publicClient.readContract({ address: certificate, abi: artCertificateAbi, functionName: "isApprovedForAll", args: [owner, market] });
+    if (await approved()) return;
+    try {
+      await relayForwarded(
+        { relayer, publicClient, forwarder: await this.forwarderAddress(), chainId: chain.id },
+        custody.accountAt(custodyIndex),
+        { address: certificate, abi: artCertificateAbi, functionName: "setApprovalForAll", args: [market, true], label: `approve ArtMarket for ${owner}` },
+      );
+    } catch (err) {
+      // Two sales of one seller at once: the other's approval may have won the forwarder's nonce.
+      if (await approved()) return;
+      throw err;
+    }
+  }
+
+  private forwarderAddress(): Promise<Address> {
+    this.forwarder ??= this.deps.publicClient
+      .readContract({ address: this.deps.chain.certificate!, abi: artCertificateAbi, functionName: "trustedForwarder" })
+      .catch((err: unknown) => {
+        this.forwarder = null;
+        throw err;
+      });
+    return this.forwarder;
+  }
+
+  /** SaleSettled events in the receipts of sent operations (while the indexer lags). */
+  private async settlementsFromReceipts(ops: ChainOperation[]): Promise<KeyedFacts<Settlement>[]> {
+    const { publicClient, chain } = this.deps;
+    const out: KeyedFacts<Settlement>[] = [];
+    for (const op of ops) {
+      if (!op.tx_hash) continue;
+      const receipt = await publicClient.getTransactionReceipt({ hash: op.tx_hash as Hash }).catch(() => null);
+      if (!receipt || receipt.status !== "success") continue;
+      const block = await publicClient.getBlock({ blockNumber: receipt.blockNumber });
+      for (const log of receipt.logs) {
+        if (log.address.toLowerCase() !== chain.market?.toLowerCase()) continue;
+        try {
+          const event = decodeEventLog({ abi: artMarketAbi, data: log.data, topics: log.topics });
+          if (event.eventName !== "SaleSettled") continue;
+          const a = event.args;
+          out.push(
+            keyed({
+              saleId: a.saleId,
+              tokenId: a.tokenId,
+              from: a.from.toLowerCase(),
+              to: a.to.toLowerCase(),
+              priceCents: a.priceCents,
+              royaltyReceiver: a.royaltyReceiver.toLowerCase(),
+              royaltyCents: a.royaltyCents,
+              txHash: receipt.transactionHash,
+              blockNumber: receipt.blockNumber,
+              at: new Date(Number(block.timestamp) * 1000),
+            }),
+          );
+        } catch {
+          // another event of the contract
+        }
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Confirmed settlements, in the confirming transaction. Ledger entries are appended last (the
+   * ledger's lock is taken after every row lock, in every transaction that takes both).
+   */
+  private async onSettled(trx: Transaction<Database>, settlements: Settlement[]): Promise<void> {
+    const appends: LedgerAppend[] = [];
+    for (const s of settlements) {
+      if (s.saleId.startsWith(RETURN_PREFIX)) await this.onReturned(trx, s.saleId.slice(RETURN_PREFIX.length), s, appends);
+      else await this.completeSale(trx, s, appends);
+    }
+    for (const entry of appends) await this.deps.ledger.append(trx, entry);
+  }
+
+  private async completeSale(trx: Transaction<Database>, s: Settlement, appends: LedgerAppend[]): Promise<void> {
+    const { artworks, users } = this.deps;
+    const sale = await repo.lock(trx, s.saleId);
+    if (!sale || sale.status !== "paid") return;
+    // ERC-2981 pays the artist on secondary sales: a primary sale (the receiver sells) carries none.
+    const royaltyApplies = s.royaltyCents > 0n && s.royaltyReceiver !== sale.seller_wallet;
+    const royaltyCents = royaltyApplies ? s.royaltyCents : 0n;
+    const feeCents = sale.fee_cents ?? 0n;
+    const net = sale.price_cents - feeCents - royaltyCents;
+    const payoutCents = net > 0n ? net : 0n;
+    await repo.move(trx, sale.id, ["paid"], "completed", {
+      royalty_receiver: s.royaltyReceiver,
+      royalty_cents: royaltyCents,
+      payout_cents: payoutCents,
+      settle_tx_hash: s.txHash,
+      completed_at: sql<Date>`now()`,
+    });
+    const completed = (await completeTransaction(trx, sale.id, { feeCents, royaltyCents, payoutCents, chainTx: s.txHash }))!;
+    let royaltyRecipient: User | undefined;
+    if (royaltyApplies) {
+      royaltyRecipient = await users.findByWallet(trx, s.royaltyReceiver);
+      await insertTransaction(trx, {
+        id: newId("transaction"),
+        type: "royalty_payout",
+        status: "completed",
+        artwork_id: sale.artwork_id,
+        amount_cents: royaltyCents,
+        buyer_id: sale.buyer_id,
+        seller_id: sale.seller_id,
+        recipient_id: royaltyRecipient?.id ?? null,
+        recipient_wallet: s.royaltyReceiver,
+        parent_id: sale.id,
+        payout_cents: royaltyCents,
+        charge_id: sale.charge_id,
+        chain_tx: s.txHash,
+        completed_at: new Date(),
+      });
+    }
+    await trx.updateTable("listings").set({ status: "sold", updated_at: sql<Date>`now()` }).where("id", "=", sale.listing_id).execute();
+    if (sale.offer_id) await offers.move(trx, sale.offer_id, "accepted", "completed");
+    // The listing sold: its other pending offers are rejected (CONTRACT §5).
+    for (const offer of await offers.rejectPendingOf(trx, sale.listing_id, null)) {
+      await recordOfferEvent(trx, "offer.rejected", offer, { reason: "listing_sold" });
+      appends.push(offerLedgerEntry("offer.rejected", offer, null, { reason: "listing_sold" }));
+    }
+    await artworks.recordMarketplaceProvenance(trx, {
+      artworkId: sale.artwork_id,
+      event: "sold",
+      actorId: null,
+      txHash: s.txHash,
+      details: { listing_id: sale.listing_id, transaction_id: sale.id, price_usd: centsToUsd(sale.price_cents), buyer_id: sale.buyer_id, seller_id: sale.seller_id },
+      at: new Date(),
+    });
+    await recordEvent(
+      trx,
+      "payment.completed",
+      {
+        tx_id: sale.id,
+        artwork_id: sale.artwork_id,
+        amount_usd: centsToUsd(sale.price_cents),
+        completed_at: iso(completed.completed_at!),
+        listing_id: sale.listing_id,
+        offer_id: sale.offer_id,
+        buyer_id: sale.buyer_id,
+        seller_id: sale.seller_id,
+        platform_fee_usd: centsToUsd(feeCents),
+        royalty_usd: centsToUsd(royaltyCents),
+        seller_payout_usd: centsToUsd(payoutCents),
+        on_chain_tx: s.txHash,
+      },
+      [sale.buyer_id, sale.seller_id],
+    );
+    appends.push({
+      kind: "sale.completed",
+      subjectId: sale.id,
+      actorId: null,
+      parties: [sale.buyer_id, sale.seller_id, ...(royaltyRecipient ? [royaltyRecipient.id] : [])],
+      data: {
+        transaction_id: sale.id,
+        listing_id: sale.listing_id,
+        offer_id: sale.offer_id,
+        token_id: sale.token_id.toString(),
+        price_cents: sale.price_cents.toString(),
+        fee_cents: feeCents.toString(),
+        royalty_cents: royaltyCents.toString(),
+        royalty_receiver: royaltyApplies ? s.royaltyReceiver : null,
+        payout_cents: payoutCents.toString(),
+        chain_tx: s.txHash,
+      },
+    });
+  }
+
+  /**
+   * The transfer failed for good (the seller's wallet no longer holds the token, or an external
+   * wallet withdrew its approval): the sale is `settlement_failed`, the listing cancelled, an offer
+   * `payment_failed`, and the charge is refunded by a job.
+   */
+  private async onSettlementFailed(trx: Transaction<Database>, p: SettlePayload, reason: string): Promise<void> {
+    if (p.sale_id.startsWith(RETURN_PREFIX)) {
+      await trx
+        .updateTable("disputes")
+        .set({ certificate_return: "not_possible", updated_at: sql<Date>`now()` })
+        .where("id", "=", p.sale_id.slice(RETURN_PREFIX.length))
+        .execute();
+      return;
+    }
+    const sale = await repo.move(trx, p.sale_id, ["paid"], "settlement_failed", { failure_code: "settlement_failed", failure_reason: reason, failed_at: sql<Date>`now()` });
+    if (!sale) return;
+    await trx
+      .updateTable("listings")
+      .set({ status: "cancelled", cancelled_at: sql<Date>`now()`, cancelled_by: null, updated_at: sql<Date>`now()` })
+      .where("id", "=", sale.listing_id)
+      .where("status", "=", "pending_payment")
+      .execute();
+    if (sale.offer_id) await offers.move(trx, sale.offer_id, "accepted", "payment_failed");
+    await enqueue(trx, SALE_REFUND_TASK, { sale_id: sale.id }, { jobKey: `sale_refund:${sale.id}`, maxAttempts: 25 });
+    await this.deps.ledger.append(trx, {
+      kind: "settlement.failed",
+      subjectId: sale.id,
+      actorId: null,
+      parties: [sale.buyer_id, sale.seller_id],
+      data: { transaction_id: sale.id, reason },
+    });
+  }
+
+  readonly refundTask: Task = async (payload) => {
+    const { sale_id: saleId, charge_id: chargeId } = payload as { sale_id?: unknown; charge_id?: unknown };
+    if (typeof saleId !== "string") throw new Error(`${SALE_REFUND_TASK}: payload without sale_id`);
+    await this.refundSale(saleId, typeof chargeId === "string" ? chargeId : null);
+  };
+
+  /**
+   * Refunds the charge of a sale that did not go through: a `settlement_failed` sale (its
+   * transaction then fails, saying so), or a `payment_failed` one whose charge succeeded in an
+   * overlapping run (`chargeId`). The refund key is the sale's: one refund, also across retries.
+   */
+  async refundSale(saleId: string, chargeId: string | null = null): Promise<void> {
+    const { db, payments, ledger } = this.deps;
+    const sale = await repo.find(db, saleId);
+    const charge = sale?.charge_id ?? chargeId;
+    if (!sale || !charge || (sale.status !== "settlement_failed" && sale.status !== "payment_failed")) return;
+    const refund = await payments.refund({ chargeId: charge, idempotencyKey: `refund:sale:${sale.id}` });
+    await db.transaction().execute(async (trx) => {
+      if (sale.status === "settlement_failed") {
+        const failed = await failTransaction(trx, sale.id, `${sale.failure_reason ?? "the certificate could not be transferred"}; the payment was refunded (${refund.id})`);
+        if (!failed) return;
+      } else if (await ledger.has(trx, "payment.refunded", sale.id)) {
+        return;
+      }
+      await ledger.append(trx, {
+        kind: "payment.refunded",
+        subjectId: sale.id,
+        actorId: null,
+        parties: [sale.buyer_id, sale.seller_id],
+        data: { transaction_id: sale.id, charge_id: charge, refund_id: refund.id, amount_cents: refund.amountCents.toString(), reason: sale.status },
+      });
+    });
+  }
+
+  /** A refunded sale's certificate is back with its seller (a dispute's return). */
+  private async onReturned(trx: Transaction<Database>, disputeId: string, s: Settlement, appends: LedgerAppend[]): Promise<void> {
+    const dispute = await trx
+      .updateTable("disputes")
+      .set({ certificate_return: "returned", return_tx_hash: s.txHash, updated_at: sql<Date>`now()` })
+      .where("id", "=", disputeId)
+      .where("certificate_return", "=", "pending")
+      .returningAll()
+      .executeTakeFirst();
+    if (!dispute) return;
+    const sale = (await repo.find(trx, dispute.transaction_id))!;
+    await this.deps.artworks.recordMarketplaceProvenance(trx, {
+      artworkId: sale.artwork_id,
+      event: "returned",
+      actorId: null,
+      txHash: s.txHash,
+      details: { transaction_id: sale.id, dispute_id: dispute.id },
+      at: new Date(),
+    });
+    appends.push({ kind: "certificate.returned", subjectId: dispute.id, actorId: null, parties: [dispute.buyer_id, dispute.seller_id], data: { transaction_id: sale.id, chain_tx: s.txHash } });
+  }
+
+  /** Requests the return of a refunded sale's certificate from the buyer's custodial wallet to the seller's. */
+  async requestReturn(trx: Transaction<Database>, disputeId: string, sale: Sale, buyer: User): Promise<void> {
+    const payload: SettlePayload = {
+      sale_id: `${RETURN_PREFIX}${disputeId}`,
+      token_id: sale.token_id.toString(),
+      from: sale.buyer_wallet as Address,
+      to: sale.seller_wallet as Address,
+      price_cents: "0",
+      from_custody_index: custodyIndexOf(buyer, sale.buyer_wallet),
+    };
+    await this.deps.operations.request(trx, { key: settleKey(payload.sale_id), kind: SETTLE_OPERATION, payload: { ...payload } });
+  }
+
+  // ---- reads ----
+
+  async listTransactions(userId: string, filter: TransactionFilter, page: Page) {
+    const { rows, total } = await listTransactionsOf(this.deps.db, userId, filter, page);
+    return paginated(rows.map(toTransaction), page, total);
+  }
+
+  /** A transaction for one of its parties or an admin; anyone else 404 (it is private). */
+  async getTransaction(actor: Actor, id: string) {
+    const t = isId("transaction", id) ? await findTransaction(this.deps.db, id) : undefined;
+    if (!t || (actor.role !== "admin" && !isPartyOf(t, actor.userId))) throw ApiError.notFound("Transaction");
+    return toTransaction(t);
+  }
+
+  // ---- recovery ----
+
+  /** Re-enqueues charge jobs of sales whose process died while the job was locked (graphile-worker keeps it locked for hours). */
+  async recoverStuckCharges(): Promise<number> {
+    const { db } = this.deps;
+    const stuck = await repo.stuckPendingPayment(db, STUCK_CHARGE_MS, 100);
+    for (const { id } of stuck) {
+      await db.transaction().execute(async (trx) => {
+        await enqueue(trx, SALE_CHARGE_TASK, { sale_id: id }, { jobKey: `sale_charge_recover:${id}`, maxAttempts: 25 });
+        await trx.updateTable("sales").set({ updated_at: sql<Date>`now()` }).where("id", "=", id).execute();
+      });
+    }
+    return stuck.length;
+  }
+}
+
+const RETURN_PREFIX = "return:";
+
+function settleKey(saleId: string): string {
+  return `settle:${saleId}`;
+}
+
+function keyed(s: Settlement): KeyedFacts<Settlement> {
+  return { key: settleKey(s.saleId), facts: s };
+}
+
+function payloadOf(op: ChainOperation): SettlePayload {
+  return op.payload as unknown as SettlePayload;
+}
+
+/** The custody index of `wallet` when it is `user`'s custodial wallet (the platform signs for it); null for an external wallet. */
+function custodyIndexOf(user: User, wallet: string): number | null {
+  return user.wallet_kind === "custodial" && user.custody_index !== null && user.wallet_address.toLowerCase() === wallet.toLowerCase() ? user.custody_index : null;
+}
+
+
+/** An offer's webhook event, to its buyer and seller only. */
+export async function recordOfferEvent(
+  db: Db,
+  type: "offer.created" | "offer.accepted" | "offer.rejected" | "offer.expired",
+  offer: { id: string; listing_id: string; buyer_id: string; seller_id: string; amount_cents: bigint; expires_at: Date; decided_at: Date | null; transaction_id: string | null },
+  extra: Record<string, unknown> = {},
+): Promise<void> {
+  const at = iso(offer.decided_at ?? new Date());
+  const when = { "offer.created": { created_at: at }, "offer.accepted": { accepted_at: at }, "offer.rejected": { rejected_at: at }, "offer.expired": { expired_at: at } }[type];
+  await recordEvent(
+    db,
+    type,
+    {
+      offer_id: offer.id,
+      listing_id: offer.listing_id,
+      amount_usd: centsToUsd(offer.amount_cents),
+      buyer_id: offer.buyer_id,
+      seller_id: offer.seller_id,
+      expires_at: iso(offer.expires_at),
+      ...(offer.transaction_id ? { transaction_id: offer.transaction_id } : {}),
+      ...when,
+      ...extra,
+    },
+    [offer.buyer_id, offer.seller_id],
+  );
+}
+
+/** An offer's move as a ledger entry. */
+export function offerLedgerEntry(
+  kind: string,
+  offer: { id: string; listing_id: string; buyer_id: string; seller_id: string; amount_cents: bigint; status: string },
+  actorId: string | null,
+  extra: Record<string, unknown> = {},
+): LedgerAppend {
+  return {
+    kind,
+    subjectId: offer.id,
+    actorId,
+    parties: [offer.buyer_id, offer.seller_id],
+    data: { offer_id: offer.id, listing_id: offer.listing_id, amount_cents: offer.amount_cents.toString(), status: offer.status, ...extra },
+  };
+}

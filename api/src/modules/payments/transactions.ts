@@ -1,0 +1,160 @@
+import { type Insertable, sql } from "kysely";
+import type { Db } from "../../db/database.ts";
+import { centsToUsd, usdValue } from "../../lib/money.ts";
+import { type Page, paginate, paginationQuery, paginationSchema } from "../../lib/pagination.ts";
+import { idOf, timestamp } from "../../lib/schema.ts";
+import { iso, isoOrNull } from "../../lib/time.ts";
+import { z } from "../../openapi/zod.ts";
+import type { TransactionRow, TransactionsTable, TransactionStatus, TransactionType } from "./payments.tables.ts";
+
+/**
+ * The money records (`transactions`) every paying feature writes in its own database transaction,
+ * and the Transaction resource they answer as. Who may see one: its buyer, seller and recipient,
+ * and admins.
+ */
+
+export const TRANSACTION_TYPES = ["sale", "royalty_payout", "share_purchase", "ticket_purchase"] as const;
+export const TRANSACTION_STATUSES = ["pending", "completed", "failed", "refunded"] as const;
+
+export function insertTransaction(db: Db, row: Insertable<TransactionsTable>): Promise<TransactionRow> {
+  return db.insertInto("transactions").values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+export function findTransaction(db: Db, id: string): Promise<TransactionRow | undefined> {
+  return db.selectFrom("transactions").selectAll().where("id", "=", id).executeTakeFirst();
+}
+
+/** Moves a pending transaction to `completed` with what it settled to; undefined when it was not pending. */
+export function completeTransaction(
+  db: Db,
+  id: string,
+  facts: { feeCents?: bigint; royaltyCents?: bigint; payoutCents?: bigint | null; chargeId?: string | null; chainTx?: string | null; completedAt?: Date },
+): Promise<TransactionRow | undefined> {
+  return db
+    .updateTable("transactions")
+    .set({
+      status: "completed",
+      ...(facts.feeCents !== undefined ? { fee_cents: facts.feeCents } : {}),
+      ...(facts.royaltyCents !== undefined ? { royalty_cents: facts.royaltyCents } : {}),
+      ...(facts.payoutCents !== undefined ? { payout_cents: facts.payoutCents } : {}),
+      ...(facts.chargeId !== undefined ? { charge_id: facts.chargeId } : {}),
+      ...(facts.chainTx !== undefined ? { chain_tx: facts.chainTx } : {}),
+      completed_at: facts.completedAt ?? sql<Date>`now()`,
+      updated_at: sql<Date>`now()`,
+    })
+    .where("id", "=", id)
+    .where("status", "=", "pending")
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Moves a pending transaction to `failed`; undefined when it was not pending. */
+export function failTransaction(db: Db, id: string, reason: string, extra: { chargeId?: string | null } = {}): Promise<TransactionRow | undefined> {
+  return db
+    .updateTable("transactions")
+    .set({ status: "failed", failure_reason: reason, failed_at: sql<Date>`now()`, updated_at: sql<Date>`now()`, ...(extra.chargeId !== undefined ? { charge_id: extra.chargeId } : {}) })
+    .where("id", "=", id)
+    .where("status", "=", "pending")
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Moves completed transactions (a sale and its royalty payout) to `refunded`; the rows moved. */
+export function refundTransactions(db: Db, ids: readonly string[]): Promise<TransactionRow[]> {
+  if (ids.length === 0) return Promise.resolve([]);
+  return db
+    .updateTable("transactions")
+    .set({ status: "refunded", refunded_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+    .where("id", "in", [...ids])
+    .where("status", "=", "completed")
+    .returningAll()
+    .execute();
+}
+
+export function childTransactions(db: Db, parentId: string): Promise<TransactionRow[]> {
+  return db.selectFrom("transactions").selectAll().where("parent_id", "=", parentId).orderBy("id").execute();
+}
+
+export interface TransactionFilter {
+  type?: TransactionType | undefined;
+  status?: TransactionStatus | undefined;
+  role?: "buyer" | "seller" | "recipient" | undefined;
+}
+
+/** The transactions `userId` is a party of (buyer, seller or recipient), newest first. */
+export function listTransactionsOf(db: Db, userId: string, filter: TransactionFilter, page: Page) {
+  let query = db.selectFrom("transactions").where((eb) => {
+    switch (filter.role) {
+      case "buyer":
+        return eb("buyer_id", "=", userId);
+      case "seller":
+        return eb("seller_id", "=", userId);
+      case "recipient":
+        return eb("recipient_id", "=", userId);
+      default:
+        return eb.or([eb("buyer_id", "=", userId), eb("seller_id", "=", userId), eb("recipient_id", "=", userId)]);
+    }
+  });
+  if (filter.type) query = query.where("type", "=", filter.type);
+  if (filter.status) query = query.where("status", "=", filter.status);
+  return paginate(query, page, (q) => q.selectAll().orderBy("created_at", "desc").orderBy("id", "desc"));
+}
+
+export function isPartyOf(t: TransactionRow, userId: string): boolean {
+  return t.buyer_id === userId || t.seller_id === userId || t.recipient_id === userId;
+}
+
+export const transactionSchema = z
+  .object({
+    tx_id: idOf("transaction"),
+    type: z.enum(TRANSACTION_TYPES).openapi({ description: "sale (buyer and seller), royalty_payout (to the artist, on a secondary sale), share_purchase, ticket_purchase" }),
+    artwork_id: idOf("artwork").nullable(),
+    amount_usd: usdValue.openapi({ description: "What was paid (a sale's price, a royalty payout's amount)" }),
+    currency: z.literal("USD"),
+    status: z.enum(TRANSACTION_STATUSES).openapi({ description: "pending -> completed / failed / refunded (CONTRACT §5)" }),
+    buyer_id: idOf("user").nullable(),
+    seller_id: idOf("user").nullable(),
+    recipient_id: idOf("user").nullable().openapi({ description: "Who receives the money: the seller of a sale, the artist of a royalty payout" }),
+    related_tx_id: idOf("transaction").nullable().openapi({ description: "A royalty payout's sale" }),
+    platform_fee_usd: usdValue.openapi({ description: "The platform's fee kept from a sale (PLATFORM_FEE_BPS)" }),
+    royalty_usd: usdValue.openapi({ description: "The artist's royalty kept from a sale (ERC-2981 royaltyInfo of the certificate), 0 on a primary sale" }),
+    payout_usd: usdValue.nullable().openapi({ description: "What the recipient is paid: a sale's price net of fee and royalty (the disbursement); null until completed" }),
+    on_chain_tx: z.string().nullable().openapi({ description: "The transaction that moved the certificate (a sale) on-chain" }),
+    failure_reason: z.string().nullable(),
+    created_at: timestamp,
+    completed_at: timestamp.nullable(),
+    refunded_at: timestamp.nullable(),
+  })
+  .openapi("Transaction");
+
+export const transactionListSchema = z.object({ data: z.array(transactionSchema), pagination: paginationSchema }).openapi("TransactionList");
+
+export const transactionsQuery = z.object({
+  type: z.enum(TRANSACTION_TYPES).optional(),
+  status: z.enum(TRANSACTION_STATUSES).optional(),
+  role: z.enum(["buyer", "seller", "recipient"]).optional().openapi({ description: "Only those where you are the buyer, the seller or the recipient (default: any)" }),
+  ...paginationQuery(),
+});
+
+export function toTransaction(t: TransactionRow): z.infer<typeof transactionSchema> {
+  return {
+    tx_id: t.id,
+    type: t.type,
+    artwork_id: t.artwork_id,
+    amount_usd: centsToUsd(t.amount_cents),
+    currency: "USD",
+    status: t.status,
+    buyer_id: t.buyer_id,
+    seller_id: t.seller_id,
+    recipient_id: t.recipient_id,
+    related_tx_id: t.parent_id,
+    platform_fee_usd: centsToUsd(t.fee_cents),
+    royalty_usd: centsToUsd(t.royalty_cents),
+    payout_usd: t.payout_cents === null ? null : centsToUsd(t.payout_cents),
+    on_chain_tx: t.chain_tx,
+    failure_reason: t.failure_reason,
+    created_at: iso(t.created_at),
+    completed_at: isoOrNull(t.completed_at),
+    refunded_at: isoOrNull(t.refunded_at),
+  };
+}

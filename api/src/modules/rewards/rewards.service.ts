@@ -1,0 +1,273 @@
+import { type Kysely, sql, type Transaction } from "kysely";
+import type { Database } from "../../db/database.ts";
+import { type Transact, transactOn } from "../../db/transact.ts";
+import type { OutboxEvent } from "../../jobs/outbox.ts";
+import { randomCode } from "../../lib/codes.ts";
+import { ApiError, found } from "../../lib/errors.ts";
+import { isId, newId } from "../../lib/ids.ts";
+import { centsToUsd, usdToCents } from "../../lib/money.ts";
+import { type Page, paginate, paginated } from "../../lib/pagination.ts";
+import { iso } from "../../lib/time.ts";
+import type { Actor } from "../artworks/artworks.service.ts";
+import { type Earning, earningsOf, nextThreshold, TIERS } from "./rewards.rules.ts";
+import type { RewardCreate, RewardPatch } from "./rewards.schemas.ts";
+import type { Reward } from "./rewards.tables.ts";
+
+/**
+ * Where a discount reward goes: an order of the user awaiting payment (ticket orders, `ord_…`).
+ * `apply` runs in the redemption's transaction; null refuses (not the user's, not awaiting payment,
+ * discounted already).
+ */
+export interface DiscountTarget {
+  prefix: string;
+  apply(trx: Transaction<Database>, userId: string, orderId: string, discount: { pct?: number; usdCents?: bigint }): Promise<{ applied_cents: bigint; description: string } | null>;
+}
+
+/** The tier of `lifetime_points` in SQL (TIERS), for the statement that moves the points. */
+const tierCase = (lifetime: ReturnType<typeof sql>) =>
+  sql`case ${sql.join(
+    [...TIERS].reverse().map((t) => sql`when ${lifetime} >= ${t.from} then ${t.tier}`),
+    sql` `,
+  )} end`;
+
+/**
+ * Rewards (README, Rewards): points earned from what users do elsewhere (the outbox handler: the
+ * producing modules know nothing of rewards), a catalog admins manage, and redemptions that never
+ * overspend (one conditional UPDATE of the balance) nor oversell (one of the stock).
+ */
+export class RewardsService {
+  private readonly targets: DiscountTarget[] = [];
+
+  constructor(private readonly deps: { db: Kysely<Database> }) {}
+
+  registerDiscountTarget(target: DiscountTarget): void {
+    this.targets.push(target);
+  }
+
+  // ---- earning ----
+
+  /** The outbox handler: the event's earnings, each once (its source key), in one transaction. */
+  readonly onEvent = async (event: OutboxEvent): Promise<void> => {
+    const earnings = await earningsOf(event, async (artworkId) => (await this.deps.db.selectFrom("artworks").select("artist_id").where("id", "=", artworkId).executeTakeFirst())?.artist_id ?? null);
+    if (earnings.length === 0) return;
+    await this.deps.db.transaction().execute(async (trx) => {
+      for (const earning of earnings) await this.earn(trx, event.id, earning);
+    });
+  };
+
+  /**
+   * Writes one earning unless its source key was written before; the user's sums move with it
+   * (`updated_at` stays the profile's: points have their own timestamps in the ledger).
+   */
+  private async earn(trx: Transaction<Database>, eventId: string, e: Earning): Promise<void> {
+    const inserted = await trx
+      .insertInto("reward_ledger")
+      .values({ id: newId("rewardEvent"), user_id: e.userId, type: "earned", points: e.points, reason: e.reason, reference_id: e.referenceId, source_key: `${eventId}:${e.rule}:${e.userId}` })
+      .onConflict((oc) => oc.column("source_key").doNothing())
+      .returning("id")
+      .executeTakeFirst();
+    if (!inserted) return;
+    await trx
+      .updateTable("users")
+      .set({
+        service_points: sql<number>`service_points + ${e.points}`,
+        lifetime_points: sql<number>`lifetime_points + ${e.points}`,
+        tier: tierCase(sql`lifetime_points + ${e.points}`) as never,
+      })
+      .where("id", "=", e.userId)
+      .execute();
+  }
+
+  // ---- reads ----
+
+  async balance(userId: string) {
+    const u = await this.deps.db.selectFrom("users").select(["id", "service_points", "lifetime_points", "tier"]).where("id", "=", userId).executeTakeFirstOrThrow();
+    const next = nextThreshold(u.lifetime_points);
+    return {
+      user_id: u.id,
+      service_points: u.service_points,
+      tier: u.tier,
+      tier_threshold_next: next,
+      points_to_next_tier: next === null ? null : next - u.lifetime_points,
+      lifetime_earned: u.lifetime_points,
+    };
+  }
+
+  /** The caller's own ledger, newest first. */
+  async history(userId: string, page: Page) {
+    const query = this.deps.db.selectFrom("reward_ledger").where("user_id", "=", userId);
+    const { rows, total } = await paginate(query, page, (q) => q.selectAll().orderBy("created_at", "desc").orderBy("id", "desc"));
+    return paginated(
+      rows.map((r) => ({ event_id: r.id, type: r.type, points: r.points, reason: r.reason, reference_id: r.reference_id, created_at: iso(r.created_at) })),
+      page,
+      total,
+    );
+  }
+
+  async catalog(page: Page, all = false) {
+    const query = all ? this.deps.db.selectFrom("rewards") : this.deps.db.selectFrom("rewards").where("active", "=", true);
+    const { rows, total } = await paginate(query, page, (q) => q.selectAll().orderBy("points_cost").orderBy("id"));
+    return paginated(rows.map(toReward), page, total);
+  }
+
+  // ---- catalog (admins) ----
+
+  create(actor: Actor, input: RewardCreate, transact: Transact = transactOn(this.deps.db)) {
+    return transact(async (trx) => {
+      const row = await trx
+        .insertInto("rewards")
+        .values({
+          id: newId("reward"),
+          name: input.name,
+          points_cost: input.points_cost,
+          kind: input.kind,
+          discount_pct: input.discount_pct ?? null,
+          discount_cents: input.discount_usd !== undefined ? usdToCents(input.discount_usd) : null,
+          stock: input.stock ?? null,
+          active: input.active,
+          created_by: actor.userId,
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      return toReward(row);
+    });
+  }
+
+  /** Name, cost, stock (not below what was redeemed: 409) and `active`; the kind and discount stay. */
+  async update(id: string, patch: RewardPatch) {
+    return this.deps.db.transaction().execute(async (trx) => {
+      const reward = found(isId("reward", id) ? await trx.selectFrom("rewards").selectAll().where("id", "=", id).forUpdate().executeTakeFirst() : undefined, "Reward");
+      if (patch.stock !== undefined && patch.stock !== null && patch.stock < reward.redeemed_count) {
+        throw ApiError.conflict("invalid_state", `${reward.redeemed_count} were redeemed already: the stock cannot go below that`);
+      }
+      const row = await trx
+        .updateTable("rewards")
+        .set({
+          ...(patch.name !== undefined ? { name: patch.name } : {}),
+          ...(patch.points_cost !== undefined ? { points_cost: patch.points_cost } : {}),
+          ...(patch.stock !== undefined ? { stock: patch.stock } : {}),
+          ...(patch.active !== undefined ? { active: patch.active } : {}),
+          updated_at: sql<Date>`now()`,
+        })
+        .where("id", "=", reward.id)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      return toReward(row);
+    });
+  }
+
+  // ---- redemption ----
+
+  /**
+   * Spends `points_to_spend` (exactly the reward's cost, else 400) on a reward: the stock and the
+   * balance move by conditional UPDATEs in the request's transaction (409 invalid_state when out of
+   * stock or inactive, 409 insufficient_points), with the ledger row, the redemption and its
+   * answer. A code reward answers a new activation code; a discount reward goes to `order_id`, an
+   * order of the caller awaiting payment (refused with nothing spent otherwise).
+   */
+  async redeem(actor: Actor, input: { reward_id: string; points_to_spend: number; order_id?: string | undefined }, transact: Transact) {
+    const reward = found(isId("reward", input.reward_id) ? await this.deps.db.selectFrom("rewards").selectAll().where("id", "=", input.reward_id).executeTakeFirst() : undefined, "Reward");
+    if (input.points_to_spend !== reward.points_cost) {
+      throw ApiError.validation([{ field: "points_to_spend", code: "invalid_value", message: `must equal the reward's cost, ${reward.points_cost} points` }]);
+    }
+    if (reward.kind === "discount" && input.order_id === undefined) {
+      throw ApiError.validation([{ field: "order_id", code: "required", message: "a discount reward applies to an order of yours awaiting payment: name it" }]);
+    }
+    if (reward.kind === "code" && input.order_id !== undefined) {
+      throw ApiError.validation([{ field: "order_id", code: "invalid_value", message: "a code reward applies to no order" }]);
+    }
+    return transact(async (trx) => {
+      const taken = await trx
+        .updateTable("rewards")
+        .set({ redeemed_count: sql<number>`redeemed_count + 1`, updated_at: sql<Date>`now()` })
+        .where("id", "=", reward.id)
+        .where("active", "=", true)
+        .where(sql<boolean>`(stock is null or redeemed_count < stock)`)
+        .returningAll()
+        .executeTakeFirst();
+      if (!taken) {
+        const now = await trx.selectFrom("rewards").select(["active", "stock", "redeemed_count"]).where("id", "=", reward.id).executeTakeFirstOrThrow();
+        throw ApiError.conflict("invalid_state", now.active ? `The reward is out of stock (${now.stock} redeemed)` : "The reward is not active");
+      }
+      if (taken.points_cost !== input.points_to_spend) {
+        throw ApiError.validation([{ field: "points_to_spend", code: "invalid_value", message: `must equal the reward's cost, ${taken.points_cost} points` }]);
+      }
+      const spent = await trx
+        .updateTable("users")
+        .set({ service_points: sql<number>`service_points - ${taken.points_cost}` })
+        .where("id", "=", actor.userId)
+        .where("service_points", ">=", taken.points_cost)
+        .returning("service_points")
+        .executeTakeFirst();
+      if (!spent) {
+        const { service_points } = await trx.selectFrom("users").select("service_points").where("id", "=", actor.userId).executeTakeFirstOrThrow();
+        throw new ApiError(409, "insufficient_points", `The reward costs ${taken.points_cost} points; your balance is ${service_points}`, { balance: service_points });
+      }
+      const id = newId("redemption");
+      let discountCents: bigint | null = null;
+      let description = taken.name;
+      if (taken.kind === "discount") {
+        const target = this.targets.find((t) => input.order_id!.startsWith(`${t.prefix}_`));
+        const applied = target
+          ? await target.apply(trx, actor.userId, input.order_id!, taken.discount_pct !== null ? { pct: taken.discount_pct } : { usdCents: taken.discount_cents! })
+          : null;
+        if (!applied) {
+          throw ApiError.conflict("invalid_state", `${input.order_id} is not an order of yours awaiting payment (or it has a discount already): nothing was spent`);
+        }
+        discountCents = applied.applied_cents;
+        description = `${taken.name}: ${applied.description}`;
+      }
+      await trx
+        .insertInto("reward_ledger")
+        .values({ id: newId("rewardEvent"), user_id: actor.userId, type: "redeemed", points: -taken.points_cost, reason: `Redeemed: ${taken.name}`, reference_id: id, source_key: `redemption:${id}` })
+        .execute();
+      const row = await trx
+        .insertInto("reward_redemptions")
+        .values({
+          id,
+          user_id: actor.userId,
+          reward_id: taken.id,
+          reward_name: description,
+          points_spent: taken.points_cost,
+          activation_code: taken.kind === "code" ? activationCode() : null,
+          order_id: input.order_id ?? null,
+          discount_cents: discountCents,
+          remaining_balance: spent.service_points,
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      return {
+        redemption_id: row.id,
+        reward_id: row.reward_id,
+        reward: row.reward_name,
+        points_spent: row.points_spent,
+        remaining_balance: row.remaining_balance,
+        activation_code: row.activation_code,
+        order_id: row.order_id,
+        discount_usd: row.discount_cents === null ? null : centsToUsd(row.discount_cents),
+        redeemed_at: iso(row.created_at),
+      };
+    });
+  }
+}
+
+/** XXXX-XXXX-XXXX-XXXX: 80 random bits in Crockford base 32, unguessable and easy to type. */
+function activationCode(): string {
+  return randomCode(16).match(/.{4}/g)!.join("-");
+}
+
+function toReward(r: Reward) {
+  return {
+    reward_id: r.id,
+    name: r.name,
+    points_cost: r.points_cost,
+    kind: r.kind,
+    discount_pct: r.discount_pct,
+    discount_usd: r.discount_cents === null ? null : centsToUsd(r.discount_cents),
+    stock: r.stock,
+    remaining: r.stock === null ? null : r.stock - r.redeemed_count,
+    active: r.active,
+    created_at: iso(r.created_at),
+    updated_at: iso(r.updated_at),
+  };
+}

@@ -1,0 +1,539 @@
+/**
+ * Platform events and tickets on real pieces (Postgres, the sandbox processor, the API over HTTP, its
+ * worker): admins' events with schedules and speakers, filters and date bounds, tickets that never
+ * oversell under 100 concurrent buyers, declines that release seats, check-in once, cancellation
+ * with refunds, the calendar entry, the access matrix and refused inputs that change nothing.
+ */
+import { randomBytes } from "node:crypto";
+import { beforeAll, describe, expect, it } from "vitest";
+import { useArtworkPlatform } from "../support/artworks.ts";
+import { waitFor } from "../support/wait.ts";
+import { adminToken, createUser, expectProblem, type TestResponse, type TestUser } from "./helpers.ts";
+
+// One processor attempt per charge run, so that a transient failure reaches the order's own retry (its job).
+const p = useArtworkPlatform({ MARKETPLACE_CHARGE_ATTEMPTS: "2", PAYMENT_MAX_ATTEMPTS: "1", PAYMENT_RETRY_BASE_MS: "5", TICKET_HOLD_SECONDS: "5" });
+
+const DAY = 86_400_000;
+const at = (ms: number) => new Date(ms).toISOString();
+const FAKE = { event: "evt_01JD3Y5V0Q3G7W7J6T4N4C2X1M", ticket: "tkt_01JD3Y5V0Q3G7W7J6T4N4C2X1M", order: "ord_01JD3Y5V0Q3G7W7J6T4N4C2X1M" };
+
+describe("platform events and tickets", () => {
+  let admin: string;
+  let artist: TestUser;
+  let artist2: TestUser;
+  let buyer: TestUser;
+  let other: TestUser;
+  let reader: TestUser;
+  /** A location no other test uses, so that list filters see only this file's events. */
+  const place = `Lisbon-${randomBytes(3).toString("hex")}`;
+
+  const req = (method: string, path: string, token?: string, body?: unknown, headers: Record<string, string> = {}) => p.api.request(method, path, { token, body, headers });
+  const create = (body: Record<string, unknown>, token = admin) => req("POST", "/v1/events", token, body);
+  const buy = (user: TestUser | string, eventId: string, body: Record<string, unknown>, key?: string) =>
+    req("POST", `/v1/events/${eventId}/tickets`, typeof user === "string" ? user : user.token, body, key ? { "Idempotency-Key": key } : {});
+  const detail = async (id: string) => (await req("GET", `/v1/events/${id}`)).body;
+  const count = async (table: "platform_events" | "ticket_orders" | "tickets" | "transactions" | "sandbox_charges" | "sandbox_refunds") =>
+    Number((await p.db.selectFrom(table).select((eb) => eb.fn.countAll().as("n")).executeTakeFirstOrThrow()).n);
+  const eventsOf = async (type: string) =>
+    (await p.db.selectFrom("outbox_events").select(["payload", "audience"]).where("event_type", "=", type).execute()).map((e) => ({
+      payload: (typeof e.payload === "string" ? JSON.parse(e.payload) : e.payload) as Record<string, unknown>,
+      audience: [...e.audience].sort(),
+    }));
+  const hybrid = (over: Record<string, unknown> = {}) => ({
+    title: "Night of the Prints",
+    type: "exhibition",
+    format: "hybrid",
+    location: place,
+    starts_at: at(Date.now() + 10 * DAY),
+    ends_at: at(Date.now() + 10 * DAY + 4 * 3_600_000),
+    tickets: { virtual: { price_usd: 5 }, in_person: { price_usd: 25, capacity: 50 } },
+    ...over,
+  });
+  const expectCreated = (res: TestResponse) => {
+    expect(res.status, res.text).toBe(201);
+    return res.body as { event_id: string } & Record<string, any>;
+  };
+
+  beforeAll(async () => {
+    [admin, artist, artist2, buyer, other, reader] = await Promise.all([
+      adminToken(p.api),
+      createUser(p.api, { role: "artist" }),
+      createUser(p.api, { role: "artist" }),
+      createUser(p.api, { scope: ["write"] }),
+      createUser(p.api, { scope: ["write"] }),
+      createUser(p.api, { scope: ["users:read", "artworks:read"] }),
+    ]);
+  }, 60_000);
+
+  it("creates an event with artists, speakers and a schedule that names them; only admins create, edit and cancel", async () => {
+    const start = Date.now() + 20 * DAY;
+    const body = hybrid({
+      title: "Talk: ink and code",
+      type: "talk",
+      starts_at: at(start),
+      ends_at: at(start + 3 * 3_600_000),
+      featured: true,
+      description: "Two artists on printing.",
+      artist_ids: [artist.id, artist2.id],
+      speakers: [{ name: "Ada", bio: "Printmaker", user_id: artist.id }, { name: "Grace" }],
+      schedule: [
+        { starts_at: at(start + 3_600_000), ends_at: at(start + 2 * 3_600_000), title: "Panel", speaker_ids: [0, 1] },
+        { starts_at: at(start), ends_at: at(start + 3_600_000), title: "Opening", speaker_ids: [1] },
+      ],
+    });
+    // Access: anonymous, a user, a token without the admin scope.
+    expectProblem(await req("POST", "/v1/events", undefined, body), 401, "unauthenticated");
+    expectProblem(await create(body, buyer.token), 403, "insufficient_scope");
+    expect(await count("platform_events")).toBe(0);
+
+    const e = expectCreated(await create(body));
+    expect(e.event_id).toMatch(/^evt_/);
+    expect(e).toMatchObject({ title: "Talk: ink and code", type: "talk", format: "hybrid", location: place, featured: true, artists_count: 2, status: "scheduled", description: "Two artists on printing." });
+    expect(e.artists.map((a: { id: string }) => a.id)).toEqual([artist.id, artist2.id]);
+    expect(e.speakers).toHaveLength(2);
+    const [ada, grace] = e.speakers as { id: string; name: string; user_id: string | null; bio: string | null }[];
+    expect(ada).toMatchObject({ name: "Ada", bio: "Printmaker", user_id: artist.id });
+    expect(grace).toMatchObject({ name: "Grace", bio: null, user_id: null });
+    expect(ada!.id).toMatch(/^spk_/);
+    // Sorted by time, speakers named by id.
+    expect(e.schedule).toEqual([
+      { starts_at: at(start), ends_at: at(start + 3_600_000), title: "Opening", speaker_ids: [grace!.id] },
+      { starts_at: at(start + 3_600_000), ends_at: at(start + 2 * 3_600_000), title: "Panel", speaker_ids: [ada!.id, grace!.id] },
+    ]);
+    expect(e.tickets).toEqual({
+      virtual: { price_usd: 5, available: true, capacity: null, remaining: null },
+      in_person: { price_usd: 25, available: true, capacity: 50, remaining: 50 },
+    });
+    expect(await detail(e.event_id)).toEqual(e);
+
+    // Edit: a user may not; an admin changes fields, keeps a speaker by id, the schedule by id.
+    expectProblem(await req("PATCH", `/v1/events/${e.event_id}`, buyer.token, { title: "x" }), 403, "insufficient_scope");
+    const edited = await req("PATCH", `/v1/events/${e.event_id}`, admin, {
+      title: "Talk: ink, code and paper",
+      speakers: [{ id: ada!.id, name: "Ada L." }],
+      schedule: [{ starts_at: at(start), ends_at: at(start + 3_600_000), title: "Solo", speaker_ids: [ada!.id] }],
+      tickets: { virtual: { price_usd: 7, capacity: 100 }, in_person: { price_usd: 30, capacity: 40 } },
+    });
+    expect(edited.status, edited.text).toBe(200);
+    expect(edited.body.title).toBe("Talk: ink, code and paper");
+    expect(edited.body.speakers).toEqual([{ id: ada!.id, name: "Ada L.", bio: null, user_id: null }]);
+    expect(edited.body.schedule).toEqual([{ starts_at: at(start), ends_at: at(start + 3_600_000), title: "Solo", speaker_ids: [ada!.id] }]);
+    expect(edited.body.tickets.in_person).toEqual({ price_usd: 30, available: true, capacity: 40, remaining: 40 });
+    expect(edited.body.tickets.virtual).toEqual({ price_usd: 7, available: true, capacity: 100, remaining: 100 });
+    // The removed speaker cannot stay in the schedule.
+    expectProblem(await req("PATCH", `/v1/events/${e.event_id}`, admin, { speakers: [{ name: "Someone else" }] }), 400, "validation_failed");
+
+    // Cancel: a user may not; unknown ids 404.
+    expectProblem(await req("DELETE", `/v1/events/${e.event_id}`, buyer.token), 403, "insufficient_scope");
+    expectProblem(await req("DELETE", `/v1/events/${FAKE.event}`, admin), 404, "not_found");
+    expectProblem(await req("PATCH", `/v1/events/${FAKE.event}`, admin, { title: "x" }), 404, "not_found");
+    expectProblem(await req("GET", `/v1/events/${FAKE.event}`), 404, "not_found");
+    expectProblem(await req("GET", "/v1/events/not-an-id"), 404, "not_found");
+  });
+
+  it("refuses bad event bodies with a problem and stores nothing", async () => {
+    const before = await count("platform_events");
+    const ok = hybrid();
+    for (const bad of [
+      {},
+      { ...ok, ends_at: ok.starts_at },
+      { ...ok, ends_at: at(Date.parse(ok.starts_at) - 1000) },
+      { ...ok, type: "party" },
+      { ...ok, format: "mixed" },
+      { ...ok, title: "" },
+      { ...ok, starts_at: "tomorrow" },
+      { ...ok, extra: 1 },
+      { ...ok, format: "virtual" }, // in_person tickets for a virtual event
+      { ...ok, format: "in_person" }, // virtual tickets for an in-person event
+      { ...ok, tickets: { in_person: { price_usd: 10 } } }, // in-person without a capacity
+      { ...ok, tickets: { in_person: { price_usd: -1, capacity: 5 } } },
+      { ...ok, tickets: { in_person: { price_usd: 1.234, capacity: 5 } } },
+      { ...ok, tickets: { virtual: { price_usd: 1, capacity: 0 } } },
+      { ...ok, tickets: { balcony: { price_usd: 1 } } },
+      { ...ok, artist_ids: [buyer.id] }, // not an artist
+      { ...ok, artist_ids: [artist.id, artist.id] },
+      { ...ok, artist_ids: ["usr_01JD3Y5V0Q3G7W7J6T4N4C2X1M"] },
+      { ...ok, speakers: [{ name: "A" }], schedule: [{ starts_at: ok.starts_at, ends_at: ok.ends_at, title: "t", speaker_ids: [1] }] },
+      { ...ok, schedule: [{ starts_at: at(Date.parse(ok.starts_at) - 1000), ends_at: ok.ends_at, title: "early" }] },
+      { ...ok, schedule: [{ starts_at: ok.ends_at, ends_at: ok.starts_at, title: "backwards" }] },
+      { ...ok, speakers: [{ name: "A", id: "spk_01JD3Y5V0Q3G7W7J6T4N4C2X1M" }] },
+      { ...ok, speakers: [{ name: "A", user_id: "nobody" }] },
+    ]) {
+      const res = await create(bad as Record<string, unknown>);
+      expectProblem(res, 400, "validation_failed");
+    }
+    expect(await count("platform_events")).toBe(before);
+  });
+
+  it("lists events by type, location, featured and inclusive date bounds; upcoming by default, past ones by `to`", async () => {
+    const day0 = Date.UTC(2031, 4, 10); // 2031-05-10, far from the other tests' events
+    const mk = async (title: string, over: Record<string, unknown>) => expectCreated(await create({ ...hybrid({ title, location: `${place} Harbour` }), ...over })).event_id;
+    const a = await mk("A", { type: "exhibition", starts_at: at(day0 + 10 * 3_600_000), ends_at: at(day0 + 12 * 3_600_000), featured: true });
+    const b = await mk("B", { type: "workshop", starts_at: at(day0 + DAY + 23 * 3_600_000), ends_at: at(day0 + 2 * DAY + 3_600_000) }); // 05-11 23:00 .. 05-12 01:00
+    const c = await mk("C", { type: "fair", starts_at: at(day0 + 3 * DAY), ends_at: at(day0 + 3 * DAY + 3_600_000) }); // 05-13
+    const past = await mk("Past", { type: "talk", format: "virtual", tickets: { virtual: { price_usd: 0 } }, starts_at: at(Date.now() - 3 * DAY), ends_at: at(Date.now() - 2 * DAY) });
+    const ids = async (query: string) => {
+      const res = await req("GET", `/v1/events?location=${encodeURIComponent(`${place} harbour`)}&${query}`);
+      expect(res.status, res.text).toBe(200);
+      return (res.body.data as { event_id: string }[]).map((e) => e.event_id);
+    };
+    expect(await ids("")).toEqual([a, b, c]);
+    expect(await ids("type=workshop")).toEqual([b]);
+    expect(await ids("featured=true")).toEqual([a]);
+    expect(await ids("featured=false")).toEqual([b, c]);
+    expect(await ids("from=2031-05-10&to=2031-05-10")).toEqual([a]);
+    expect(await ids("from=2031-05-11&to=2031-05-11")).toEqual([b]); // starts on the 11th
+    expect(await ids("from=2031-05-12&to=2031-05-12")).toEqual([b]); // still running on the 12th
+    expect(await ids("from=2031-05-12")).toEqual([b, c]);
+    expect(await ids("to=2031-05-11")).toContain(past);
+    expect(await ids("to=2031-05-11")).toEqual([past, a, b]);
+    // Pagination and the list item's fields.
+    const page = await req("GET", `/v1/events?location=${encodeURIComponent(place)}%20Harbour&limit=2&page=2`);
+    expect(page.body.pagination).toEqual({ page: 2, limit: 2, total: 3, has_more: false });
+    expect(Object.keys(page.body.data[0]).sort()).toEqual(["artists_count", "ends_at", "event_id", "featured", "format", "location", "starts_at", "status", "title", "type"]);
+    for (const q of ["type=party", "from=2031-13-01", "to=yesterday", "featured=yes", "limit=0", "page=0"]) expectProblem(await req("GET", `/v1/events?${q}`), 400, "invalid_parameter");
+  });
+
+  it("sells exactly the seats there are to 100 concurrent buyers: 50 confirmed, 50 refused with nothing charged", async () => {
+    const e = expectCreated(await create(hybrid({ format: "in_person", tickets: { in_person: { price_usd: 40, capacity: 50 } } })));
+    const buyers = await Promise.all(Array.from({ length: 100 }, () => createUser(p.api, { scope: ["events:write", "events:read"] })));
+    const answers = await Promise.all(buyers.map((u) => buy(u, e.event_id, { kind: "in_person", quantity: 1, payment_method_id: "pm_card_visa" })));
+    const statuses = answers.map((r) => r.status);
+    expect(statuses.filter((s) => s === 201)).toHaveLength(50);
+    expect(statuses.filter((s) => s === 409)).toHaveLength(50);
+    for (const r of answers.filter((x) => x.status === 409)) {
+      expectProblem(r, 409, "insufficient_tickets");
+      expect(r.body.remaining).toBe(0);
+    }
+    const orders = answers.filter((r) => r.status === 201).map((r) => r.body);
+    expect(orders.every((o) => o.status === "confirmed" && o.tickets.length === 1 && o.total_usd === 40)).toBe(true);
+    expect(new Set(orders.map((o) => o.tickets[0].code)).size).toBe(50);
+    expect((await detail(e.event_id)).tickets.in_person).toEqual({ price_usd: 40, available: false, capacity: 50, remaining: 0 });
+    // Charges equal seats: one succeeded charge per confirmed order, none for the refused.
+    const charges = await p.db.selectFrom("sandbox_charges").select(["idempotency_key", "amount_cents", "status"]).where("idempotency_key", "in", orders.map((o) => `ticket_order:${o.order_id}`)).execute();
+    expect(charges).toHaveLength(50);
+    expect(charges.every((c) => c.status === "succeeded" && Number(c.amount_cents) === 4000)).toBe(true);
+    const allOrders = await p.db.selectFrom("ticket_orders").select(["status"]).where("event_id", "=", e.event_id).execute();
+    expect(allOrders).toHaveLength(50);
+    const txns = await p.db.selectFrom("transactions").select(["status", "type", "amount_cents"]).where("reference_id", "in", orders.map((o) => o.order_id)).execute();
+    expect(txns).toHaveLength(50);
+    expect(txns.every((t) => t.status === "completed" && t.type === "ticket_purchase" && Number(t.amount_cents) === 4000)).toBe(true);
+    const row = await p.db.selectFrom("platform_events").select(["in_person_sold"]).where("id", "=", e.event_id).executeTakeFirstOrThrow();
+    expect(row.in_person_sold).toBe(50);
+  }, 120_000);
+
+  it("issues tickets with codes, answers an idempotent replay once, and tells only the buyer (ticket.purchased)", async () => {
+    const e = expectCreated(await create(hybrid()));
+    const key = `tickets-${randomBytes(4).toString("hex")}`;
+    const first = await buy(buyer, e.event_id, { kind: "in_person", quantity: 3, payment_method_id: "pm_card_visa" }, key);
+    expect(first.status, first.text).toBe(201);
+    const order = first.body;
+    expect(order).toMatchObject({ event_id: e.event_id, buyer_id: buyer.id, kind: "in_person", quantity: 3, unit_price_usd: 25, total_usd: 75, status: "confirmed", failure_reason: null });
+    expect(order.order_id).toMatch(/^ord_/);
+    expect(order.tickets).toHaveLength(3);
+    for (const t of order.tickets) {
+      expect(t).toMatchObject({ event_id: e.event_id, order_id: order.order_id, holder_id: buyer.id, kind: "in_person", status: "valid", checked_in_at: null });
+      expect(t.code).toMatch(/^[0-9A-HJKMNP-TV-Z]{26}$/);
+    }
+    // The same key: the stored answer (taken with the reservation), no second order or charge.
+    const replay = await buy(buyer, e.event_id, { kind: "in_person", quantity: 3, payment_method_id: "pm_card_visa" }, key);
+    expect(replay.body.order_id).toBe(order.order_id);
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    expect(await p.db.selectFrom("ticket_orders").select("id").where("event_id", "=", e.event_id).execute()).toHaveLength(1);
+    expect(await p.db.selectFrom("sandbox_charges").select("id").where("idempotency_key", "=", `ticket_order:${order.order_id}`).execute()).toHaveLength(1);
+    expect((await detail(e.event_id)).tickets.in_person.remaining).toBe(47);
+    const txn = await req("GET", `/v1/marketplace/transactions/${order.transaction_id}`, buyer.token);
+    expect(txn.status, txn.text).toBe(200);
+    expect(txn.body).toMatchObject({ type: "ticket_purchase", status: "completed", amount_usd: 75 });
+
+    const purchased = (await eventsOf("ticket.purchased")).filter((x) => x.payload.order_id === order.order_id);
+    expect(purchased).toHaveLength(1);
+    expect(purchased[0]!.audience).toEqual([buyer.id]);
+    expect(purchased[0]!.payload).toMatchObject({ event_id: e.event_id, buyer_id: buyer.id, quantity: 3, total_usd: 75, ticket_ids: order.tickets.map((t: { ticket_id: string }) => t.ticket_id) });
+
+    // Free virtual tickets need no payment method and charge nothing.
+    const free = expectCreated(await create(hybrid({ format: "virtual", tickets: { virtual: { price_usd: 0 } } })));
+    const gratis = await buy(other, free.event_id, { kind: "virtual", quantity: 2 });
+    expect(gratis.status, gratis.text).toBe(201);
+    expect(gratis.body).toMatchObject({ status: "confirmed", total_usd: 0, transaction_id: null });
+    expect(gratis.body.tickets).toHaveLength(2);
+  });
+
+  it("refuses bad purchases with a problem and changes nothing; a decline releases the seats (402)", async () => {
+    const e = expectCreated(await create(hybrid({ tickets: { virtual: { price_usd: 5, capacity: 3 }, in_person: { price_usd: 25, capacity: 10 } } })));
+    const virtualOnly = expectCreated(await create(hybrid({ format: "virtual", tickets: { virtual: { price_usd: 5 } } })));
+    const ended = expectCreated(await create(hybrid({ starts_at: at(Date.now() - 2 * DAY), ends_at: at(Date.now() - DAY) })));
+    const before = { orders: await count("ticket_orders"), charges: await count("sandbox_charges"), txns: await count("transactions") };
+    const ok = { kind: "in_person", quantity: 1, payment_method_id: "pm_card_visa" };
+    for (const bad of [{}, { ...ok, quantity: 0 }, { ...ok, quantity: 1000 }, { ...ok, quantity: 1.5 }, { ...ok, kind: "balcony" }, { ...ok, extra: true }, { ...ok, payment_method_id: "" }]) {
+      expectProblem(await buy(buyer, e.event_id, bad), 400, "validation_failed");
+    }
+    expectProblem(await buy(buyer, virtualOnly.event_id, ok), 400, "validation_failed"); // the event sells no in-person tickets
+    expectProblem(await buy(buyer, ended.event_id, ok), 409, "invalid_state");
+    expectProblem(await buy(buyer, FAKE.event, ok), 404, "not_found");
+    expectProblem(await buy(buyer, e.event_id, { ...ok, payment_method_id: "pm_nope" }), 404, "not_found");
+    const tooMany = await buy(buyer, e.event_id, { ...ok, kind: "virtual", quantity: 4 });
+    expectProblem(tooMany, 409, "insufficient_tickets");
+    expect(tooMany.body.remaining).toBe(3);
+    // Access: anonymous, a token without events:write.
+    expectProblem(await buy("", e.event_id, ok), 401, "unauthenticated");
+    expectProblem(await buy(reader, e.event_id, ok), 403, "insufficient_scope");
+    expect({ orders: await count("ticket_orders"), charges: await count("sandbox_charges"), txns: await count("transactions") }).toEqual(before);
+
+    // A declined card: 402, the order failed, its seats back, its transaction failed.
+    const declined = await buy(buyer, e.event_id, { ...ok, quantity: 4, payment_method_id: "pm_card_chargeDeclined" });
+    expectProblem(declined, 402, "payment_declined");
+    const order = await p.db.selectFrom("ticket_orders").selectAll().where("id", "=", declined.body.order_id).executeTakeFirstOrThrow();
+    expect(order).toMatchObject({ status: "failed", failure_code: "generic_decline" });
+    expect((await detail(e.event_id)).tickets.in_person.remaining).toBe(10);
+    const txn = await p.db.selectFrom("transactions").select("status").where("id", "=", order.transaction_id!).executeTakeFirstOrThrow();
+    expect(txn.status).toBe("failed");
+    expect(await p.db.selectFrom("tickets").select("id").where("order_id", "=", order.id).execute()).toHaveLength(0);
+  });
+
+  it("answers 202 while a processor error is retried by the order's job, then confirms it; releases the seats when retries run out", async () => {
+    const e = expectCreated(await create(hybrid({ format: "in_person", tickets: { in_person: { price_usd: 10, capacity: 5 } } })));
+    const retried = await buy(buyer, e.event_id, { kind: "in_person", quantity: 2, payment_method_id: "pm_card_processingError_once" });
+    expect(retried.status, retried.text).toBe(202);
+    expect(retried.body).toMatchObject({ status: "pending", tickets: [] });
+    expect((await detail(e.event_id)).tickets.in_person.remaining).toBe(3); // held while it is paid
+    const confirmed = await waitFor(async () => {
+      const res = await req("GET", `/v1/ticket-orders/${retried.body.order_id}`, buyer.token);
+      return res.body.status === "confirmed" && res.body;
+    }, { timeoutMs: 15_000, what: "the retried order confirmed" });
+    expect(confirmed.tickets).toHaveLength(2);
+    expect((await eventsOf("ticket.purchased")).filter((x) => x.payload.order_id === retried.body.order_id)).toHaveLength(1);
+
+    const failing = await buy(other, e.event_id, { kind: "in_person", quantity: 3, payment_method_id: "pm_card_processingError" });
+    expect(failing.status, failing.text).toBe(202);
+    expect((await detail(e.event_id)).tickets.in_person.remaining).toBe(0);
+    const failed = await waitFor(async () => {
+      const res = await req("GET", `/v1/ticket-orders/${failing.body.order_id}`, other.token);
+      return res.body.status === "failed" && res.body;
+    }, { timeoutMs: 15_000, what: "the failing order failed" });
+    expect(failed.failure_reason).toContain("could not be processed after 2 attempts");
+    expect((await detail(e.event_id)).tickets.in_person.remaining).toBe(3);
+    expect((await p.db.selectFrom("transactions").select("status").where("reference_id", "=", failing.body.order_id).executeTakeFirstOrThrow()).status).toBe("failed");
+  });
+
+  it("holds seats for an order without a payment method until it is paid, or releases them when the hold ends", async () => {
+    const e = expectCreated(await create(hybrid({ format: "in_person", tickets: { in_person: { price_usd: 15, capacity: 4 } } })));
+    const held = await buy(buyer, e.event_id, { kind: "in_person", quantity: 2 });
+    expect(held.status, held.text).toBe(201);
+    expect(held.body).toMatchObject({ status: "awaiting_payment", total_usd: 30, discount_usd: 0, amount_due_usd: 30, transaction_id: null, tickets: [] });
+    expect(Date.parse(held.body.payment_due_at)).toBeGreaterThan(Date.now());
+    expect((await detail(e.event_id)).tickets.in_person.remaining).toBe(2);
+    const pay = (user: TestUser, id: string, body: Record<string, unknown>) => req("POST", `/v1/ticket-orders/${id}/pay`, user.token, body);
+    // Only its buyer pays it; bad bodies change nothing.
+    expectProblem(await pay(other, held.body.order_id, { payment_method_id: "pm_card_visa" }), 404, "not_found");
+    expectProblem(await pay(buyer, held.body.order_id, {}), 400, "validation_failed");
+    expectProblem(await pay(buyer, FAKE.order, { payment_method_id: "pm_card_visa" }), 404, "not_found");
+    const paid = await pay(buyer, held.body.order_id, { payment_method_id: "pm_card_visa" });
+    expect(paid.status, paid.text).toBe(201);
+    expect(paid.body).toMatchObject({ order_id: held.body.order_id, status: "confirmed", payment_due_at: null, amount_due_usd: 30 });
+    expect(paid.body.tickets).toHaveLength(2);
+    expectProblem(await pay(buyer, held.body.order_id, { payment_method_id: "pm_card_visa" }), 409, "invalid_state");
+
+    // A hold that runs out: expired by its job, seats back, paying it then refused.
+    const lapsed = await buy(other, e.event_id, { kind: "in_person", quantity: 2 });
+    expect(lapsed.body.status).toBe("awaiting_payment");
+    expect((await detail(e.event_id)).tickets.in_person.remaining).toBe(0);
+    const expired = await waitFor(async () => {
+      const res = await req("GET", `/v1/ticket-orders/${lapsed.body.order_id}`, other.token);
+      return res.body.status === "expired" && res.body;
+    }, { timeoutMs: 15_000, what: "the hold expired" });
+    expect(expired.failure_reason).toContain("released");
+    expect((await detail(e.event_id)).tickets.in_person.remaining).toBe(2);
+    expectProblem(await pay(other, lapsed.body.order_id, { payment_method_id: "pm_card_visa" }), 409, "invalid_state");
+    expect(await p.db.selectFrom("sandbox_charges").select("id").where("idempotency_key", "=", `ticket_order:${lapsed.body.order_id}`).execute()).toHaveLength(0);
+  });
+
+  it("shows tickets and orders to their holder and admins only", async () => {
+    const e = expectCreated(await create(hybrid()));
+    const mine = (await buy(buyer, e.event_id, { kind: "virtual", quantity: 2, payment_method_id: "pm_card_visa" })).body;
+    const theirs = (await buy(other, e.event_id, { kind: "in_person", quantity: 1, payment_method_id: "pm_card_mastercard" })).body;
+    const ticket = mine.tickets[0];
+    // The holder, an admin; another user 404 (not 403), anonymous 401, no scope 403.
+    expect((await req("GET", `/v1/tickets/${ticket.ticket_id}`, buyer.token)).body).toEqual(ticket);
+    expect((await req("GET", `/v1/tickets/${ticket.ticket_id}`, admin)).status).toBe(200);
+    expectProblem(await req("GET", `/v1/tickets/${ticket.ticket_id}`, other.token), 404, "not_found");
+    expectProblem(await req("GET", `/v1/tickets/${ticket.ticket_id}`), 401, "unauthenticated");
+    expectProblem(await req("GET", `/v1/tickets/${ticket.ticket_id}`, reader.token), 403, "insufficient_scope");
+    expectProblem(await req("GET", `/v1/tickets/${FAKE.ticket}`, admin), 404, "not_found");
+    expect((await req("GET", `/v1/ticket-orders/${mine.order_id}`, buyer.token)).body).toEqual(mine);
+    expect((await req("GET", `/v1/ticket-orders/${mine.order_id}`, admin)).status).toBe(200);
+    expectProblem(await req("GET", `/v1/ticket-orders/${mine.order_id}`, other.token), 404, "not_found");
+    expectProblem(await req("GET", `/v1/ticket-orders/${FAKE.order}`, buyer.token), 404, "not_found");
+    // "Mine" lists only the caller's tickets.
+    const list = await req("GET", `/v1/events/${e.event_id}/tickets`, buyer.token);
+    expect(list.status, list.text).toBe(200);
+    expect(list.body.data.map((t: { ticket_id: string }) => t.ticket_id).sort()).toEqual(mine.tickets.map((t: { ticket_id: string }) => t.ticket_id).sort());
+    expect((await req("GET", `/v1/events/${e.event_id}/tickets`, other.token)).body.data.map((t: { ticket_id: string }) => t.ticket_id)).toEqual([theirs.tickets[0].ticket_id]);
+    expectProblem(await req("GET", `/v1/events/${e.event_id}/tickets`), 401, "unauthenticated");
+    expectProblem(await req("GET", `/v1/events/${FAKE.event}/tickets`, buyer.token), 404, "not_found");
+  });
+
+  it("checks a ticket in once at the door (admins), whatever the case or dashes of the code", async () => {
+    const e = expectCreated(await create(hybrid()));
+    const order = (await buy(buyer, e.event_id, { kind: "in_person", quantity: 1, payment_method_id: "pm_card_visa" })).body;
+    const code: string = order.tickets[0].code;
+    const typed = `${code.slice(0, 5).toLowerCase()}-${code.slice(5)}`;
+    expectProblem(await req("POST", `/v1/events/${e.event_id}/check-in`, buyer.token, { code }), 403, "insufficient_scope");
+    expectProblem(await req("POST", `/v1/events/${e.event_id}/check-in`, undefined, { code }), 401, "unauthenticated");
+    const first = await req("POST", `/v1/events/${e.event_id}/check-in`, admin, { code: typed });
+    expect(first.status, first.text).toBe(200);
+    expect(first.body).toMatchObject({ ticket_id: order.tickets[0].ticket_id, status: "checked_in" });
+    expect(first.body.checked_in_at).toEqual(expect.any(String));
+    // Checked in already: refused, also when two doors try at once.
+    const again = await Promise.all([req("POST", `/v1/events/${e.event_id}/check-in`, admin, { code }), req("POST", `/v1/events/${e.event_id}/check-in`, admin, { code })]);
+    for (const r of again) expectProblem(r, 409, "invalid_state");
+    expectProblem(await req("POST", `/v1/events/${e.event_id}/check-in`, admin, { code: "0000000000000000000000000" }), 404, "not_found");
+    expectProblem(await req("POST", `/v1/events/${e.event_id}/check-in`, admin, {}), 400, "validation_failed");
+    // A code is valid only at its own event.
+    const elsewhere = expectCreated(await create(hybrid()));
+    expectProblem(await req("POST", `/v1/events/${elsewhere.event_id}/check-in`, admin, { code }), 404, "not_found");
+
+    // Two doors at once on a fresh ticket: exactly one admits it.
+    const next = (await buy(buyer, e.event_id, { kind: "in_person", quantity: 1, payment_method_id: "pm_card_visa" })).body.tickets[0].code;
+    const race = await Promise.all(Array.from({ length: 6 }, () => req("POST", `/v1/events/${e.event_id}/check-in`, admin, { code: next })));
+    expect(race.filter((r) => r.status === 200)).toHaveLength(1);
+    expect(race.filter((r) => r.status === 409)).toHaveLength(5);
+  });
+
+  it("cancelling refunds every ticket, tells each holder (ticket.refunded), and closes the event to sales, edits and check-in", async () => {
+    const e = expectCreated(await create(hybrid()));
+    const paid1 = (await buy(buyer, e.event_id, { kind: "in_person", quantity: 2, payment_method_id: "pm_card_visa" })).body;
+    const paid2 = (await buy(other, e.event_id, { kind: "virtual", quantity: 1, payment_method_id: "pm_card_visa" })).body;
+    const free = expectCreated(await create(hybrid({ format: "virtual", tickets: { virtual: { price_usd: 0 } } })));
+    const gratis = (await buy(other, free.event_id, { kind: "virtual", quantity: 1 })).body;
+    expect([paid1.status, paid2.status, gratis.status]).toEqual(["confirmed", "confirmed", "confirmed"]);
+
+    const cancelled = await req("DELETE", `/v1/events/${e.event_id}`, admin);
+    expect(cancelled.status, cancelled.text).toBe(200);
+    expect(cancelled.body).toMatchObject({ event_id: e.event_id, status: "cancelled" });
+    expect(cancelled.body.cancelled_at).toEqual(expect.any(String));
+    expect(cancelled.body.tickets.in_person.available).toBe(false);
+    // Each paid order is refunded by the processor, its transaction refunded, its holder told once.
+    for (const [order, user] of [[paid1, buyer], [paid2, other]] as const) {
+      const refunded = await waitFor(async () => {
+        const res = await req("GET", `/v1/ticket-orders/${order.order_id}`, user.token);
+        return res.body.status === "refunded" && res.body;
+      }, { timeoutMs: 20_000, what: `${order.order_id} refunded` });
+      expect(refunded.refunded_at).toEqual(expect.any(String));
+      expect(refunded.tickets.every((t: { status: string }) => t.status === "refunded")).toBe(true);
+      const refunds = await p.db.selectFrom("sandbox_refunds").select(["amount_cents"]).where("idempotency_key", "=", `refund:ticket_order:${order.order_id}`).execute();
+      expect(refunds).toHaveLength(1);
+      expect(Number(refunds[0]!.amount_cents)).toBe(Math.round(order.total_usd * 100));
+      expect((await p.db.selectFrom("transactions").select("status").where("id", "=", order.transaction_id).executeTakeFirstOrThrow()).status).toBe("refunded");
+      const told = (await eventsOf("ticket.refunded")).filter((x) => x.payload.order_id === order.order_id);
+      expect(told).toHaveLength(1);
+      expect(told[0]!.audience).toEqual([user.id]);
+    }
+    // Cancelling again changes nothing; no sales, edits or check-in afterwards.
+    expect((await req("DELETE", `/v1/events/${e.event_id}`, admin)).status).toBe(200);
+    expect((await eventsOf("ticket.refunded")).filter((x) => x.payload.event_id === e.event_id)).toHaveLength(2);
+    expectProblem(await buy(buyer, e.event_id, { kind: "in_person", quantity: 1, payment_method_id: "pm_card_visa" }), 409, "invalid_state");
+    expectProblem(await req("PATCH", `/v1/events/${e.event_id}`, admin, { title: "again" }), 409, "invalid_state");
+    expectProblem(await req("POST", `/v1/events/${e.event_id}/check-in`, admin, { code: paid1.tickets[0].code }), 409, "invalid_state");
+
+    // A free order is refunded at once, with nothing to return.
+    expect((await req("DELETE", `/v1/events/${free.event_id}`, admin)).status).toBe(200);
+    const freeOrder = await req("GET", `/v1/ticket-orders/${gratis.order_id}`, other.token);
+    expect(freeOrder.body.status).toBe("refunded");
+    expect((await eventsOf("ticket.refunded")).filter((x) => x.payload.order_id === gratis.order_id)).toHaveLength(1);
+  });
+
+  it("cancelling while purchases are under way leaves no confirmed order and no charge kept", async () => {
+    const e = expectCreated(await create(hybrid({ format: "in_person", tickets: { in_person: { price_usd: 12, capacity: 100 } } })));
+    const buyers = await Promise.all(Array.from({ length: 30 }, () => createUser(p.api, { scope: ["events:write", "events:read"] })));
+    const purchases = buyers.map((u, i) => (async () => {
+      await new Promise((r) => setTimeout(r, i * 3));
+      return buy(u, e.event_id, { kind: "in_person", quantity: 1, payment_method_id: "pm_card_visa" });
+    })());
+    await new Promise((r) => setTimeout(r, 40));
+    const cancelled = await req("DELETE", `/v1/events/${e.event_id}`, admin);
+    expect(cancelled.status, cancelled.text).toBe(200);
+    const answers = await Promise.all(purchases);
+    // Confirmed before the cancellation (201), or refused by it: before the reservation, or while paid (409).
+    expect(answers.every((r) => r.status === 201 || r.status === 409)).toBe(true);
+    for (const r of answers.filter((x) => x.status === 409)) expectProblem(r, 409, "invalid_state");
+    // Every order ends refunded (confirmed before the cancellation) or failed (after it), and every
+    // charge taken is refunded in full.
+    const settled = await waitFor(async () => {
+      const orders = await p.db.selectFrom("ticket_orders").select(["id", "status", "refund_stage"]).where("event_id", "=", e.event_id).execute();
+      if (orders.some((o) => o.status === "pending" || o.status === "confirmed")) return undefined;
+      const charges = await p.db.selectFrom("sandbox_charges").select(["id", "amount_cents", "amount_refunded_cents"]).where("idempotency_key", "in", orders.length ? orders.map((o) => `ticket_order:${o.id}`) : ["-"]).execute();
+      return charges.every((c) => c.amount_refunded_cents === c.amount_cents) && { orders, charges };
+    }, { timeoutMs: 20_000, what: "every order settled and every charge refunded" });
+    expect(settled.orders.every((o) => o.status === "refunded" || o.status === "failed")).toBe(true);
+    expect(settled.orders.filter((o) => o.status === "refunded").length).toBe(answers.filter((r) => r.status === 201).length);
+    const tickets = await p.db.selectFrom("tickets").select("status").where("event_id", "=", e.event_id).execute();
+    expect(tickets.every((t) => t.status === "refunded")).toBe(true);
+    expect(tickets.length).toBe(settled.orders.filter((o) => o.status === "refunded").length);
+    const txns = await p.db.selectFrom("transactions").select("status").where("reference_id", "in", settled.orders.map((o) => o.id)).execute();
+    expect(txns.every((t) => t.status === "refunded" || t.status === "failed")).toBe(true);
+  });
+
+  it("an order whose payment is being retried when its event is cancelled fails, and any charge taken is refunded", async () => {
+    const e = expectCreated(await create(hybrid({ format: "in_person", tickets: { in_person: { price_usd: 9, capacity: 5 } } })));
+    const pending = await buy(buyer, e.event_id, { kind: "in_person", quantity: 1, payment_method_id: "pm_card_processingError_once" });
+    expect(pending.status, pending.text).toBe(202);
+    expect((await req("DELETE", `/v1/events/${e.event_id}`, admin)).status).toBe(200);
+    const failed = await waitFor(async () => {
+      const res = await req("GET", `/v1/ticket-orders/${pending.body.order_id}`, buyer.token);
+      return res.body.status === "failed" && res.body;
+    }, { timeoutMs: 15_000, what: "the order failed" });
+    expect(failed.tickets).toEqual([]);
+    // The retry may have reached the processor: whatever it charged is returned in full, and the
+    // transaction fails (after the refund, when there was a charge).
+    await waitFor(async () => {
+      const charges = await p.db.selectFrom("sandbox_charges").select(["amount_cents", "amount_refunded_cents"]).where("idempotency_key", "=", `ticket_order:${pending.body.order_id}`).execute();
+      const txn = await p.db.selectFrom("transactions").select("status").where("reference_id", "=", pending.body.order_id).executeTakeFirstOrThrow();
+      return charges.every((c) => c.amount_refunded_cents === c.amount_cents) && txn.status === "failed";
+    }, { what: "any charge refunded and the transaction failed" });
+  });
+
+  it("refuses to drop a kind with seats sold or to go below them", async () => {
+    const e = expectCreated(await create(hybrid()));
+    await buy(buyer, e.event_id, { kind: "in_person", quantity: 5, payment_method_id: "pm_card_visa" });
+    expectProblem(await req("PATCH", `/v1/events/${e.event_id}`, admin, { tickets: { in_person: { price_usd: 25, capacity: 4 } , virtual: { price_usd: 5 } } }), 409, "invalid_state");
+    expectProblem(await req("PATCH", `/v1/events/${e.event_id}`, admin, { format: "virtual", tickets: { virtual: { price_usd: 5 } } }), 409, "invalid_state");
+    const ok = await req("PATCH", `/v1/events/${e.event_id}`, admin, { tickets: { in_person: { price_usd: 20, capacity: 5 }, virtual: { price_usd: 5 } } });
+    expect(ok.status, ok.text).toBe(200);
+    expect(ok.body.tickets.in_person).toEqual({ price_usd: 20, available: false, capacity: 5, remaining: 0 });
+  });
+
+  it("serves the event as an RFC 5545 calendar entry that follows edits and the cancellation", async () => {
+    const start = Date.UTC(2031, 6, 1, 18, 30);
+    const e = expectCreated(await create(hybrid({ title: "Opening; with, commas", description: "Line one\nLine two", starts_at: at(start), ends_at: at(start + 2 * 3_600_000) })));
+    const get = () => fetch(new URL(`/v1/events/${e.event_id}/calendar.ics`, p.api.url));
+    const res = await get();
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/calendar; charset=utf-8");
+    const text = await res.text();
+    expect(text.startsWith("BEGIN:VCALENDAR\r\n")).toBe(true);
+    expect(text.trimEnd().endsWith("END:VCALENDAR")).toBe(true);
+    // Lines end in CRLF and are folded at 75 octets.
+    expect(text.split("\r\n").every((line) => Buffer.byteLength(line) <= 75)).toBe(true);
+    const unfolded = text.replace(/\r\n[ \t]/g, "");
+    const field = (name: string) => unfolded.split("\r\n").find((l) => l.startsWith(`${name}:`) || l.startsWith(`${name};`));
+    expect(field("VERSION")).toBe("VERSION:2.0");
+    expect(field("UID")).toBe(`UID:${e.event_id}@127.0.0.1`);
+    expect(field("DTSTART")).toBe("DTSTART:20310701T183000Z");
+    expect(field("DTEND")).toBe("DTEND:20310701T203000Z");
+    expect(field("SUMMARY")).toBe("SUMMARY:Opening\\; with\\, commas");
+    expect(field("LOCATION")).toBe(`LOCATION:${place}`);
+    expect(field("DESCRIPTION")).toContain("Line one\\nLine two");
+    expect(field("SEQUENCE")).toBe("SEQUENCE:0");
+    expect(field("STATUS")).toBe("STATUS:CONFIRMED");
+    expect(unfolded.match(/BEGIN:VEVENT/g)).toHaveLength(1);
+
+    await req("PATCH", `/v1/events/${e.event_id}`, admin, { location: "Porto" });
+    await req("DELETE", `/v1/events/${e.event_id}`, admin);
+    const after = (await (await get()).text()).replace(/\r\n[ \t]/g, "");
+    expect(after).toContain("\r\nLOCATION:Porto\r\n");
+    expect(after).toContain("\r\nSEQUENCE:2\r\n");
+    expect(after).toContain("\r\nSTATUS:CANCELLED\r\n");
+    expect((await fetch(new URL(`/v1/events/${FAKE.event}/calendar.ics`, p.api.url))).status).toBe(404);
+  });
+});

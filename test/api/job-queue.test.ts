@@ -1,0 +1,83 @@
+/**
+ * The durable job queue on connections like the worker's: a task that throws is failed by the
+ * queue (its error recorded, its lock released) and retried, not left locked. The application's
+ * own connections read int8 as bigint, which the queue's bookkeeping cannot serialise: the two
+ * must not share type parsers.
+ */
+import { sql } from "kysely";
+import pino from "pino";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { createDbHandle, createPool } from "../../api/src/db/connection.ts";
+import { enqueue, migrateJobQueue, startJobQueue } from "../../api/src/jobs/queue.ts";
+import { createPlatformDatabase } from "../support/artworks.ts";
+import { waitFor } from "../support/wait.ts";
+
+let database: Awaited<ReturnType<typeof createPlatformDatabase>>;
+let handle: ReturnType<typeof createDbHandle>;
+
+beforeAll(async () => {
+  database = await createPlatformDatabase();
+  handle = createDbHandle(database.databaseUrl, 4);
+  await migrateJobQueue(handle.pool);
+});
+afterAll(async () => {
+  await handle?.db.destroy();
+  await database?.drop().catch(() => {});
+});
+
+it("reads int8 as bigint on the application's connections and as text on the queue's", async () => {
+  const app = await sql<{ n: unknown }>`select 9007199254740993::int8 as n`.execute(handle.db);
+  expect(app.rows[0]!.n).toBe(9007199254740993n);
+  const queuePool = createPool(database.databaseUrl, 1, "queue");
+  try {
+    const { rows } = await queuePool.query<{ n: unknown }>("select 9007199254740993::int8 as n");
+    expect(rows[0]!.n).toBe("9007199254740993");
+  } finally {
+    await queuePool.end();
+  }
+});
+
+it("fails a task that throws (error recorded, lock released) and runs it again", async () => {
+  const runs: number[] = [];
+  const queuePool = createPool(database.databaseUrl, 3, "queue");
+  const runner = await startJobQueue({
+    pool: queuePool,
+    concurrency: 1,
+    pollIntervalMs: 200,
+    logger: pino({ level: "silent" }),
+    tasks: {
+      flaky: async (payload) => {
+        runs.push(Date.now());
+        if (runs.length === 1) throw new Error(`first run of ${(payload as { n: number }).n} fails`);
+      },
+    },
+  });
+  try {
+    await enqueue(handle.db, "flaky", { n: 7 }, { jobKey: "flaky-7", maxAttempts: 3 });
+    // After the first run the job is failed, unlocked, with its error, and due again later.
+    const failed = await waitFor(
+      async () => {
+        const { rows } = await sql<{ attempts: number; last_error: string | null; locked_at: Date | null; run_at: Date }>`
+          select attempts, last_error, locked_at, run_at from graphile_worker.jobs where key = 'flaky-7'`.execute(handle.db);
+        return rows[0]?.last_error ? rows[0] : undefined;
+      },
+      { what: "the first run's failure recorded" },
+    );
+    expect(failed.attempts).toBe(1);
+    expect(failed.last_error).toContain("first run of 7 fails");
+    expect(failed.locked_at).toBeNull();
+    expect(failed.run_at.getTime()).toBeGreaterThan(runs[0]!);
+    // The retry (the queue's backoff: about e^1 s) succeeds and the job is gone.
+    await waitFor(
+      async () => {
+        const { rows } = await sql`select 1 from graphile_worker.jobs where key = 'flaky-7'`.execute(handle.db);
+        return runs.length === 2 && rows.length === 0;
+      },
+      { timeoutMs: 15_000, what: "the retry to run and complete" },
+    );
+    expect(runs).toHaveLength(2);
+  } finally {
+    await runner.stop();
+    await queuePool.end();
+  }
+});

@@ -1,0 +1,217 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { signWebhook } from "../../api/src/modules/webhooks/signature.ts";
+import { SCHEMA_TYPES_FILE, schemaTypes } from "../../clients/typescript/generate.ts";
+import { ApiError, createArtPlatformClient, verifyWebhookSignature } from "../../clients/typescript/index.ts";
+import { createUser, type TestUser } from "./helpers.ts";
+import { useIsolatedTestApi, useReceiver } from "./webhooks.support.ts";
+
+// A database of its own: the webhook test's ping is delivered by this server's job queue.
+const api = useIsolatedTestApi();
+const receiver = useReceiver();
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/** The SDK as the user, with its token; `fetch` sees every request it sends. */
+function clientOf(user: TestUser, fetch?: (request: Request) => Promise<Response>) {
+  return createArtPlatformClient({ baseUrl: api.url, token: user.token, fetch, retry: { baseDelayMs: 10 } });
+}
+
+async function raised(call: Promise<unknown>): Promise<ApiError> {
+  const error = await call.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(ApiError);
+  return error as ApiError;
+}
+
+const postsOf = (userId: string) => api.db.selectFrom("community_posts").select(["id", "content"]).where("author_id", "=", userId).execute();
+
+describe("the SDK's types", () => {
+  it("are generated from the document the API serves: clients/typescript/schema.d.ts is not stale", async () => {
+    const served = await api.request("GET", "/v1/openapi.json");
+    const generated = await schemaTypes(served.body);
+    expect(generated === readFileSync(SCHEMA_TYPES_FILE, "utf8"), "clients/typescript/schema.d.ts is stale: run `npm run sdk:generate`").toBe(true);
+  });
+});
+
+describe("the SDK against the API", () => {
+  it("exchanges the API key for a token and renews it before expires_at", async () => {
+    const user = await createUser(api);
+    let clock = Date.now();
+    const exchanges: Request[] = [];
+    const bearers: string[] = [];
+    const sdk = createArtPlatformClient({
+      baseUrl: api.url,
+      apiKey: user.apiKey,
+      scope: ["users:read"],
+      now: () => clock,
+      fetch: (request) => {
+        if (new URL(request.url).pathname === "/v1/auth/token") exchanges.push(request);
+        else bearers.push(request.headers.get("Authorization")!);
+        return fetch(request);
+      },
+    });
+    const tokens = () => api.db.selectFrom("access_tokens").select(["scopes", "expires_at"]).where("user_id", "=", user.id).orderBy("created_at").execute();
+    const before = (await tokens()).length; // createUser's own
+
+    const { data: me } = await sdk.GET("/v1/users/me");
+    expect(me.id).toBe(user.id);
+    await sdk.GET("/v1/users/me");
+    expect(exchanges).toHaveLength(1);
+    expect(bearers[1]).toBe(bearers[0]);
+    expect(bearers[0]).toBe(`Bearer ${await sdk.accessToken()}`);
+    expect(exchanges[0]!.headers.get("Idempotency-Key")).toMatch(UUID);
+    const issued = (await tokens()).slice(before);
+    expect(issued).toHaveLength(1);
+    expect(issued[0]!.scopes).toEqual(["users:read"]);
+
+    // Just under five minutes before it expires (the default margin), the next call renews it first.
+    clock = issued[0]!.expires_at.getTime() - 299_000;
+    const { data: again } = await sdk.GET("/v1/users/me");
+    expect(again.id).toBe(user.id);
+    expect(exchanges).toHaveLength(2);
+    expect(bearers).toHaveLength(3);
+    expect(bearers[2]).not.toBe(bearers[0]);
+    expect((await tokens()).slice(before)).toHaveLength(2);
+  });
+
+  it("shares one exchange among calls made at once", async () => {
+    const user = await createUser(api);
+    let exchanges = 0;
+    const sdk = createArtPlatformClient({
+      baseUrl: api.url,
+      apiKey: user.apiKey,
+      scope: ["users:read"],
+      fetch: (request) => {
+        if (new URL(request.url).pathname === "/v1/auth/token") exchanges++;
+        return fetch(request);
+      },
+    });
+    const answers = await Promise.all([1, 2, 3, 4].map(() => sdk.GET("/v1/users/me")));
+    expect(answers.map((a) => a.data.id)).toEqual([user.id, user.id, user.id, user.id]);
+    expect(exchanges).toBe(1);
+  });
+
+  it("sends every POST with a random Idempotency-Key: after a lost answer the retry gets the same resource", async () => {
+    const user = await createUser(api);
+    const keys: string[] = [];
+    let lost = 0;
+    const sdk = clientOf(user, async (request) => {
+      keys.push(request.headers.get("Idempotency-Key") ?? "none");
+      const response = await fetch(request);
+      // The API created the post; its answer is lost on the way back.
+      if (lost++ === 0) {
+        await response.body?.cancel();
+        throw new TypeError("fetch failed: connection reset");
+      }
+      return response;
+    });
+
+    const { data: post, response } = await sdk.POST("/v1/community/posts", { body: { type: "discussion", content: "Varnish: gloss or satin?" } });
+    expect(keys).toHaveLength(2);
+    expect(keys[0]).toMatch(UUID);
+    expect(keys[1]).toBe(keys[0]);
+    expect(response.status).toBe(201);
+    expect(response.headers.get("Idempotent-Replayed")).toBe("true");
+    expect(post.author_id).toBe(user.id);
+    expect(await postsOf(user.id)).toEqual([{ id: post.post_id, content: "Varnish: gloss or satin?" }]);
+
+    // Each call has a key of its own; a key the caller gives is kept.
+    const { data: other } = await sdk.POST("/v1/community/posts", { body: { type: "discussion", content: "Another" }, headers: { "Idempotency-Key": "mine-1" } });
+    const { data: replayed } = await sdk.POST("/v1/community/posts", { body: { type: "discussion", content: "Another" }, headers: { "Idempotency-Key": "mine-1" } });
+    expect(keys.slice(2)).toEqual(["mine-1", "mine-1"]);
+    expect(replayed.post_id).toBe(other.post_id);
+    expect((await postsOf(user.id)).map((p) => p.id).sort()).toEqual([post.post_id, other.post_id].sort());
+  });
+
+  it("iterates every page of a list endpoint", async () => {
+    const user = await createUser(api);
+    const sdk = clientOf(user);
+    const created: string[] = [];
+    for (let i = 1; i <= 5; i++) created.push((await sdk.POST("/v1/community/posts", { body: { type: "discussion", content: `Note ${i}` } })).data.post_id);
+
+    const pages = [];
+    for await (const page of sdk.pages("/v1/community/posts", { params: { query: { author_id: user.id, limit: 2 } } })) pages.push(page);
+    expect(pages.map((p) => p.pagination)).toEqual([
+      { page: 1, limit: 2, total: 5, has_more: true },
+      { page: 2, limit: 2, total: 5, has_more: true },
+      { page: 3, limit: 2, total: 5, has_more: false },
+    ]);
+    // Newest first, each post once.
+    expect(pages.flatMap((p) => p.data.map((post) => post.post_id))).toEqual([...created].reverse());
+
+    // From a later page on.
+    const rest = [];
+    for await (const page of sdk.pages("/v1/community/posts", { params: { query: { author_id: user.id, limit: 2, page: 2 } } })) rest.push(page.pagination.page);
+    expect(rest).toEqual([2, 3]);
+  });
+
+  it("raises problem answers as ApiError: 404 not_found, 400 validation_failed, 422 idempotency_key_reused", async () => {
+    const user = await createUser(api);
+    const sdk = clientOf(user);
+
+    const missing = await raised(sdk.GET("/v1/artworks/{id}", { params: { path: { id: "art_01JD3Y5V0Q3G7W7J6T4N4C2X1M" } } }));
+    expect(missing).toMatchObject({ status: 404, code: "not_found", title: "Not found", detail: "Artwork not found", errors: [] });
+    expect(missing.requestId).toMatch(/^req_/);
+    expect(missing.body).toMatchObject({ type: "/problems/not_found", status: 404, request_id: missing.requestId });
+    expect(missing.message).toBe("404 not_found: Artwork not found");
+
+    const invalid = await raised(sdk.POST("/v1/community/posts", { body: { type: "discussion", content: "" } }));
+    expect(invalid).toMatchObject({ status: 400, code: "validation_failed", title: "Validation failed" });
+    expect(invalid.errors.map((e) => e.field)).toEqual(["content"]);
+
+    const headers = { "Idempotency-Key": "reused-key" };
+    await sdk.POST("/v1/community/posts", { body: { type: "discussion", content: "First" }, headers });
+    const reused = await raised(sdk.POST("/v1/community/posts", { body: { type: "discussion", content: "Second" }, headers }));
+    expect(reused).toMatchObject({ status: 422, code: "idempotency_key_reused" });
+    expect((await postsOf(user.id)).map((p) => p.content)).toEqual(["First"]);
+  });
+
+  it("verifies a real webhook delivery's signatures, and refuses a tampered body, another secret and an old timestamp", async () => {
+    const user = await createUser(api);
+    const sdk = clientOf(user);
+    const url = receiver.endpoint();
+    const { data: subscription } = await sdk.POST("/v1/webhooks", { body: { url, events: ["artwork.certified"] } });
+    await sdk.POST("/v1/webhooks/{id}/test", { params: { path: { id: subscription.id } } });
+    const [delivery] = await receiver.waitForRequests(url, 1);
+    const { headers, body } = delivery!;
+    const secret = subscription.secret!;
+    const now = Number(headers["webhook-timestamp"]) * 1000;
+
+    // Standard Webhooks headers, else X-Service-Signature; Node's headers or a fetch Headers.
+    expect(await verifyWebhookSignature(secret, headers, body, { now })).toBe(true);
+    const serviceOnly = { "x-service-signature": headers["x-service-signature"] };
+    expect(await verifyWebhookSignature(secret, serviceOnly, new TextEncoder().encode(body), { now })).toBe(true);
+    expect(await verifyWebhookSignature(secret, new Headers(headers as Record<string, string>), body, { now })).toBe(true);
+
+    const tampered = body.replace('"ping"', '"pong"');
+    expect(tampered).not.toBe(body);
+    expect(await verifyWebhookSignature(secret, headers, tampered, { now })).toBe(false);
+    expect(await verifyWebhookSignature(secret, serviceOnly, tampered, { now })).toBe(false);
+    const { data: other } = await sdk.POST("/v1/webhooks", { body: { url: receiver.endpoint(), events: ["artwork.certified"] } });
+    expect(await verifyWebhookSignature(other.secret!, headers, body, { now })).toBe(false);
+    expect(await verifyWebhookSignature(secret, {}, body, { now })).toBe(false);
+
+    // Signed six minutes ago by the API's signer: refused with the default 5-minute tolerance.
+    const old = Math.floor(now / 1000) - 360;
+    const stale = signWebhook({ id: "whd_old", timestamp: old, body, secrets: [secret] });
+    expect(await verifyWebhookSignature(secret, stale, body, { now })).toBe(false);
+    expect(await verifyWebhookSignature(secret, { "X-Service-Signature": stale["X-Service-Signature"] }, body, { now })).toBe(false);
+    expect(await verifyWebhookSignature(secret, stale, body, { now, toleranceSeconds: 600 })).toBe(true);
+    expect(await verifyWebhookSignature(secret, headers, body, { now: now + 301_000 })).toBe(false);
+  });
+
+  it("accepts either secret during a rotation, as the signer sends both", async () => {
+    const [newer, older] = ["whsec_" + Buffer.alloc(32, 1).toString("base64"), "whsec_" + Buffer.alloc(32, 2).toString("base64")];
+    const body = JSON.stringify({ id: "whe_1", event: "ping" });
+    const timestamp = Math.floor(Date.now() / 1000);
+    const headers = signWebhook({ id: "whd_1", timestamp, body, secrets: [newer, older] });
+    for (const secret of [newer, older]) {
+      expect(await verifyWebhookSignature(secret, headers, body)).toBe(true);
+      expect(await verifyWebhookSignature(secret, { "X-Service-Signature": headers["X-Service-Signature"] }, body)).toBe(true);
+    }
+    expect(await verifyWebhookSignature("whsec_" + Buffer.alloc(32, 3).toString("base64"), headers, body)).toBe(false);
+  });
+});

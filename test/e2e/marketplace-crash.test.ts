@@ -1,0 +1,238 @@
+/**
+ * A buy-now sale across a crash of the API: its HTTP process and its worker run as children
+ * (`api/src/server.ts`, `api/src/worker.ts`) and are SIGKILLed (1) once the buyer is charged, at
+ * the moment the worker hands the ArtMarket.settle transaction to the node (the worker's RPC goes
+ * through a proxy that holds that request, so the moment is exact), the transaction then reaching
+ * the chain or never; (2) right after the purchase request commits, before the charge. A fresh API
+ * on the same database finishes each sale: one charge, one settlement, one payment.completed, and
+ * the buyer's wallet is the token's ownerOf.
+ */
+import { mkdtempSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { type Kysely, sql } from "kysely";
+import { type Hex, keccak256, parseTransaction, type TransactionSerializable } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import type { IndexerViews } from "../../api/src/chain/indexer-schema.ts";
+import { createDb } from "../../api/src/db/connection.ts";
+import { binPath, childEnv, freePort, type ManagedProcess, spawnManaged, waitUntil } from "../../tools/stack/processes.ts";
+import { createUser, send, testApiSettings, type TestApi, type TestUser } from "../api/helpers.ts";
+import { createPlatformDatabase, freshRelayerKey, publicClient, transactionCount } from "../support/artworks.ts";
+import { testEnvironment } from "../support/environment.ts";
+import { startIndexerForTest, type TestIndexer } from "../support/indexer.ts";
+import { certifiedArtwork, indexedCertificate, ownerOnChain, walletOf } from "../support/marketplace.ts";
+import { type JsonRpcProxy, startJsonRpcProxy } from "../support/rpc-proxy.ts";
+import { waitFor } from "../support/wait.ts";
+
+const env = testEnvironment();
+let database: Awaited<ReturnType<typeof createPlatformDatabase>>;
+let indexer: TestIndexer;
+let relayerKey: Hex;
+let db: ReturnType<typeof createDb>;
+let views: Kysely<IndexerViews>;
+let storageDir: string;
+let proxy: JsonRpcProxy;
+/** What the proxy does with the worker's next settle transaction (once): by default it passes. */
+let onSettleSent: ((raw: Hex, tx: TransactionSerializable) => Promise<"forward" | "drop">) | null = null;
+const children: ManagedProcess[] = [];
+
+interface RunningApi {
+  url: string;
+  http: ManagedProcess;
+  worker: ManagedProcess | null;
+}
+let current: RunningApi | null = null;
+let artist: TestUser;
+let buyer: TestUser;
+const art = {} as Record<"forwarded" | "dropped" | "afterCommit", string>;
+
+/** The API as an operator runs it; the worker's chain RPC goes through the proxy. */
+async function startApi(name: string, settings: Record<string, string> = {}, options: { worker?: boolean } = {}): Promise<RunningApi> {
+  const port = await freePort();
+  const common = testApiSettings({
+    PORT: String(port),
+    LOG_LEVEL: "info",
+    DATABASE_URL: database.databaseUrl,
+    DATABASE_POOL_SIZE: "8",
+    RELAYER_PRIVATE_KEY: relayerKey,
+    INDEXER_URL: indexer.url,
+    INDEXER_VIEWS_SCHEMA: indexer.viewsSchema,
+    STORAGE_DIR: storageDir,
+    JOBS_CONCURRENCY: "4",
+    // A lost attempt is taken up again within seconds, not minutes.
+    CERTIFICATION_LEASE_MS: "1000",
+    CERTIFICATION_SWEEP_INTERVAL_MS: "250",
+    MARKETPLACE_SWEEP_INTERVAL_MS: "250",
+    // Buy-now answers 202 at once: the sale goes on in the worker.
+    MARKETPLACE_PURCHASE_WAIT_MS: "0",
+    ...settings,
+  });
+  const spawnOne = (script: string, suffix: string, extra: Record<string, string>) => {
+    const child = spawnManaged({
+      name: `${name}-${suffix}`,
+      command: binPath("node"),
+      args: ["--import", "tsx", script],
+      logFile: path.join(env.tempDir, `${name}-${suffix}.log`),
+      detached: false,
+      env: childEnv({ ...common, ...extra }),
+    });
+    children.push(child);
+    return child;
+  };
+  const http = spawnOne("api/src/server.ts", "http", {});
+  const url = `http://127.0.0.1:${port}`;
+  await waitUntil(async () => (await fetch(`${url}/healthz`)).ok, { timeoutMs: 60_000, what: `${name} on ${url}`, abort: http.exited });
+  if (options.worker === false) return { url, http, worker: null };
+  const worker = spawnOne("api/src/worker.ts", "worker", { CHAIN_RPC_URL: proxy.url });
+  await waitUntil(async () => /^Worker running/m.test(readFileSync(worker.logFile, "utf8")), { timeoutMs: 60_000, what: `${name}'s worker`, abort: worker.exited });
+  return { url, http, worker };
+}
+
+async function kill(api: RunningApi): Promise<void> {
+  await Promise.all([api.http.stop("SIGKILL"), api.worker?.stop("SIGKILL")]);
+}
+
+const apiAt = (url: string) => ({ url, request: (method: string, p: string, opts?: object) => send(url, method, p, opts) }) as unknown as TestApi;
+
+async function list(artworkId: string): Promise<string> {
+  const res = await send(current!.url, "POST", "/v1/marketplace/listings", { token: artist.token, body: { artwork_id: artworkId, price_usd: 100, accepts_offers: false } });
+  expect(res.status, res.text).toBe(201);
+  return res.body.listing_id as string;
+}
+
+const purchase = (url: string, listingId: string, key: string) =>
+  send(url, "POST", `/v1/marketplace/listings/${listingId}/purchase`, { token: buyer.token, body: { payment_method_id: "pm_card_visa" }, headers: { "Idempotency-Key": key } });
+
+const count = async (query: Promise<{ n: unknown }>) => Number((await query).n);
+const chargesOf = (saleId: string) => count(db.selectFrom("sandbox_charges").select((eb) => eb.fn.countAll().as("n")).where("idempotency_key", "=", `sale:${saleId}`).executeTakeFirstOrThrow());
+const settlementsOf = (saleId: string) => count(views.selectFrom("sale_settlement").select((eb) => eb.fn.countAll().as("n")).where("sale_id", "=", saleId).executeTakeFirstOrThrow());
+const completionEventsOf = (saleId: string) =>
+  count(db.selectFrom("outbox_events").select((eb) => eb.fn.countAll().as("n")).where("event_type", "=", "payment.completed").where(sql`payload->>'tx_id'`, "=", saleId).executeTakeFirstOrThrow());
+const saleOf = (saleId: string) => db.selectFrom("sales").selectAll().where("id", "=", saleId).executeTakeFirstOrThrow();
+const relayerAddress = () => privateKeyToAccount(relayerKey).address;
+
+/** After the restart: the sale completes, with one charge, one settlement, one payment.completed, and the buyer owns the token. */
+async function expectSoldOnce(saleId: string, artworkId: string): Promise<{ on_chain_tx: string }> {
+  const transaction = await waitFor(
+    async () => {
+      const res = await send(current!.url, "GET", `/v1/marketplace/transactions/${saleId}`, { token: buyer.token });
+      return res.body?.status === "completed" && res.body;
+    },
+    { timeoutMs: 20_000, what: `completion of ${saleId} after the restart` },
+  );
+  expect(transaction).toMatchObject({ tx_id: saleId, type: "sale", amount_usd: 100, buyer_id: buyer.id, seller_id: artist.id });
+  expect((await saleOf(saleId)).status).toBe("completed");
+  expect(await chargesOf(saleId)).toBe(1);
+  await waitFor(async () => (await settlementsOf(saleId)) > 0, { what: `the indexer's SaleSettled of ${saleId}` });
+  expect(await settlementsOf(saleId)).toBe(1);
+  expect(await completionEventsOf(saleId)).toBe(1);
+  expect(await ownerOnChain((await indexedCertificate({ views }, artworkId)).tokenId)).toBe(await walletOf({ db }, buyer.id));
+  return transaction;
+}
+
+beforeAll(async () => {
+  database = await createPlatformDatabase();
+  [indexer, relayerKey] = await Promise.all([startIndexerForTest({ target: { databaseUrl: database.databaseUrl } }), freshRelayerKey()]);
+  db = createDb(database.databaseUrl, 2);
+  views = db.withTables<IndexerViews>().withSchema(indexer.viewsSchema) as unknown as Kysely<IndexerViews>;
+  storageDir = mkdtempSync(path.join(env.tempDir, "marketplace-crash-storage-"));
+  proxy = await startJsonRpcProxy(env.rpcUrl, async (calls) => {
+    const raw = calls.find((c) => c.method === "eth_sendRawTransaction")?.params[0] as Hex | undefined;
+    if (!raw || !onSettleSent) return "forward";
+    const tx = parseTransaction(raw);
+    if (tx.to?.toLowerCase() !== env.artMarketAddress.toLowerCase()) return "forward";
+    const hook = onSettleSent;
+    onSettleSent = null;
+    return hook(raw, tx);
+  });
+  current = await startApi("api");
+  [artist, buyer] = await Promise.all([createUser(apiAt(current.url), { role: "artist" }), createUser(apiAt(current.url), { role: "collector" })]);
+  const names = Object.keys({ forwarded: 0, dropped: 0, afterCommit: 0 }) as (keyof typeof art)[];
+  const ids = await Promise.all(names.map(() => certifiedArtwork({ api: apiAt(current!.url), views }, artist)));
+  names.forEach((name, i) => (art[name] = ids[i]!));
+}, 120_000);
+
+afterAll(async () => {
+  for (const child of children) await child.stop("SIGKILL", 5_000);
+  await proxy?.close();
+  await db?.destroy();
+  await indexer?.stop();
+  await database?.drop().catch(() => {});
+});
+
+it.each([
+  { fate: "forward", name: "forwarded", what: "reaches the chain after the kill" },
+  { fate: "drop", name: "dropped", what: "never reaches the chain" },
+] as const)(
+  "SIGKILL between charge and transfer (the settle transaction $what): after restart one charge, one transfer, one payment.completed; the buyer is the on-chain ownerOf",
+  async ({ fate, name }) => {
+    const listingId = await list(art[name]);
+    const doomed = current!;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let answered: Promise<unknown> = Promise.resolve();
+    const sent = new Promise<{ raw: Hex; nonce: number }>((resolve) => {
+      onSettleSent = async (raw, tx) => {
+        await answered;
+        await kill(doomed);
+        resolve({ raw, nonce: tx.nonce! });
+        await released;
+        return fate;
+      };
+    });
+    const purchased = purchase(doomed.url, listingId, `buy-${listingId}`);
+    answered = purchased.catch(() => undefined);
+    const res = await purchased;
+    expect(res.status, res.text).toBe(202);
+    const saleId = res.body.tx_id as string;
+    const settle = await sent;
+    expect((await doomed.worker!.exited).signal).toBe("SIGKILL");
+
+    // At the kill: charged once, the sale paid, its transfer requested but neither stored as sent nor settled.
+    expect(await chargesOf(saleId)).toBe(1);
+    expect((await saleOf(saleId)).status).toBe("paid");
+    const operation = await db.selectFrom("chain_operations").select(["status", "tx_hash"]).where("key", "=", `settle:${saleId}`).executeTakeFirstOrThrow();
+    expect(operation).toEqual({ status: "pending", tx_hash: null });
+    expect(await settlementsOf(saleId)).toBe(0);
+    release();
+    if (fate === "forward") {
+      const receipt = await publicClient().waitForTransactionReceipt({ hash: keccak256(settle.raw) });
+      expect(receipt.status).toBe("success");
+    } else {
+      expect(await transactionCount(relayerAddress())).toBe(settle.nonce);
+    }
+
+    current = await startApi(`api-after-${name}`);
+    const sold = await expectSoldOnce(saleId, art[name]);
+    // One settle transaction in all: the restart sent none (forwarded) or exactly the lost one (dropped).
+    expect(await transactionCount(relayerAddress())).toBe(settle.nonce + 1);
+    if (fate === "forward") expect(sold.on_chain_tx).toBe(keccak256(settle.raw));
+  },
+  60_000,
+);
+
+it("SIGKILL right after the purchase commits, before the charge: after restart one charge, one transfer, one payment.completed; the buyer is the on-chain ownerOf", async () => {
+  const listingId = await list(art.afterCommit);
+  // No worker while the purchase commits: nothing can charge before the kill.
+  await Promise.all([current!.http.stop("SIGTERM"), current!.worker?.stop("SIGTERM")]);
+  const doomed = await startApi("api-crash-after-commit", { IDEMPOTENCY_CRASH_AFTER_COMMIT: "true" }, { worker: false });
+  const key = `buy-${listingId}`;
+  const lost = await purchase(doomed.url, listingId, key).then(
+    (res) => res.status,
+    () => "no answer",
+  );
+  expect(lost).toBe("no answer");
+  expect((await doomed.http.exited).signal).toBe("SIGKILL");
+  const sales = await db.selectFrom("sales").select(["id", "status"]).where("listing_id", "=", listingId).execute();
+  expect(sales).toEqual([{ id: expect.any(String), status: "pending_payment" }]);
+  const saleId = sales[0]!.id;
+  expect(await chargesOf(saleId)).toBe(0);
+
+  current = await startApi("api-after-commit-crash");
+  // The buyer's retry answers the sale the lost answer was about, and starts no other.
+  const replay = await purchase(current.url, listingId, key);
+  expect(replay.headers.get("idempotent-replayed")).toBe("true");
+  expect(replay.body.tx_id).toBe(saleId);
+  await expectSoldOnce(saleId, art.afterCommit);
+  expect(await db.selectFrom("sales").select("id").where("listing_id", "=", listingId).execute()).toEqual([{ id: saleId }]);
+}, 60_000);

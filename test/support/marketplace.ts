@@ -1,0 +1,65 @@
+import { type Address, createWalletClient, type Hex, http, parseEther, toHex } from "viem";
+import { HDKey, hdKeyToAccount } from "viem/accounts";
+import { mnemonicToSeedSync } from "@scure/bip39";
+import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
+import type { TestUser } from "../api/helpers.ts";
+import { CUSTODY_MNEMONIC } from "../api/helpers.ts";
+import { type ArtworkPlatform, artworkInput, formFields, pngImage, postMultipart, publicClient } from "./artworks.ts";
+import { testEnvironment } from "./environment.ts";
+import { waitFor } from "./wait.ts";
+
+/** A new artwork of `owner`, certified on-chain and indexed (its certificate is in the indexer's views). */
+export async function certifiedArtwork(p: Pick<ArtworkPlatform, "api" | "views">, owner: TestUser, extra: Record<string, unknown> = {}): Promise<string> {
+  const res = await postMultipart(p.api.url, owner.token, formFields(artworkInput(extra)), { bytes: pngImage() });
+  if (res.status !== 201) throw new Error(`artwork creation failed: ${res.status} ${res.text}`);
+  const id = (res.body as { id: string }).id;
+  await waitFor(
+    async () => {
+      const got = await p.api.request("GET", `/v1/artworks/${id}`);
+      return got.body?.status === "certified" && (await p.views.selectFrom("certificate").select("token_id").where("artwork_id", "=", id).executeTakeFirst());
+    },
+    { timeoutMs: 30_000, what: `certification of ${id}` },
+  );
+  return id;
+}
+
+/** The indexed certificate of an artwork: its token id and current owner (lower-case). */
+export async function indexedCertificate(p: Pick<ArtworkPlatform, "views">, artworkId: string): Promise<{ tokenId: bigint; owner: string }> {
+  const row = await p.views.selectFrom("certificate").select(["token_id", "owner"]).where("artwork_id", "=", artworkId).executeTakeFirstOrThrow();
+  return { tokenId: BigInt(row.token_id), owner: row.owner.toLowerCase() };
+}
+
+export async function ownerOnChain(tokenId: bigint): Promise<string> {
+  const owner = await publicClient().readContract({ address: testEnvironment().artCertificateAddress, abi: artCertificateAbi, functionName: "ownerOf", args: [tokenId] });
+  return owner.toLowerCase();
+}
+
+export async function walletOf(p: Pick<ArtworkPlatform, "db">, userId: string): Promise<string> {
+  const row = await p.db.selectFrom("users").select("wallet_address").where("id", "=", userId).executeTakeFirstOrThrow();
+  return row.wallet_address.toLowerCase();
+}
+
+/**
+ * A wallet client holding `userId`'s custodial key (derived from the test CUSTODY_MNEMONIC), funded
+ * with test ETH: the user acting on the chain directly, as an external wallet would.
+ */
+export async function walletClientOf(p: ArtworkPlatform, userId: string) {
+  const { custody_index } = await p.db.selectFrom("users").select("custody_index").where("id", "=", userId).executeTakeFirstOrThrow();
+  if (custody_index === null) throw new Error(`${userId} has no custodial key`);
+  const account = hdKeyToAccount(HDKey.fromMasterSeed(mnemonicToSeedSync(CUSTODY_MNEMONIC)), { addressIndex: custody_index });
+  await publicClient().request({ method: "hardhat_setBalance", params: [account.address, toHex(parseEther("10"))] } as never);
+  return createWalletClient({ account, transport: http(testEnvironment().rpcUrl) });
+}
+
+/** Sends a certificate-contract call from `userId`'s wallet and waits for it to be mined. */
+export async function certificateCallFrom(
+  p: ArtworkPlatform,
+  userId: string,
+  call: { functionName: "setApprovalForAll"; args: readonly [Address, boolean] } | { functionName: "transferFrom"; args: readonly [Address, Address, bigint] },
+): Promise<Hex> {
+  const wallet = await walletClientOf(p, userId);
+  const hash = await wallet.writeContract({ chain: null, address: testEnvironment().artCertificateAddress, abi: artCertificateAbi, ...call } as never);
+  const receipt = await publicClient().waitForTransactionReceipt({ hash });
+  if (receipt.status !== "success") throw new Error(`${call.functionName} from ${userId} reverted`);
+  return hash;
+}

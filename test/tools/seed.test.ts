@@ -1,0 +1,103 @@
+/**
+ * tools/seed on a database of its own, the run's chain and a Ponder of its own: the seeded rows,
+ * the chain and the indexer agree (one certificate per artwork with the database's token id, hash
+ * and transaction; each listing's seller holds its token), and a second run adds to the first.
+ */
+import { mkdtempSync } from "node:fs";
+import path from "node:path";
+import { sql } from "kysely";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { readContract } from "viem/actions";
+import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
+import { CustodyWallet } from "../../api/src/chain/custody.ts";
+import { createDb } from "../../api/src/db/connection.ts";
+import { canonicalDocument, certificateDocument, certificateHashOf } from "../../api/src/modules/artworks/certificate-document.ts";
+import { seedPlatform, type SeedTarget } from "../../tools/seed/seed.ts";
+import { CUSTODY_MNEMONIC } from "../api/helpers.ts";
+import { createPlatformDatabase, freshRelayerKey, publicClient } from "../support/artworks.ts";
+import { testEnvironment } from "../support/environment.ts";
+import { startIndexerForTest, type TestIndexer } from "../support/indexer.ts";
+
+let database: { databaseUrl: string; drop(): Promise<void> };
+let indexer: TestIndexer;
+let target: SeedTarget;
+let db: ReturnType<typeof createDb>;
+
+beforeAll(async () => {
+  database = await createPlatformDatabase();
+  const [started, relayerKey] = await Promise.all([startIndexerForTest({ target: { databaseUrl: database.databaseUrl } }), freshRelayerKey()]);
+  indexer = started;
+  const env = testEnvironment();
+  target = {
+    databaseUrl: database.databaseUrl,
+    rpcUrl: env.rpcUrl,
+    chainId: env.chainId,
+    relayerPrivateKey: relayerKey,
+    custodyMnemonic: CUSTODY_MNEMONIC,
+    artCertificate: env.artCertificateAddress,
+    publicBaseUrl: "http://127.0.0.1:3999",
+    storageDir: mkdtempSync(path.join(env.tempDir, "seed-storage-")),
+    viewsSchema: indexer.viewsSchema,
+    royaltyBps: 500,
+  };
+  db = createDb(database.databaseUrl, 2);
+}, 120_000);
+
+afterAll(async () => {
+  await db?.destroy();
+  await indexer?.stop();
+  await database?.drop().catch(() => {});
+}, 60_000);
+
+it("seeds users, certified artworks, listings and posts on which the database, the chain and the indexer agree", async () => {
+  const first = await seedPlatform(target, { users: 12, artworks: 70, listings: 20, posts: 30 }, { chunk: 40, mintBatch: 16 });
+  expect(first.counts).toEqual({ users: 12, artworks: 70, listings: 20, posts: 30 });
+  expect(first.transactions).toBe(5); // chunks of 40 and 30 in batches of at most 16: 16 + 16 + 8, 16 + 14
+  const second = await seedPlatform(target, { users: 3, artworks: 10, listings: 5, posts: 5 }, { chunk: 40, mintBatch: 16 });
+  expect(second.counts.artworks).toBe(10);
+
+  const artworks = await db.selectFrom("artworks").innerJoin("users", "users.id", "artworks.artist_id").select([
+    "artworks.id", "artworks.artist_id", "artworks.title", "artworks.year", "artworks.medium", "artworks.dimensions", "artworks.image_sha256",
+    "artworks.status", "artworks.token_id", "artworks.certificate_hash", "artworks.certification_tx_hash", "artworks.certification_indexed_at",
+    "users.wallet_address", "users.custody_index", "users.role",
+  ]).execute();
+  expect(artworks).toHaveLength(80);
+  expect(artworks.every((a) => a.status === "certified" && a.certification_indexed_at !== null && a.role === "artist")).toBe(true);
+  const custody = new CustodyWallet(CUSTODY_MNEMONIC);
+  expect(artworks.every((a) => custody.addressAt(a.custody_index!) === a.wallet_address)).toBe(true);
+
+  // The indexer's view: one certificate each, with the database's token, hash and transaction.
+  const { rows: indexed } = await sql<{ artwork_id: string; token_id: string; certificate_hash: string; owner: string; tx_hash: string }>`
+    select artwork_id, token_id::text, certificate_hash, owner, tx_hash from ${sql.id(indexer.viewsSchema, "certificate")}
+    where artwork_id in (${sql.join(artworks.map((a) => a.id))})`.execute(db);
+  expect(indexed).toHaveLength(80);
+  const byId = new Map(indexed.map((c) => [c.artwork_id, c]));
+  for (const a of artworks) {
+    const c = byId.get(a.id)!;
+    expect(c.token_id).toBe(a.token_id!.toString());
+    expect(c.certificate_hash).toBe(a.certificate_hash);
+    expect(c.tx_hash).toBe(a.certification_tx_hash);
+    expect(c.owner).toBe(a.wallet_address.toLowerCase());
+    // The hash is the one the API computes from the artwork's public record.
+    expect(a.certificate_hash).toBe(certificateHashOf(canonicalDocument(certificateDocument(a, a.image_sha256!))));
+  }
+  // The chain itself, for a sample.
+  for (const a of artworks.slice(0, 3)) {
+    const owner = await readContract(publicClient(), { address: target.artCertificate, abi: artCertificateAbi, functionName: "ownerOf", args: [a.token_id!] });
+    expect(owner).toBe(a.wallet_address);
+  }
+
+  // Listings: active, one per artwork, held by their seller on-chain; provenance records them.
+  const listings = await db.selectFrom("listings").selectAll().execute();
+  expect(listings).toHaveLength(25);
+  expect(new Set(listings.map((l) => l.artwork_id)).size).toBe(25);
+  for (const l of listings) expect(byId.get(l.artwork_id)!.owner).toBe(l.seller_wallet);
+  const provenance = await db.selectFrom("artwork_provenance").select(["event", (eb) => eb.fn.countAll<string>().as("n")]).groupBy("event").execute();
+  expect(Object.fromEntries(provenance.map((p) => [p.event, Number(p.n)]))).toEqual({ created: 80, certified: 80, listed: 25 });
+
+  // Counts kept as the API keeps them.
+  const { rows: counts } = await sql<{ off: number }>`
+    select count(*)::int as off from users u where u.artworks_count <> (select count(*) from artworks a where a.artist_id = u.id)`.execute(db);
+  expect(counts[0]!.off).toBe(0);
+  expect(Number((await db.selectFrom("community_posts").select((eb) => eb.fn.countAll<string>().as("n")).executeTakeFirstOrThrow()).n)).toBe(35);
+}, 180_000);

@@ -7,7 +7,9 @@ import { sql } from "kysely";
 import { describe, expect, it } from "vitest";
 import { recordEvent } from "../../api/src/jobs/outbox.ts";
 import { attemptLeaseMs } from "../../api/src/modules/webhooks/webhooks.delivery.ts";
-import { strandedDeliveryIds } from "../../api/src/modules/webhooks/webhooks.repository.ts";
+import { claimAttempt, startWaitingAttempts, strandedDeliveryIds } from "../../api/src/modules/webhooks/webhooks.repository.ts";
+import { createDb } from "../../api/src/db/connection.ts";
+import { newId } from "../../api/src/lib/ids.ts";
 import { waitFor } from "../support/wait.ts";
 import { createUser, type TestUser } from "./helpers.ts";
 import { type Reply, useIsolatedTestApi, useReceiver } from "./webhooks.support.ts";
@@ -119,5 +121,58 @@ describe("fair sharing of the webhook runner", () => {
     expect(sent.sort()).toEqual(done.map((d) => d.id).sort());
     expect(slow.stats.maxOpen).toBe(PER_USER);
     expect(slow.stats.maxOpenPerPath).toBe(PER_SUBSCRIPTION);
+  });
+
+  it("records a success while a claim of the same delivery, older than its start, holds the owner's lock (no deadlock)", async () => {
+    // The claim's snapshot sees the delivery unclaimed; it waits for the owner's lock (held here),
+    // the delivery's attempt starts and is answered meanwhile, and its success is recorded while the
+    // claim still waits. The lock goes to the claim first, which then meets the started attempt's row.
+    const owner = await createUser(api, { role: "artist" });
+    const subscriptionId = await subscribe(owner, receiver.endpoint());
+    const [eventId, otherEventId] = [await emit(newId("offer"), []), await emit(newId("offer"), [])];
+    // The delivery, and another of the owner's waiting for a slot (so the success hands its slot on under the owner's lock).
+    const [deliveryId, waitingId] = [newId("webhookDelivery"), newId("webhookDelivery")];
+    await api.db
+      .insertInto("webhook_deliveries")
+      .values([
+        { id: deliveryId, subscription_id: subscriptionId, event_id: eventId, status: "pending", next_retry_at: sql<Date>`now() + interval '1 hour'`, created_at: sql<Date>`now()`, updated_at: sql<Date>`now()` },
+        { id: waitingId, subscription_id: subscriptionId, event_id: otherEventId, status: "pending", next_retry_at: sql<Date>`now()`, created_at: sql<Date>`now()`, updated_at: sql<Date>`now()` },
+      ])
+      .execute();
+    // Connections of the test's own: four sessions wait on each other here, beside the API's own use of its pool.
+    const db = createDb(api.config.database.url, 6);
+    const leaseMs = attemptLeaseMs(api.config.webhooks.timeoutMs);
+    const caps = { perUser: 4, perSubscription: 4 };
+    const ownerLockWaiters = async () =>
+      Number((await sql<{ n: string }>`select count(*) as n from pg_locks where locktype = 'advisory' and not granted and database = (select oid from pg_database where datname = current_database())`.execute(db)).rows[0]!.n);
+
+    let releaseOwnerLock!: () => void;
+    const ownerLockReleased = new Promise<void>((resolve) => (releaseOwnerLock = resolve));
+    let ownerLockTaken!: () => void;
+    const ownerLockHeld = new Promise<void>((resolve) => (ownerLockTaken = resolve));
+    const holder = db.transaction().execute(async (trx) => {
+      await sql`select pg_advisory_xact_lock(hashtextextended(${`webhook_attempts:${owner.id}`}, 0))`.execute(trx);
+      ownerLockTaken();
+      await ownerLockReleased;
+    });
+    await ownerLockHeld;
+    try {
+      const claim = claimAttempt(db, deliveryId, leaseMs, caps);
+      await waitFor(async () => ((await ownerLockWaiters()) === 1 ? true : null), { timeoutMs: 10_000, what: "the claim to wait for the owner's lock" });
+      // The attempt starts elsewhere (as a slot handed on would start it), and its receiver answers 200.
+      await db.updateTable("webhook_deliveries").set({ attempts: 1, in_flight_since: sql<Date>`now()`, next_retry_at: null }).where("id", "=", deliveryId).execute();
+      const success = startWaitingAttempts(db, owner.id, leaseMs, caps, false, { id: deliveryId, attempts: 1, responseCode: 200, responseBody: "ok" });
+      await waitFor(async () => ((await ownerLockWaiters()) === 2 ? true : null), { timeoutMs: 10_000, what: "the success to wait for the owner's lock" });
+      releaseOwnerLock();
+      const [claimed, started] = await Promise.all([claim, success]);
+      expect(claimed).toBeUndefined();
+      expect(started.map((d) => [d.id, d.attempts])).toEqual([[waitingId, 1]]);
+    } finally {
+      releaseOwnerLock();
+      await holder;
+      await db.destroy();
+    }
+    const delivery = await api.db.selectFrom("webhook_deliveries").selectAll().where("id", "=", deliveryId).executeTakeFirstOrThrow();
+    expect(delivery).toMatchObject({ status: "succeeded", attempts: 1, in_flight_since: null, last_response_code: 200 });
   });
 });

@@ -18,15 +18,20 @@ function image(n: number): Blob {
   return new Blob([Buffer.concat([png, Buffer.from(`bench-${n}-${Date.now()}`)])], { type: "image/png" });
 }
 
-/** Registers an artwork (a small unique PNG) and returns its id; it is certified by the worker. */
-export async function submitArtwork(baseUrl: string, token: string, n: number): Promise<string> {
+/** The multipart body of `POST /v1/artworks` for artwork `n` (a small unique PNG). */
+export function artworkForm(n: number): FormData {
   const form = new FormData();
   form.append("title", `Bench ${n}`);
   form.append("year", "2020");
   form.append("medium", "Digital print");
   form.append("dimensions", JSON.stringify({ width: 40, height: 30, unit: "cm" }));
   form.append("image", image(n), `bench-${n}.png`);
-  const res = await fetch(new URL("/v1/artworks", baseUrl), { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form });
+  return form;
+}
+
+/** Registers an artwork (a small unique PNG) and returns its id; it is certified by the worker. */
+export async function submitArtwork(baseUrl: string, token: string, n: number): Promise<string> {
+  const res = await fetch(new URL("/v1/artworks", baseUrl), { method: "POST", headers: { authorization: `Bearer ${token}` }, body: artworkForm(n) });
   const body = (await res.json()) as { id?: string };
   if (res.status !== 201 || !body.id) throw new Error(`POST /v1/artworks answered ${res.status}: ${JSON.stringify(body)}`);
   return body.id;

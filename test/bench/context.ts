@@ -21,7 +21,9 @@ export interface BenchContext {
   chainId: number;
   genesisHash: `0x${string}`;
   deployment: PlatformDeployment;
-  /** Starts the API (bootstrap admin key BENCH_ADMIN_KEY; rate limits off); stopped by dispose(). */
+  /** The API's settings on this platform (bootstrap admin key BENCH_ADMIN_KEY; rate limits off), for startApi or API processes of a suite's own. */
+  apiSettings(overrides?: Record<string, string>): Record<string, string>;
+  /** Starts the API in this process with apiSettings(overrides); stopped by dispose(). */
   startApi(overrides?: Record<string, string>): Promise<RunningPlatform>;
   /**
    * Starts Ponder on this chain and database (views schema `chain`); stopped by dispose(). `polling`:
@@ -62,29 +64,29 @@ export async function createBenchContext(): Promise<BenchContext> {
     chainId: identity.chainId,
     genesisHash: identity.genesisHash,
     deployment,
+    apiSettings(overrides = {}) {
+      return {
+        NODE_ENV: "development",
+        PORT: "0",
+        LOG_LEVEL: "silent",
+        DATABASE_URL: databaseUrl,
+        CHAIN_RPC_URL: node.rpcUrl,
+        CHAIN_ID: String(identity.chainId),
+        ART_CERTIFICATE_ADDRESS: deployment.artCertificate,
+        ART_SHARES_ADDRESS: deployment.artShares,
+        ART_MARKET_ADDRESS: deployment.artMarket,
+        AUDIT_ANCHOR_ADDRESS: deployment.auditAnchor,
+        CONTRACTS_START_BLOCK: String(deployment.startBlock),
+        CUSTODY_MNEMONIC: custody,
+        BOOTSTRAP_ADMIN_API_KEY: BENCH_ADMIN_KEY,
+        RATE_LIMIT_TOKEN_PER_MINUTE: "100000000",
+        RATE_LIMIT_ANONYMOUS_PER_MINUTE: "100000000",
+        ...(indexerUrl ? { INDEXER_URL: indexerUrl } : {}),
+        ...overrides,
+      };
+    },
     async startApi(overrides = {}) {
-      const api = await startPlatform(
-        loadConfig({
-          NODE_ENV: "development",
-          PORT: "0",
-          LOG_LEVEL: "silent",
-          DATABASE_URL: databaseUrl,
-          CHAIN_RPC_URL: node.rpcUrl,
-          CHAIN_ID: String(identity.chainId),
-          ART_CERTIFICATE_ADDRESS: deployment.artCertificate,
-          ART_SHARES_ADDRESS: deployment.artShares,
-          ART_MARKET_ADDRESS: deployment.artMarket,
-          AUDIT_ANCHOR_ADDRESS: deployment.auditAnchor,
-          CONTRACTS_START_BLOCK: String(deployment.startBlock),
-          CUSTODY_MNEMONIC: custody,
-          BOOTSTRAP_ADMIN_API_KEY: BENCH_ADMIN_KEY,
-          RATE_LIMIT_TOKEN_PER_MINUTE: "100000000",
-          RATE_LIMIT_ANONYMOUS_PER_MINUTE: "100000000",
-          ...(indexerUrl ? { INDEXER_URL: indexerUrl } : {}),
-          ...overrides,
-        }),
-        { http: true, worker: true },
-      );
+      const api = await startPlatform(loadConfig(ctx.apiSettings(overrides)), { http: true, worker: true });
       disposers.push(() => api.close());
       return api;
     },

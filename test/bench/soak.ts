@@ -1,0 +1,569 @@
+/**
+ * `npm run soak`: a throwaway platform (embedded Postgres, Hardhat node, contracts, Ponder) with the
+ * API's HTTP process and its worker as child processes, under SOAK_MINUTES of mixed traffic at
+ * SOAK_RATE requests per second (reads, artwork creations, listings, buy-now purchases, offers and
+ * their acceptance, share purchases, ticket purchases, likes, posts, reward redemptions), while the
+ * worker is SIGKILLed every 60–120 s (seeded by SOAK_SEED) and started again at once. Afterwards it
+ * waits for every purchase and certification to settle, checks that chain, indexer, database and
+ * API agree (soak-invariants.ts), prints throughput, latencies, errors and the processes' RSS, and exits
+ * 1 when an invariant failed or a request was answered 5xx.
+ */
+import { randomUUID } from "node:crypto";
+import { mkdirSync, readFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { sql } from "kysely";
+import { createDb } from "../../api/src/db/connection.ts";
+import { binPath, childEnv, freePort, type ManagedProcess, spawnManaged, waitUntil } from "../../tools/stack/processes.ts";
+import { artworkForm, submitArtwork } from "./certification.ts";
+import { BENCH_ADMIN_KEY, call, createBenchContext, percentile, table } from "./context.ts";
+import { checkInvariants, type Purchases } from "./soak-invariants.ts";
+
+const MINUTES = Number(process.env.SOAK_MINUTES ?? 10);
+const RATE = Number(process.env.SOAK_RATE ?? 40);
+const SEED = Number(process.env.SOAK_SEED ?? 1);
+const KILL_EVERY_S: [number, number] = [Number(process.env.SOAK_KILL_MIN_S ?? 60), Number(process.env.SOAK_KILL_MAX_S ?? 120)];
+/** Requests outstanding at once; a tick beyond it is counted as skipped (the load is open-loop). */
+const MAX_IN_FLIGHT = 200;
+const RSS_EVERY_MS = 5_000;
+const DRAIN_TIMEOUT_MS = Number(process.env.SOAK_DRAIN_TIMEOUT_S ?? 420) * 1000;
+const ARTISTS = 6;
+const COLLECTORS = 40;
+const REWARD_COST = 50;
+const REWARD_STOCK = 150;
+const TICKET_SEATS = 300;
+
+/** Mulberry32: the same SOAK_SEED gives the same kinds, parties and kill times. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const random = rng(SEED);
+const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+
+interface Party {
+  id: string;
+  token: string;
+}
+
+interface Answer {
+  status: number;
+  body: any;
+}
+
+/** One request of the traffic: status, time, the body when JSON. Network errors answer status 0. */
+async function request(baseUrl: string, method: string, p: string, options: { token?: string; json?: unknown; form?: FormData } = {}): Promise<Answer> {
+  const headers: Record<string, string> = {};
+  if (options.token) headers.authorization = `Bearer ${options.token}`;
+  if (options.json !== undefined) headers["content-type"] = "application/json";
+  if (method !== "GET") headers["idempotency-key"] = randomUUID();
+  try {
+    const res = await fetch(new URL(p, baseUrl), { method, headers, body: options.form ?? (options.json !== undefined ? JSON.stringify(options.json) : undefined) });
+    const text = await res.text();
+    let body: unknown = null;
+    try {
+      body = text ? JSON.parse(text) : null;
+    } catch {
+      body = text;
+    }
+    return { status: res.status, body };
+  } catch (err) {
+    return { status: 0, body: String(err) };
+  }
+}
+
+function vmRssKb(pid: number): number | null {
+  try {
+    const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Starts `script` (api/src/server.ts or api/src/worker.ts) as a child on Node 22 + tsx; resolves once its log says it is ready. */
+async function startApiProcess(name: string, script: string, settings: Record<string, string>, ready: RegExp, logFile: string): Promise<{ child: ManagedProcess; match: RegExpExecArray }> {
+  const child = spawnManaged({ name, command: binPath("node"), args: ["--import", "tsx", script], logFile, detached: false, env: childEnv(settings) });
+  const match = await waitUntil(async () => ready.exec(readFileSync(logFile, "utf8")) ?? undefined, { timeoutMs: 90_000, intervalMs: 100, what: `${name} (log ${logFile})`, abort: child.exited });
+  return { child, match };
+}
+
+class Stats {
+  readonly latencies = new Map<string, number[]>();
+  readonly statuses = new Map<string, Map<number, number>>();
+  readonly serverErrors: { kind: string; status: number; body: string; at: number }[] = [];
+  /** The first problem code answered per kind and 4xx status, for the report. */
+  readonly refusals = new Map<string, string>();
+  skipped = 0;
+
+  record(kind: string, status: number, ms: number, body: unknown, at: number): void {
+    if (!this.latencies.has(kind)) this.latencies.set(kind, []);
+    this.latencies.get(kind)!.push(ms);
+    const byStatus = this.statuses.get(kind) ?? new Map<number, number>();
+    byStatus.set(status, (byStatus.get(status) ?? 0) + 1);
+    this.statuses.set(kind, byStatus);
+    const code = (body as { code?: unknown } | null)?.code;
+    if (status >= 400 && status < 500 && !this.refusals.has(`${kind} ${status}`)) this.refusals.set(`${kind} ${status}`, typeof code === "string" ? code : JSON.stringify(body).slice(0, 80));
+    if (status >= 500 || status === 0) this.serverErrors.push({ kind, status, body: typeof body === "string" ? body.slice(0, 300) : JSON.stringify(body).slice(0, 300), at });
+  }
+}
+
+async function main(): Promise<number> {
+  const started = Date.now();
+  const logDir = path.join(os.tmpdir(), `art-soak-logs-${new Date(started).toISOString().replace(/[:.]/g, "-")}`);
+  mkdirSync(logDir, { recursive: true });
+  const say = (line: string) => process.stderr.write(`[soak ${((Date.now() - started) / 1000).toFixed(0)}s] ${line}\n`);
+  say(`SOAK_MINUTES=${MINUTES} SOAK_RATE=${RATE}/s SOAK_SEED=${SEED}; logs of the API processes in ${logDir}`);
+
+  const ctx = await createBenchContext();
+  const children: ManagedProcess[] = [];
+  ctx.onDispose(async () => {
+    await Promise.all(children.map((c) => c.stop("SIGTERM", 15_000)));
+  });
+  try {
+    // Polling: the node's websocket feed can go silent under a long run of blocks, and a bench has no watchdog.
+    await ctx.startIndexer({ polling: true });
+    const port = await freePort();
+    const baseUrl = `http://127.0.0.1:${port}`;
+    const settings = ctx.apiSettings({
+      PORT: String(port),
+      PUBLIC_BASE_URL: baseUrl,
+      LOG_LEVEL: "warn",
+      STORAGE_DIR: path.join(ctx.dir, "storage"),
+      ALLOW_PRIVATE_WEBHOOK_URLS: "true",
+    });
+    const http = await startApiProcess("http", "api/src/server.ts", settings, /^API listening on (\S+)$/m, path.join(logDir, "http.log"));
+    children.push(http.child);
+    let workerLife = 0;
+    const startWorker = async () => {
+      workerLife++;
+      const w = await startApiProcess(`worker-${workerLife}`, "api/src/worker.ts", settings, /^Worker running/m, path.join(logDir, `worker-${workerLife}.log`));
+      children.push(w.child);
+      return w.child;
+    };
+    let worker = await startWorker();
+    say(`HTTP pid ${http.child.pid}, worker pid ${worker.pid}, ${baseUrl}`);
+
+    // ---- the cast and the goods ----
+    const db = createDb(ctx.databaseUrl, 3);
+    ctx.onDispose(() => db.destroy());
+    const admin = (await call(baseUrl, "POST", "/v1/auth/token", { api_key: BENCH_ADMIN_KEY, scope: ["admin"] })).token as string;
+    const user = async (name: string, role: "artist" | "collector"): Promise<Party> => {
+      const created = await call(baseUrl, "POST", "/v1/admin/users", { username: name, email: `${name}@example.test`, role }, admin);
+      const token = await call(baseUrl, "POST", "/v1/auth/token", { api_key: created.api_key.secret, scope: ["write"] });
+      return { id: created.id as string, token: token.token as string };
+    };
+    const artists = await Promise.all(Array.from({ length: ARTISTS }, (_, i) => user(`soak_artist_${i}`, "artist")));
+    const collectors = await Promise.all(Array.from({ length: COLLECTORS }, (_, i) => user(`soak_collector_${i}`, "collector")));
+    const everyone = [...artists, ...collectors];
+
+    // Three share classes: two large, one small enough to sell out during the run.
+    const shareTerms = [
+      { total_shares: 100_000, price_per_share_usd: 1 },
+      { total_shares: 100_000, price_per_share_usd: 2.5 },
+      { total_shares: 1_500, price_per_share_usd: 1 },
+    ];
+    const shareOwner = artists[0]!;
+    const shareArtworks = await Promise.all(shareTerms.map((_, i) => submitArtwork(baseUrl, shareOwner.token, 900_000 + i)));
+    await waitUntil(
+      async () => {
+        const { rows } = await sql<{ n: number }>`select count(*)::int as n from chain.certificate where artwork_id in (${sql.join(shareArtworks)})`.execute(db);
+        return rows[0]!.n === shareArtworks.length || undefined;
+      },
+      { timeoutMs: 120_000, intervalMs: 250, what: "the share artworks certified and indexed" },
+    );
+    for (const [i, artworkId] of shareArtworks.entries()) {
+      const made = await request(baseUrl, "POST", "/v1/fractional/artworks", { token: shareOwner.token, json: { artwork_id: artworkId, ...shareTerms[i] } });
+      if (made.status !== 201 && made.status !== 202) throw new Error(`fractionalizing answered ${made.status}: ${JSON.stringify(made.body)}`);
+    }
+    await waitUntil(
+      async () => {
+        const { rows } = await sql<{ n: number }>`select count(*)::int as n from fractional_artworks where status = 'active'`.execute(db);
+        return rows[0]!.n === shareArtworks.length || undefined;
+      },
+      { timeoutMs: 120_000, intervalMs: 250, what: "the share classes on-chain" },
+    );
+    const eventAt = Date.now() + 30 * 86_400_000;
+    const events = [
+      (await call(baseUrl, "POST", "/v1/events", { title: "Soak night", type: "exhibition", format: "in_person", location: "Soak Hall", starts_at: new Date(eventAt).toISOString(), ends_at: new Date(eventAt + 3_600_000).toISOString(), tickets: { in_person: { price_usd: 25, capacity: TICKET_SEATS } } }, admin)).event_id as string,
+      (await call(baseUrl, "POST", "/v1/events", { title: "Soak talk", type: "talk", format: "virtual", location: "Online", starts_at: new Date(eventAt).toISOString(), ends_at: new Date(eventAt + 3_600_000).toISOString(), tickets: { virtual: { price_usd: 5, capacity: null } } }, admin)).event_id as string,
+    ];
+    const reward = (await call(baseUrl, "POST", "/v1/admin/rewards", { name: "Soak code", points_cost: REWARD_COST, kind: "code", stock: REWARD_STOCK, active: true }, admin)).reward_id as string;
+    say(`${ARTISTS} artists, ${COLLECTORS} collectors, ${shareArtworks.length} share classes, ${events.length} events, a reward of ${REWARD_STOCK}`);
+
+    // ---- what the traffic can act on, refreshed from the database (not counted as traffic) ----
+    const world = {
+      listable: [] as { id: string; artist_id: string }[],
+      listings: [] as { id: string; seller_id: string; accepts_offers: boolean }[],
+      offers: [] as { id: string; seller_id: string; listing_id: string }[],
+      posts: [] as string[],
+      artworks: [] as string[],
+      redeemers: [] as string[],
+    };
+    const artistIds = artists.map((a) => a.id);
+    const refresh = async () => {
+      const [listable, listings, offers, posts, artworks, redeemers] = await Promise.all([
+        sql<{ id: string; artist_id: string }>`
+          select a.id, a.artist_id from artworks a join chain.certificate c on c.artwork_id = a.id
+          join users u on u.id = a.artist_id and lower(u.wallet_address) = lower(c.owner)
+          where a.artist_id in (${sql.join(artistIds)}) and a.status = 'certified' and a.fractionalized_at is null and a.deleted_at is null
+            and not exists (select 1 from listings l where l.artwork_id = a.id and l.status in ('active', 'pending_payment', 'sold'))
+          limit 200`.execute(db),
+        sql<{ id: string; seller_id: string; accepts_offers: boolean }>`select id, seller_id, accepts_offers from listings where status = 'active' limit 500`.execute(db),
+        sql<{ id: string; seller_id: string; listing_id: string }>`select id, seller_id, listing_id from offers where status = 'pending' limit 200`.execute(db),
+        sql<{ id: string }>`select id from community_posts where removed_at is null order by created_at desc limit 300`.execute(db),
+        sql<{ id: string }>`select id from artworks where deleted_at is null order by created_at desc limit 300`.execute(db),
+        sql<{ id: string }>`select id from users where service_points >= ${REWARD_COST}`.execute(db),
+      ]);
+      world.listable = listable.rows;
+      world.listings = listings.rows;
+      world.offers = offers.rows;
+      world.posts = posts.rows.map((r) => r.id);
+      world.artworks = artworks.rows.map((r) => r.id);
+      world.redeemers = redeemers.rows.map((r) => r.id);
+    };
+    await refresh();
+    const partyOf = new Map(everyone.map((p) => [p.id, p]));
+    /**
+     * Picks an item no request is acting on (the world is refreshed every second, so an artwork,
+     * listing or offer a request has in hand is still there); `done` releases it unless it was used
+     * up (answered 2xx).
+     */
+    const inHand = new Set<string>();
+    const take = <T extends { id: string }>(items: T[], where: (t: T) => boolean = () => true): { item: T; done: (a: Answer) => Answer } | undefined => {
+      const candidates = items.filter((t) => where(t) && !inHand.has(t.id));
+      if (candidates.length === 0) return undefined;
+      const item = pick(candidates);
+      inHand.add(item.id);
+      return {
+        item,
+        done: (a) => {
+          if (a.status < 200 || a.status >= 300) inHand.delete(item.id);
+          return a;
+        },
+      };
+    };
+
+    // ---- the traffic ----
+    const stats = new Stats();
+    const purchases: Purchases = { sales: [], shares: [], tickets: [] };
+    let artworkSerial = 0;
+    type Action = () => Promise<[string, Answer] | null>;
+    const get = (kind: string, p: string, token?: string): Action => async () => [kind, await request(baseUrl, "GET", p, { token })];
+    const reads: Action[] = [
+      get("read artworks", "/v1/artworks?limit=20"),
+      get("read artworks", "/v1/artworks?limit=20&verified=true"),
+      async () => [`read artwork`, await request(baseUrl, "GET", `/v1/artworks/${world.artworks.length ? pick(world.artworks) : shareArtworks[0]}`)],
+      get("read listings", "/v1/marketplace/listings?limit=20"),
+      async () => ["read user", await request(baseUrl, "GET", `/v1/users/${pick(everyone).id}`)],
+      get("read posts", "/v1/community/posts?limit=20"),
+      get("read events", "/v1/events?limit=20"),
+      async () => ["read fractional", await request(baseUrl, "GET", `/v1/fractional/artworks/${pick(shareArtworks)}`)],
+      async () => {
+        const c = pick(collectors);
+        return ["read transactions", await request(baseUrl, "GET", "/v1/marketplace/transactions?limit=20", { token: c.token })];
+      },
+    ];
+    const writes: { weight: number; act: Action }[] = [
+      {
+        weight: 5,
+        act: async () => {
+          const artist = pick(artists);
+          return ["create artwork", await request(baseUrl, "POST", "/v1/artworks", { token: artist.token, form: artworkForm(artworkSerial++) })];
+        },
+      },
+      {
+        weight: 4,
+        act: async () => {
+          const a = take(world.listable);
+          if (!a) return null;
+          const price = 20 + Math.floor(random() * 180);
+          return ["create listing", a.done(await request(baseUrl, "POST", "/v1/marketplace/listings", { token: partyOf.get(a.item.artist_id)!.token, json: { artwork_id: a.item.id, price_usd: price, accepts_offers: random() < 0.4 } }))];
+        },
+      },
+      {
+        weight: 5,
+        act: async () => {
+          const l = take(world.listings);
+          if (!l) return null;
+          const answer = l.done(await request(baseUrl, "POST", `/v1/marketplace/listings/${l.item.id}/purchase`, { token: pick(collectors).token, json: { payment_method_id: "pm_card_visa" } }));
+          if (answer.status >= 200 && answer.status < 300) purchases.sales.push(answer.body.tx_id);
+          return ["buy now", answer];
+        },
+      },
+      {
+        weight: 3,
+        act: async () => {
+          const l = world.listings.filter((x) => x.accepts_offers && !inHand.has(x.id));
+          if (l.length === 0) return null;
+          const listing = pick(l);
+          return ["make offer", await request(baseUrl, "POST", "/v1/marketplace/offers", { token: pick(collectors).token, json: { listing_id: listing.id, offer_amount_usd: 10 + Math.floor(random() * 10), payment_method_id: "pm_card_visa" } })];
+        },
+      },
+      {
+        weight: 2,
+        act: async () => {
+          // The offer's listing must not be in the hands of a buy-now meanwhile.
+          const o = take(world.offers, (x) => !inHand.has(x.listing_id));
+          if (!o) return null;
+          inHand.add(o.item.listing_id);
+          const answer = o.done(await request(baseUrl, "POST", `/v1/marketplace/offers/${o.item.id}/accept`, { token: partyOf.get(o.item.seller_id)!.token }));
+          if (answer.status < 200 || answer.status >= 300) inHand.delete(o.item.listing_id);
+          if (answer.status >= 200 && answer.status < 300) purchases.sales.push(answer.body.transaction_id);
+          return ["accept offer", answer];
+        },
+      },
+      {
+        weight: 5,
+        act: async () => {
+          const answer = await request(baseUrl, "POST", `/v1/fractional/${pick(shareArtworks)}/purchase`, { token: pick(collectors).token, json: { shares_quantity: 1 + Math.floor(random() * 10), payment_method_id: "pm_card_visa" } });
+          if (answer.status >= 200 && answer.status < 300) purchases.shares.push(answer.body.purchase_id);
+          return ["buy shares", answer];
+        },
+      },
+      {
+        weight: 2,
+        act: async () => {
+          const eventId = pick(events);
+          const kind = eventId === events[0] ? "in_person" : "virtual";
+          const answer = await request(baseUrl, "POST", `/v1/events/${eventId}/tickets`, { token: pick(collectors).token, json: { kind, quantity: 1 + Math.floor(random() * 2), payment_method_id: "pm_card_visa" } });
+          if (answer.status >= 200 && answer.status < 300) purchases.tickets.push(answer.body.order_id);
+          return ["buy tickets", answer];
+        },
+      },
+      {
+        weight: 4,
+        act: async () => {
+          if (world.posts.length === 0) return null;
+          return ["like post", await request(baseUrl, "POST", `/v1/community/posts/${pick(world.posts)}/like`, { token: pick(everyone).token })];
+        },
+      },
+      {
+        weight: 2,
+        act: async () => {
+          if (world.artworks.length === 0) return null;
+          const author = pick(everyone);
+          return ["create post", await request(baseUrl, "POST", "/v1/community/posts", { token: author.token, json: { type: "artwork_share", content: `Seen at the soak, ${random().toString(36).slice(2, 8)}`, tags: ["soak"], artwork_id: pick(world.artworks) } })];
+        },
+      },
+      {
+        weight: 2,
+        act: async () => {
+          const id = world.redeemers.length ? pick(world.redeemers) : null;
+          if (!id || !partyOf.has(id)) return null;
+          return ["redeem reward", await request(baseUrl, "POST", "/v1/rewards/redeem", { token: partyOf.get(id)!.token, json: { reward_id: reward, points_to_spend: REWARD_COST } })];
+        },
+      },
+    ];
+    const writeWeight = writes.reduce((n, w) => n + w.weight, 0);
+    /** A third of the requests write (weights above, out of 100), the rest read. */
+    const nextAction = (): Action => {
+      let r = random() * 100;
+      if (r >= writeWeight) return pick(reads);
+      for (const w of writes) {
+        if (r < w.weight) return w.act;
+        r -= w.weight;
+      }
+      return pick(reads);
+    };
+
+    const rss = { http: [] as number[], worker: [] as number[], workerByLife: new Map<number, number[]>() };
+    const sampleRss = () => {
+      const h = vmRssKb(http.child.pid);
+      const w = vmRssKb(worker.pid);
+      if (h !== null) rss.http.push(h);
+      if (w !== null) {
+        rss.worker.push(w);
+        rss.workerByLife.set(workerLife, [...(rss.workerByLife.get(workerLife) ?? []), w]);
+      }
+    };
+    sampleRss();
+    const kills: { at: number; restartMs: number }[] = [];
+    const durationMs = MINUTES * 60_000;
+    const loadStarted = performance.now();
+    const until = loadStarted + durationMs;
+    let inFlight = 0;
+    let sent = 0;
+    const pending = new Set<Promise<void>>();
+
+    const timers: NodeJS.Timeout[] = [];
+    let refreshing = false;
+    timers.push(
+      setInterval(() => {
+        if (refreshing) return;
+        refreshing = true;
+        void refresh()
+          .catch((err: unknown) => say(`refresh failed: ${String(err)}`))
+          .finally(() => {
+            refreshing = false;
+          });
+      }, 1_000),
+    );
+    timers.push(setInterval(sampleRss, RSS_EVERY_MS));
+    timers.push(
+      setInterval(() => {
+        const s = (performance.now() - loadStarted) / 1000;
+        say(`${s.toFixed(0)} s: ${sent} sent (${(sent / s).toFixed(1)}/s), ${inFlight} in flight, ${stats.serverErrors.length} 5xx, ${kills.length} kills, RSS http ${rss.http.at(-1)} kB worker ${rss.worker.at(-1)} kB`);
+      }, 30_000),
+    );
+
+    // The killer: SIGKILL the worker at seeded random times, start a new one at once.
+    const killer = (async () => {
+      for (;;) {
+        const wait = (KILL_EVERY_S[0] + random() * (KILL_EVERY_S[1] - KILL_EVERY_S[0])) * 1000;
+        if (performance.now() + wait > until) return;
+        await new Promise((r) => setTimeout(r, wait));
+        const at = performance.now() - loadStarted;
+        sampleRss();
+        process.kill(worker.pid, "SIGKILL");
+        await worker.exited;
+        const t = performance.now();
+        worker = await startWorker();
+        kills.push({ at, restartMs: performance.now() - t });
+        say(`worker SIGKILLed at ${(at / 1000).toFixed(0)} s; worker ${workerLife} (pid ${worker.pid}) ready after ${((performance.now() - t) / 1000).toFixed(1)} s`);
+      }
+    })();
+
+    // Open loop: one request every 1/RATE s whatever the answers take.
+    const interval = 1000 / RATE;
+    for (let next = performance.now(); next < until; next += interval) {
+      const delay = next - performance.now();
+      if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+      if (inFlight >= MAX_IN_FLIGHT) {
+        stats.skipped++;
+        continue;
+      }
+      const action = nextAction();
+      inFlight++;
+      sent++;
+      const t0 = performance.now();
+      const p = action()
+        .then((done) => done ?? pick(reads)())
+        .then((done) => {
+          const [kind, answer] = done!;
+          stats.record(kind, answer.status, performance.now() - t0, answer.body, (t0 - loadStarted) / 1000);
+        })
+        .catch((err: unknown) => stats.record("client error", 0, performance.now() - t0, String(err), (t0 - loadStarted) / 1000))
+        .finally(() => {
+          inFlight--;
+          pending.delete(p);
+        });
+      pending.add(p);
+    }
+    await Promise.all(pending);
+    const loadSeconds = (performance.now() - loadStarted) / 1000;
+    await killer;
+    for (const t of timers) clearInterval(t);
+    sampleRss();
+    say(`load done: ${sent} requests in ${loadSeconds.toFixed(0)} s; waiting for the queues to drain`);
+
+    // ---- drain: every purchase and certification settled ----
+    const drainStarted = performance.now();
+    let drained = true;
+    try {
+      await waitUntil(
+        async () => {
+          const { rows } = await sql<{ what: string; n: number }>`
+            select 'artworks pending certification' as what, count(*)::int as n from artworks where status not in ('certified', 'certification_failed') and deleted_at is null
+            union all select 'sales in progress', count(*)::int from sales where status in ('pending_payment', 'paid')
+            union all select 'share purchases pending', count(*)::int from fractional_purchases where status = 'pending'
+            union all select 'ticket orders pending', count(*)::int from ticket_orders where status = 'pending' or refund_stage = 'refunding'
+            union all select 'chain operations open', count(*)::int from chain_operations where status not in ('confirmed', 'failed')
+            union all select 'transactions pending', count(*)::int from transactions where status = 'pending'
+            union all select 'outbox events undispatched', count(*)::int from outbox_events where dispatched_at is null`.execute(db);
+          const open = rows.filter((r) => r.n > 0);
+          return open.length === 0 || undefined;
+        },
+        { timeoutMs: DRAIN_TIMEOUT_MS, intervalMs: 1_000, what: "the queues drained" },
+      );
+    } catch (err) {
+      drained = false;
+      say(String(err));
+    }
+    const drainSeconds = (performance.now() - drainStarted) / 1000;
+    // The indexer catches up with the last block before the chain is compared with it.
+    await new Promise((r) => setTimeout(r, 3_000));
+    sampleRss();
+    say(`drained: ${drained} after ${drainSeconds.toFixed(0)} s; checking invariants`);
+    const { rows: openJobs } = await sql<{ task: string; n: number; locked: number }>`
+      select t.identifier as task, count(*)::int as n, count(j.locked_at)::int as locked from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id where j.run_at <= now() group by 1 order by 2 desc`
+      .execute(db)
+      .catch(() => ({ rows: [] as { task: string; n: number; locked: number }[] }));
+
+    // How long the purchases answered 2xx took to complete, from their creation (the request's transaction).
+    const { rows: settleTimes } = await sql<{ kind: string; ms: number }>`
+      select 'sale (buy-now or accepted offer)' as kind, extract(epoch from completed_at - created_at)::float8 * 1000 as ms from sales where status = 'completed' and id in (${sql.join(purchases.sales.length ? purchases.sales : [""])})
+      union all select 'share purchase', extract(epoch from confirmed_at - created_at)::float8 * 1000 from fractional_purchases where status = 'confirmed' and id in (${sql.join(purchases.shares.length ? purchases.shares : [""])})
+      union all select 'ticket order', extract(epoch from confirmed_at - created_at)::float8 * 1000 from ticket_orders where status = 'confirmed' and id in (${sql.join(purchases.tickets.length ? purchases.tickets : [""])})`.execute(db);
+
+    const checks = await checkInvariants({ db, baseUrl, adminToken: admin, rpcUrl: ctx.rpcUrl, deployment: ctx.deployment, purchases });
+    if (!drained) checks.unshift({ name: "the queues drained within the timeout", ok: false, detail: `not after ${DRAIN_TIMEOUT_MS / 1000} s` });
+    checks.push({ name: "no request answered 5xx (or no answer)", ok: stats.serverErrors.length === 0, detail: `${stats.serverErrors.length}` });
+
+    // ---- the report ----
+    const kb = (v: number | undefined) => (v === undefined ? "-" : `${(v / 1024).toFixed(0)} MB`);
+    const kinds = [...stats.latencies.keys()].sort();
+    const total = kinds.reduce((n, k) => n + stats.latencies.get(k)!.length, 0);
+    const ms = (v: number) => `${Math.round(v)}`;
+    const statusText = (k: string) =>
+      [...stats.statuses.get(k)!.entries()]
+        .sort((a, b) => a[0] - b[0])
+        .map(([s, n]) => `${n}× ${s}`)
+        .join(", ");
+    const workerLives = [...rss.workerByLife.values()];
+    const lines = [
+      `Soak: ${os.cpus().length} cores; HTTP process and worker process (children, tsx); Ponder polling; sandbox processor; SOAK_SEED=${SEED}`,
+      `${MINUTES} min at ${RATE} requests/s asked: ${total} requests in ${loadSeconds.toFixed(0)} s = ${(total / loadSeconds).toFixed(1)}/s achieved (${stats.skipped} ticks skipped at ${MAX_IN_FLIGHT} in flight); worker SIGKILLed ${kills.length}× (restart to ready: ${kills.map((k) => (k.restartMs / 1000).toFixed(1)).join(", ")} s); drained ${drained ? "in" : "NOT within"} ${drainSeconds.toFixed(0)} s`,
+      "",
+      table(
+        ["kind", "requests", "req/s", "p50 ms", "p99 ms", "answers"],
+        kinds.map((k) => {
+          const l = [...stats.latencies.get(k)!].sort((a, b) => a - b);
+          return [k, l.length, (l.length / loadSeconds).toFixed(2), ms(percentile(l, 50)), ms(percentile(l, 99)), statusText(k)];
+        }),
+      ),
+      "",
+      table(
+        ["purchase answered 2xx: created -> completed", "count", "p50 ms", "p99 ms", "max ms"],
+        [...new Set(settleTimes.map((r) => r.kind))].map((k) => {
+          const l = settleTimes.filter((r) => r.kind === k).map((r) => r.ms).sort((a, b) => a - b);
+          return [k, l.length, ms(percentile(l, 50)), ms(percentile(l, 99)), ms(l.at(-1)!)];
+        }),
+      ),
+      "",
+      table(
+        ["process", "RSS start", "RSS peak", "RSS end"],
+        [
+          ["HTTP", kb(rss.http[0]), kb(Math.max(...rss.http)), kb(rss.http.at(-1))],
+          ["worker (all lives)", kb(rss.worker[0]), kb(Math.max(...rss.worker)), kb(rss.worker.at(-1))],
+          ...workerLives.map((l, i) => [`  worker life ${i + 1}`, kb(l[0]), kb(Math.max(...l)), kb(l.at(-1))]),
+        ],
+      ),
+      "",
+      table(
+        ["invariant", "held", "detail"],
+        checks.map((c) => [c.name, c.ok ? "yes" : "**NO**", c.detail.replace(/\|/g, "/")]),
+      ),
+    ];
+    lines.push("", `4xx answers (first code of each): ${[...stats.refusals.entries()].map(([k, code]) => `${k} ${code}`).join("; ")}`);
+    if (openJobs.length) lines.push("", `Jobs due and not done: ${openJobs.map((j) => `${j.task} ${j.n} (${j.locked} locked)`).join(", ")}`);
+    if (stats.serverErrors.length) {
+      lines.push("", "5xx answers (first 20):", ...stats.serverErrors.slice(0, 20).map((e) => `- ${e.at.toFixed(1)} s ${e.kind}: ${e.status} ${e.body}`));
+    }
+    lines.push("", `RSS samples (MB, every ${RSS_EVERY_MS / 1000} s): HTTP ${rss.http.map((v) => Math.round(v / 1024)).join(" ")}`, `worker ${rss.worker.map((v) => Math.round(v / 1024)).join(" ")}`);
+    process.stdout.write(`\n## soak\n\n${lines.join("\n")}\n`);
+    const failed = checks.filter((c) => !c.ok);
+    if (failed.length) say(`FAILED: ${failed.map((c) => c.name).join("; ")} (logs in ${logDir})`);
+    return failed.length ? 1 : 0;
+  } finally {
+    await ctx.dispose();
+  }
+}
+
+process.exitCode = await main();

@@ -19,7 +19,7 @@ import { IdempotencyStore } from "./http/idempotency.ts";
 import { answerClientError } from "./http/problem.ts";
 import { createRateLimiter } from "./http/rate-limit.ts";
 import { OUTBOX_DISPATCH_TASK, OutboxDispatcher, redispatchStaleEvents } from "./jobs/outbox.ts";
-import { migrateJobQueue, startJobQueue, type TaskList } from "./jobs/queue.ts";
+import { migrateJobQueue, startJobQueue, survivingDatabaseRestarts, type TaskList } from "./jobs/queue.ts";
 import { LocalDiskStorage } from "./lib/storage.ts";
 import type { IndexerProbe } from "./modules/health/health.routes.ts";
 import { modules, type Services } from "./modules/index.ts";
@@ -361,6 +361,7 @@ export async function startPlatform(config: Config, halves: { http: boolean; wor
 export async function runProcess(halves: { http: boolean; worker: boolean }): Promise<void> {
   try {
     const running = await startPlatform(loadConfig(process.env), halves);
+    if (halves.worker) process.on("unhandledRejection", survivingDatabaseRestarts(running.platform.logger.child({ component: "jobs" })));
     if (running.bootstrapAdminKey) process.stdout.write(`Admin API key (shown once): ${running.bootstrapAdminKey}\n`);
     // One plain line whatever LOG_LEVEL says: what a supervisor (tools/stack) waits for.
     process.stdout.write(halves.http ? `API listening on ${running.url}\n` : `Worker running (pid ${process.pid})\n`);

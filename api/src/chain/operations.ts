@@ -122,6 +122,8 @@ export class ChainOperations {
   private confirming: Promise<void> | null = null;
   private confirmAgain = false;
   private chainConfirming: Promise<void> | null = null;
+  /** Operations whose last attempt here found the node unreachable: retried as soon as it answers again. */
+  private readonly waitingForNode = new Set<string>();
   private stopped = true;
 
   constructor(private readonly deps: ChainOperationsDeps) {
@@ -231,6 +233,7 @@ export class ChainOperations {
       .returningAll()
       .executeTakeFirst();
     if (!op) return; // confirmed, failed, or unknown: nothing to do
+    this.waitingForNode.delete(key);
     const kind = this.kindOf(op);
     try {
       await kind.onAttempt?.(db, op);
@@ -292,6 +295,32 @@ export class ChainOperations {
       if (!scheduled) return;
       await kind.onRetry?.(trx, scheduled, reason, delayMs);
       await this.enqueueSend(trx, op.key, { runAt: new Date(Date.now() + delayMs) });
+    });
+    if (nodeUnreachable(err)) this.waitingForNode.add(op.key);
+  }
+
+  /**
+   * The node answered (the worker's indexer-lag sampler read its head): the operations whose last
+   * attempt found it unreachable are retried now rather than when their backoff ends, which after
+   * an outage of a minute can be another minute away.
+   */
+  private retryWaitingForNode(): void {
+    if (this.waitingForNode.size === 0 || this.stopped) return;
+    const keys = [...this.waitingForNode];
+    this.waitingForNode.clear();
+    void (async () => {
+      const due = await this.deps.db
+        .updateTable("chain_operations")
+        .set({ lease_until: sql<Date>`now() + ${this.deps.leaseMs} * interval '1 millisecond'`, updated_at: sql<Date>`now()` })
+        .where("key", "in", keys)
+        .where("status", "in", ["pending", "sent"])
+        .returning("key")
+        .execute();
+      for (const { key } of due) await this.enqueueSend(this.deps.db, key);
+      if (due.length > 0) this.log.info({ keys: due.map((op) => op.key) }, "the chain node answers again: retrying the operations that waited for it");
+    })().catch((err: Error) => {
+      for (const key of keys) this.waitingForNode.add(key);
+      this.log.warn({ err: err.message }, "could not retry the operations that waited for the node; their backoff still runs");
     });
   }
 
@@ -451,8 +480,12 @@ export class ChainOperations {
     for (const key of keys) this.confirmations.emit(key);
   }
 
-  /** Each verdict of the IndexerLagMonitor: while the indexer lags, the chain confirms (one pass at a time). */
+  /**
+   * Each verdict of the IndexerLagMonitor (it gives one only when it could read the chain head): what
+   * waited for the node is retried, and while the indexer lags, the chain confirms (one pass at a time).
+   */
   onIndexerLag(state: IndexerLagState): void {
+    this.retryWaitingForNode();
     if (!state.lagging || this.stopped || this.chainConfirming) return;
     this.chainConfirming = this.confirmFromChain()
       .then(() => undefined)
@@ -551,6 +584,15 @@ function groupBy<T>(items: T[], keyOf: (item: T) => string): Map<string, T[]> {
 function isUndefinedTable(err: unknown): boolean {
   const code = (err as { code?: string }).code;
   return code === "42P01" || code === "3F000";
+}
+
+/** Whether `err` (or a cause of it) says the node did not answer: down, unreachable or timing out. */
+function nodeUnreachable(err: unknown): boolean {
+  for (let e: unknown = err; e; e = (e as { cause?: unknown }).cause) {
+    const code = classifyChainError(e).code;
+    if (code === "rpc_unavailable" || code === "timeout") return true;
+  }
+  return false;
 }
 
 function describe(err: unknown): string {

@@ -47,3 +47,18 @@ export function createDbHandle(databaseUrl: string, max = 20): DbHandle {
   const pool = createPool(databaseUrl, max);
   return { pool, db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }) };
 }
+
+/** Postgres refused, ended or could not take a connection (a restart, a failover, a full server): worth retrying shortly. */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  const code = (err as { code?: string })?.code;
+  return (
+    code === "ECONNREFUSED" ||
+    code === "ECONNRESET" ||
+    code === "57P01" || // admin_shutdown
+    code === "57P02" || // crash_shutdown
+    code === "57P03" || // cannot_connect_now
+    code === "53300" || // too_many_connections
+    (typeof code === "string" && code.startsWith("08")) || // connection_exception
+    (err instanceof Error && /Connection terminated|timeout exceeded when trying to connect|Stream isn't writeable|Client has encountered a connection error/i.test(err.message))
+  );
+}

@@ -5,6 +5,7 @@ import type { Duplex } from "node:stream";
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from "express";
 import type { Logger } from "pino";
 import { z } from "../openapi/zod.ts";
+import { isDatabaseUnavailable } from "../db/connection.ts";
 import { ApiError } from "../lib/errors.ts";
 import { newId } from "../lib/ids.ts";
 
@@ -145,7 +146,7 @@ function toApiError(err: unknown): ApiError {
   if (typeof clientStatus === "number" && clientStatus >= 400 && clientStatus < 500) {
     return new ApiError(clientStatus, CLIENT_ERROR_CODES[clientStatus] ?? "invalid_parameter", e.message || "The request could not be processed");
   }
-  if (isUnavailable(err)) {
+  if (isDatabaseUnavailable(err)) {
     return new ApiError(503, "service_unavailable", "A dependency is temporarily unavailable; retry shortly", { headers: { "Retry-After": "5" } });
   }
   return new ApiError(500, "internal_error", "An unexpected error occurred; quote the request_id when reporting it");
@@ -198,17 +199,6 @@ export function checkJsonBytes(_req: unknown, _res: unknown, bytes: Buffer, char
       if (++depth > MAX_JSON_DEPTH) throw new ApiError(400, "invalid_json", `The request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`);
     } else if (b === 0x5d || b === 0x7d) depth--;
   }
-}
-
-function isUnavailable(err: unknown): boolean {
-  const code = (err as { code?: string })?.code;
-  return (
-    code === "ECONNREFUSED" ||
-    code === "57P01" || // admin_shutdown
-    code === "57P03" || // cannot_connect_now
-    code === "53300" || // too_many_connections
-    (err instanceof Error && /Connection terminated|timeout exceeded when trying to connect|Stream isn't writeable/i.test(err.message))
-  );
 }
 
 /**

@@ -1,7 +1,11 @@
+import { createRequire } from "node:module";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { sql } from "kysely";
 import type pg from "pg";
 import type { Logger as PinoLogger } from "pino";
 import { Logger as WorkerLogger, type Runner, run, runMigrations, type Task, type TaskList } from "graphile-worker";
+import { isDatabaseUnavailable } from "../db/connection.ts";
 import type { Database, Db } from "../db/database.ts";
 
 export interface EnqueueOptions {
@@ -51,6 +55,7 @@ export interface JobQueueOptions {
 
 /** Durable Postgres-backed job queue (graphile-worker): retries with exponential backoff, survives restarts. */
 export async function startJobQueue(opts: JobQueueOptions): Promise<Runner> {
+  await retryThroughDatabaseRestarts(opts.logger);
   const logger = new WorkerLogger((scope) => (level, message, meta) => {
     const log = opts.logger.child({ component: "jobs", ...scope });
     if (level === "error") log.error(meta ?? {}, message);
@@ -66,6 +71,44 @@ export async function startJobQueue(opts: JobQueueOptions): Promise<Runner> {
     noHandleSignals: true,
     logger,
   });
+}
+
+/**
+ * graphile-worker retries its own statements (a job's completion and failure among them) on the
+ * codes of its RETRYABLE_ERROR_CODES: serialization failures, deadlocks, 57P03, EHOSTUNREACH and
+ * ETIMEDOUT, not what a restart of Postgres gives (57P01 admin_shutdown, refused and reset
+ * connections). Unretried, a job ending during the restart keeps its lock for 4 hours. The table
+ * is the library's, not exported by its entry point: reached through its file, and extended once.
+ */
+let retryCodesAdded: Promise<void> | null = null;
+function retryThroughDatabaseRestarts(logger: PinoLogger): Promise<void> {
+  retryCodesAdded ??= (async () => {
+    const entry = createRequire(import.meta.url).resolve("graphile-worker");
+    const lib = (await import(pathToFileURL(path.join(path.dirname(entry), "lib.js")).href)) as { RETRYABLE_ERROR_CODES?: Record<string, unknown> };
+    if (!lib.RETRYABLE_ERROR_CODES) throw new Error("graphile-worker's lib.js has no RETRYABLE_ERROR_CODES");
+    for (const code of ["57P01", "57P02", "ECONNREFUSED", "ECONNRESET"]) lib.RETRYABLE_ERROR_CODES[code] ??= { minDelay: 500, maxDelay: 10_000 };
+  })().catch((err: Error) => logger.warn({ err: err.message }, "job queue: statements are not retried through a database restart"));
+  return retryCodesAdded;
+}
+
+/**
+ * The worker process's `unhandledRejection` listener. graphile-worker (0.18) records a job's
+ * completion or failure without awaiting it (worker.js) and retries neither a connection Postgres
+ * ended (57P01, a restart) nor a refused one, so a job that ends while the database restarts leaves
+ * a rejection nobody handles, and Node's default ends the process: every runner of the worker gone
+ * for a blip of the database. Such a rejection (a restart outlasting graphile-worker's retries, see
+ * retryThroughDatabaseRestarts) is logged instead; the job's row stays locked and is run again once
+ * graphile-worker's lock expires (4 hours; tasks are idempotent, and the modules' sweeps take up
+ * their work sooner). Any other unhandled rejection still ends the process.
+ */
+export function survivingDatabaseRestarts(logger: PinoLogger): (reason: unknown) => void {
+  return (reason) => {
+    if (isDatabaseUnavailable(reason)) {
+      logger.warn({ err: (reason as Error).message, code: (reason as { code?: string }).code }, "the database went away while a job ended; it runs again later");
+      return;
+    }
+    throw reason;
+  };
 }
 
 export type { Task, TaskList };

@@ -7,7 +7,7 @@
  * (one SharesMinted for its purchase key), one fractional.purchase_confirmed, the buyer's on-chain
  * balance.
  */
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import path from "node:path";
 import { type Kysely, sql } from "kysely";
 import { type Address, decodeFunctionData, type Hex, keccak256, parseTransaction, toBytes, type TransactionSerializable } from "viem";
@@ -16,9 +16,10 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { artSharesAbi } from "../../api/src/chain/abi/ArtShares.ts";
 import type { IndexerViews } from "../../api/src/chain/indexer-schema.ts";
 import { createDb } from "../../api/src/db/connection.ts";
-import { binPath, childEnv, freePort, type ManagedProcess, spawnManaged, waitUntil } from "../../tools/stack/processes.ts";
-import { createUser, send, testApiSettings, type TestApi, type TestUser } from "../api/helpers.ts";
-import { createPlatformDatabase, freshRelayerKey, publicClient, transactionCount } from "../support/artworks.ts";
+import type { ManagedProcess } from "../../tools/stack/processes.ts";
+import { createUser, send, type TestUser } from "../api/helpers.ts";
+import { type ApiProcesses, QUICK_RECOVERY, startApiProcesses } from "../support/api-processes.ts";
+import { createPlatformDatabase, freshRelayerKey, platformSettings, publicClient, transactionCount } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { startIndexerForTest, type TestIndexer } from "../support/indexer.ts";
 import { certifiedArtwork, indexedCertificate, walletOf } from "../support/marketplace.ts";
@@ -37,61 +38,32 @@ let proxy: JsonRpcProxy;
 let onMintSent: ((raw: Hex, tx: TransactionSerializable) => Promise<"forward" | "drop">) | null = null;
 const children: ManagedProcess[] = [];
 
-interface RunningApi {
-  url: string;
-  http: ManagedProcess;
-  worker: ManagedProcess;
-}
-let current: RunningApi | null = null;
+let current: ApiProcesses | null = null;
 let owner: TestUser;
 let buyer: TestUser;
 let artworkId: string;
 let tokenId: bigint;
 
 /** The API as an operator runs it; the worker's chain RPC goes through the proxy. */
-async function startApi(name: string): Promise<RunningApi> {
-  const port = await freePort();
-  const common = testApiSettings({
-    PORT: String(port),
-    LOG_LEVEL: "info",
-    DATABASE_URL: database.databaseUrl,
-    DATABASE_POOL_SIZE: "8",
-    RELAYER_PRIVATE_KEY: relayerKey,
-    INDEXER_URL: indexer.url,
-    INDEXER_VIEWS_SCHEMA: indexer.viewsSchema,
-    STORAGE_DIR: storageDir,
-    JOBS_CONCURRENCY: "4",
-    CERTIFICATION_LEASE_MS: "1000",
-    CERTIFICATION_SWEEP_INTERVAL_MS: "250",
-    MARKETPLACE_SWEEP_INTERVAL_MS: "250",
-    // The purchase answers 202 at once: it goes on in the worker.
-    FRACTIONAL_PURCHASE_WAIT_MS: "0",
-  });
-  const spawnOne = (script: string, suffix: string, extra: Record<string, string>) => {
-    const child = spawnManaged({
-      name: `${name}-${suffix}`,
-      command: binPath("node"),
-      args: ["--import", "tsx", script],
-      logFile: path.join(env.tempDir, `fractional-${name}-${suffix}.log`),
-      detached: false,
-      env: childEnv({ ...common, ...extra }),
-    });
-    children.push(child);
-    return child;
-  };
-  const http = spawnOne("api/src/server.ts", "http", {});
-  const url = `http://127.0.0.1:${port}`;
-  await waitUntil(async () => (await fetch(`${url}/healthz`)).ok, { timeoutMs: 60_000, what: `${name} on ${url}`, abort: http.exited });
-  const worker = spawnOne("api/src/worker.ts", "worker", { CHAIN_RPC_URL: proxy.url });
-  await waitUntil(async () => /^Worker running/m.test(readFileSync(worker.logFile, "utf8")), { timeoutMs: 60_000, what: `${name}'s worker`, abort: worker.exited });
-  return { url, http, worker };
+async function startApi(name: string): Promise<ApiProcesses> {
+  const api = await startApiProcesses(
+    `fractional-${name}`,
+    {
+      ...platformSettings({ databaseUrl: database.databaseUrl, indexer, relayerKey, storageDir }),
+      ...QUICK_RECOVERY,
+      // The purchase answers 202 at once: it goes on in the worker.
+      FRACTIONAL_PURCHASE_WAIT_MS: "0",
+    },
+    { workerSettings: { CHAIN_RPC_URL: proxy.url } },
+  );
+  children.push(api.http, api.worker!);
+  return api;
 }
 
-async function kill(api: RunningApi): Promise<void> {
-  await Promise.all([api.http.stop("SIGKILL"), api.worker.stop("SIGKILL")]);
+async function kill(api: ApiProcesses): Promise<void> {
+  await api.stop("SIGKILL");
 }
 
-const apiAt = (url: string) => ({ url, request: (method: string, p: string, opts?: object) => send(url, method, p, opts) }) as unknown as TestApi;
 const purchase = (url: string, key: string) =>
   send(url, "POST", `/v1/fractional/${artworkId}/purchase`, { token: buyer.token, body: { shares_quantity: 10, payment_method_id: "pm_card_visa" }, headers: { "Idempotency-Key": key } });
 
@@ -122,8 +94,8 @@ beforeAll(async () => {
     return hook(raw, tx);
   });
   current = await startApi("api");
-  [owner, buyer] = await Promise.all([createUser(apiAt(current.url), { role: "artist" }), createUser(apiAt(current.url), { role: "collector" })]);
-  artworkId = await certifiedArtwork({ api: apiAt(current.url), views }, owner);
+  [owner, buyer] = await Promise.all([createUser(current.api, { role: "artist" }), createUser(current.api, { role: "collector" })]);
+  artworkId = await certifiedArtwork({ api: current.api, views }, owner);
   tokenId = (await indexedCertificate({ views }, artworkId)).tokenId;
   await send(current.url, "POST", "/v1/fractional/artworks", { token: owner.token, body: { artwork_id: artworkId, total_shares: 100, price_per_share_usd: 3 } });
   await waitFor(async () => (await send(current!.url, "GET", `/v1/fractional/artworks/${artworkId}`)).body?.status === "active", { timeoutMs: 20_000, what: "the share class" });
@@ -163,7 +135,7 @@ it.each([
     expect(res.status, res.text).toBe(202);
     const id = res.body.purchase_id as string;
     const mint = await sent;
-    expect((await doomed.worker.exited).signal).toBe("SIGKILL");
+    expect((await doomed.worker!.exited).signal).toBe("SIGKILL");
 
     // At the kill: charged once, its mint requested but neither stored as sent nor minted.
     expect(await chargesOf(id)).toBe(1);

@@ -7,7 +7,7 @@
  * on the same database finishes each sale: one charge, one settlement, one payment.completed, and
  * the buyer's wallet is the token's ownerOf.
  */
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import path from "node:path";
 import { type Kysely, sql } from "kysely";
 import { type Hex, keccak256, parseTransaction, type TransactionSerializable } from "viem";
@@ -15,9 +15,10 @@ import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { IndexerViews } from "../../api/src/chain/indexer-schema.ts";
 import { createDb } from "../../api/src/db/connection.ts";
-import { binPath, childEnv, freePort, type ManagedProcess, spawnManaged, waitUntil } from "../../tools/stack/processes.ts";
-import { createUser, send, testApiSettings, type TestApi, type TestUser } from "../api/helpers.ts";
-import { createPlatformDatabase, freshRelayerKey, publicClient, transactionCount } from "../support/artworks.ts";
+import type { ManagedProcess } from "../../tools/stack/processes.ts";
+import { createUser, send, type TestUser } from "../api/helpers.ts";
+import { type ApiProcesses, QUICK_RECOVERY, startApiProcesses } from "../support/api-processes.ts";
+import { createPlatformDatabase, freshRelayerKey, platformSettings, publicClient, transactionCount } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { startIndexerForTest, type TestIndexer } from "../support/indexer.ts";
 import { certifiedArtwork, indexedCertificate, ownerOnChain, walletOf } from "../support/marketplace.ts";
@@ -36,63 +37,31 @@ let proxy: JsonRpcProxy;
 let onSettleSent: ((raw: Hex, tx: TransactionSerializable) => Promise<"forward" | "drop">) | null = null;
 const children: ManagedProcess[] = [];
 
-interface RunningApi {
-  url: string;
-  http: ManagedProcess;
-  worker: ManagedProcess | null;
-}
-let current: RunningApi | null = null;
+let current: ApiProcesses | null = null;
 let artist: TestUser;
 let buyer: TestUser;
 const art = {} as Record<"forwarded" | "dropped" | "afterCommit", string>;
 
 /** The API as an operator runs it; the worker's chain RPC goes through the proxy. */
-async function startApi(name: string, settings: Record<string, string> = {}, options: { worker?: boolean } = {}): Promise<RunningApi> {
-  const port = await freePort();
-  const common = testApiSettings({
-    PORT: String(port),
-    LOG_LEVEL: "info",
-    DATABASE_URL: database.databaseUrl,
-    DATABASE_POOL_SIZE: "8",
-    RELAYER_PRIVATE_KEY: relayerKey,
-    INDEXER_URL: indexer.url,
-    INDEXER_VIEWS_SCHEMA: indexer.viewsSchema,
-    STORAGE_DIR: storageDir,
-    JOBS_CONCURRENCY: "4",
-    // A lost attempt is taken up again within seconds, not minutes.
-    CERTIFICATION_LEASE_MS: "1000",
-    CERTIFICATION_SWEEP_INTERVAL_MS: "250",
-    MARKETPLACE_SWEEP_INTERVAL_MS: "250",
-    // Buy-now answers 202 at once: the sale goes on in the worker.
-    MARKETPLACE_PURCHASE_WAIT_MS: "0",
-    ...settings,
-  });
-  const spawnOne = (script: string, suffix: string, extra: Record<string, string>) => {
-    const child = spawnManaged({
-      name: `${name}-${suffix}`,
-      command: binPath("node"),
-      args: ["--import", "tsx", script],
-      logFile: path.join(env.tempDir, `${name}-${suffix}.log`),
-      detached: false,
-      env: childEnv({ ...common, ...extra }),
-    });
-    children.push(child);
-    return child;
-  };
-  const http = spawnOne("api/src/server.ts", "http", {});
-  const url = `http://127.0.0.1:${port}`;
-  await waitUntil(async () => (await fetch(`${url}/healthz`)).ok, { timeoutMs: 60_000, what: `${name} on ${url}`, abort: http.exited });
-  if (options.worker === false) return { url, http, worker: null };
-  const worker = spawnOne("api/src/worker.ts", "worker", { CHAIN_RPC_URL: proxy.url });
-  await waitUntil(async () => /^Worker running/m.test(readFileSync(worker.logFile, "utf8")), { timeoutMs: 60_000, what: `${name}'s worker`, abort: worker.exited });
-  return { url, http, worker };
+async function startApi(name: string, settings: Record<string, string> = {}, options: { worker?: boolean } = {}): Promise<ApiProcesses> {
+  const api = await startApiProcesses(
+    `marketplace-${name}`,
+    {
+      ...platformSettings({ databaseUrl: database.databaseUrl, indexer, relayerKey, storageDir }),
+      ...QUICK_RECOVERY,
+      // Buy-now answers 202 at once: the sale goes on in the worker.
+      MARKETPLACE_PURCHASE_WAIT_MS: "0",
+      ...settings,
+    },
+    { worker: options.worker, workerSettings: { CHAIN_RPC_URL: proxy.url } },
+  );
+  children.push(api.http, ...(api.worker ? [api.worker] : []));
+  return api;
 }
 
-async function kill(api: RunningApi): Promise<void> {
-  await Promise.all([api.http.stop("SIGKILL"), api.worker?.stop("SIGKILL")]);
+async function kill(api: ApiProcesses): Promise<void> {
+  await api.stop("SIGKILL");
 }
-
-const apiAt = (url: string) => ({ url, request: (method: string, p: string, opts?: object) => send(url, method, p, opts) }) as unknown as TestApi;
 
 async function list(artworkId: string): Promise<string> {
   const res = await send(current!.url, "POST", "/v1/marketplace/listings", { token: artist.token, body: { artwork_id: artworkId, price_usd: 100, accepts_offers: false } });
@@ -146,9 +115,9 @@ beforeAll(async () => {
     return hook(raw, tx);
   });
   current = await startApi("api");
-  [artist, buyer] = await Promise.all([createUser(apiAt(current.url), { role: "artist" }), createUser(apiAt(current.url), { role: "collector" })]);
+  [artist, buyer] = await Promise.all([createUser(current.api, { role: "artist" }), createUser(current.api, { role: "collector" })]);
   const names = Object.keys({ forwarded: 0, dropped: 0, afterCommit: 0 }) as (keyof typeof art)[];
-  const ids = await Promise.all(names.map(() => certifiedArtwork({ api: apiAt(current!.url), views }, artist)));
+  const ids = await Promise.all(names.map(() => certifiedArtwork({ api: current!.api, views }, artist)));
   names.forEach((name, i) => (art[name] = ids[i]!));
 }, 120_000);
 

@@ -75,63 +75,89 @@ export async function freshRelayerKey(): Promise<Hex> {
 }
 
 /**
- * A migrated database of its own. Migrated before Ponder touches it: Ponder keeps Kysely migration
- * tables of its own (in `ponder_sync`), which Kysely's migrator would take for the API's.
+ * A migrated database of its own (on the run's server, or on the server of `serverUrl`). Migrated
+ * before Ponder touches it: Ponder keeps Kysely migration tables of its own (in `ponder_sync`),
+ * which Kysely's migrator would take for the API's.
  */
-export async function createPlatformDatabase(): Promise<{ databaseUrl: string; drop(): Promise<void> }> {
+export async function createPlatformDatabase(serverUrl = env().serverUrl): Promise<{ databaseUrl: string; drop(): Promise<void> }> {
   const name = `art_${randomBytes(5).toString("hex")}`;
-  await ensureDatabase(env().serverUrl, name);
-  const databaseUrl = withDatabase(env().databaseUrl, name);
+  await ensureDatabase(serverUrl, name);
+  const databaseUrl = withDatabase(serverUrl, name);
   const db = createDb(databaseUrl, 1);
   try {
     await migrateToLatest(db);
   } finally {
     await db.destroy();
   }
-  return { databaseUrl, drop: () => dropDatabase(env().serverUrl, name) };
+  return { databaseUrl, drop: () => dropDatabase(serverUrl, name) };
+}
+
+/** The settings of an API on a platform of its own: its database, indexer, relayer and image storage. */
+export function platformSettings(p: { databaseUrl: string; indexer: Pick<TestIndexer, "url" | "viewsSchema">; relayerKey: Hex; storageDir: string }): Record<string, string> {
+  return {
+    DATABASE_URL: p.databaseUrl,
+    INDEXER_URL: p.indexer.url,
+    INDEXER_VIEWS_SCHEMA: p.indexer.viewsSchema,
+    STORAGE_DIR: p.storageDir,
+    RELAYER_PRIVATE_KEY: p.relayerKey,
+  };
 }
 
 /**
- * Starts the platform for the calling test file (beforeAll) and stops it after (afterAll).
+ * Starts a platform (its database, indexer, relayer and API); close() stops it and drops its database.
  * `indexerTarget` changes what the indexer reads (e.g. a websocket behind a proxy the test controls).
  */
+export async function startArtworkPlatform(
+  overrides: Record<string, string> = {},
+  options: { indexerTarget?: Partial<IndexerTarget> } = {},
+): Promise<ArtworkPlatform & { close(): Promise<void> }> {
+  const database = await createPlatformDatabase();
+  const [indexer, relayerKey] = await Promise.all([
+    startIndexerForTest({ target: { ...options.indexerTarget, databaseUrl: database.databaseUrl } }),
+    freshRelayerKey(),
+  ]);
+  const storageDir = mkdtempSync(path.join(env().tempDir, "storage-"));
+  const settings = {
+    ...platformSettings({ databaseUrl: database.databaseUrl, indexer, relayerKey, storageDir }),
+    CERTIFICATION_SWEEP_INTERVAL_MS: "1000",
+    CERTIFICATION_RETRY_BASE_MS: "200",
+    CERTIFICATION_CONCURRENCY: "8",
+    IMAGE_FETCH_CONCURRENCY: "4",
+    DATABASE_POOL_SIZE: "10",
+    ...overrides,
+  };
+  const api = await startTestApi(settings);
+  const db = createDb(database.databaseUrl, 4);
+  const views = db.withTables<IndexerViews>().withSchema(indexer.viewsSchema) as unknown as Kysely<IndexerViews>;
+  return {
+    api,
+    db,
+    views,
+    indexer,
+    databaseUrl: database.databaseUrl,
+    storageDir,
+    relayerKey,
+    env: settings,
+    async close() {
+      await api.close();
+      await indexer.stop();
+      await db.destroy();
+      await database.drop().catch(() => {});
+    },
+  };
+}
+
+/** startArtworkPlatform for the calling test file (beforeAll), stopped after it (afterAll). */
 export function useArtworkPlatform(
   overrides: Record<string, string> | (() => Record<string, string>) = {},
   options: { indexerTarget?: () => Partial<IndexerTarget> } = {},
 ): ArtworkPlatform {
-  let current: ArtworkPlatform | undefined;
-  let drop: (() => Promise<void>) | undefined;
+  let current: Awaited<ReturnType<typeof startArtworkPlatform>> | undefined;
   beforeAll(async () => {
-    const database = await createPlatformDatabase();
-    drop = database.drop;
-    const [indexer, relayerKey] = await Promise.all([
-      startIndexerForTest({ target: { ...options.indexerTarget?.(), databaseUrl: database.databaseUrl } }),
-      freshRelayerKey(),
-    ]);
-    const storageDir = mkdtempSync(path.join(env().tempDir, "storage-"));
-    const settings = {
-      DATABASE_URL: database.databaseUrl,
-      INDEXER_URL: indexer.url,
-      INDEXER_VIEWS_SCHEMA: indexer.viewsSchema,
-      STORAGE_DIR: storageDir,
-      RELAYER_PRIVATE_KEY: relayerKey,
-      CERTIFICATION_SWEEP_INTERVAL_MS: "1000",
-      CERTIFICATION_RETRY_BASE_MS: "200",
-      CERTIFICATION_CONCURRENCY: "8",
-      IMAGE_FETCH_CONCURRENCY: "4",
-      DATABASE_POOL_SIZE: "10",
-      ...(typeof overrides === "function" ? overrides() : overrides),
-    };
-    const api = await startTestApi(settings);
-    const db = createDb(database.databaseUrl, 4);
-    const views = db.withTables<IndexerViews>().withSchema(indexer.viewsSchema) as unknown as Kysely<IndexerViews>;
-    current = { api, db, views, indexer, databaseUrl: database.databaseUrl, storageDir, relayerKey, env: settings };
+    current = await startArtworkPlatform(typeof overrides === "function" ? overrides() : overrides, { indexerTarget: options.indexerTarget?.() });
   });
   afterAll(async () => {
-    await current?.api.close();
-    await current?.indexer.stop();
-    await current?.db.destroy();
-    await drop?.().catch(() => {});
+    await current?.close();
   });
   return new Proxy({} as ArtworkPlatform, {
     get(_target, property) {

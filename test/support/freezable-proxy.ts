@@ -11,16 +11,32 @@ export interface FreezableProxy {
   freeze(): void;
   /** Delivers what was held back, and everything after. */
   thaw(): void;
+  /**
+   * The upstream unreachable: open connections are reset and every new one is reset at once, until
+   * restore(). The port stays bound, so nothing else can take it meanwhile.
+   */
+  cut(): void;
+  /** Connections reach the upstream again. */
+  restore(): void;
+  /** Connections reset while cut. */
+  refused(): number;
   close(): Promise<void>;
 }
 
-/** A TCP proxy to 127.0.0.1:`upstreamPort` (e.g. a Hardhat node's websocket) that a test can freeze. */
+/** A TCP proxy to 127.0.0.1:`upstreamPort` (e.g. a Hardhat node's websocket or JSON-RPC) that a test can freeze or cut. */
 export async function startFreezableProxy(upstreamPort: number): Promise<FreezableProxy> {
   let frozen = false;
+  let severed = false;
   let accepted = 0;
+  let refused = 0;
   const pipes = new Set<{ client: Socket; upstream: Socket; held: Buffer[] }>();
   const server = createServer((client) => {
     accepted++;
+    if (severed) {
+      refused++;
+      client.resetAndDestroy();
+      return;
+    }
     const upstream = connect(upstreamPort, "127.0.0.1");
     const pipe = { client, upstream, held: [] as Buffer[] };
     pipes.add(pipe);
@@ -50,6 +66,17 @@ export async function startFreezableProxy(upstreamPort: number): Promise<Freezab
       frozen = false;
       for (const pipe of pipes) for (const chunk of pipe.held.splice(0)) pipe.client.write(chunk);
     },
+    cut() {
+      severed = true;
+      for (const pipe of pipes) {
+        pipe.client.resetAndDestroy();
+        pipe.upstream.destroy();
+      }
+    },
+    restore() {
+      severed = false;
+    },
+    refused: () => refused,
     close: () =>
       new Promise<void>((resolve) => {
         for (const pipe of pipes) {

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import path from "node:path";
-import { type Indexer, type IndexerTarget, startIndexer } from "../../tools/stack/indexer.ts";
-import { freePort } from "../../tools/stack/processes.ts";
+import { type Indexer, type IndexerOptions, type IndexerTarget, startIndexer } from "../../tools/stack/indexer.ts";
+import { type ExitStatus, freePort } from "../../tools/stack/processes.ts";
 import { testEnvironment } from "./environment.ts";
 
 export interface TestIndexer {
@@ -13,6 +13,10 @@ export interface TestIndexer {
   viewsSchema: string;
   logFile: string;
   databaseUrl: string;
+  /** Ends the Ponder process with `signal` (SIGKILL: a crash, its schema lock left behind) and waits for its exit. */
+  kill(signal: NodeJS.Signals): Promise<ExitStatus>;
+  /** Starts Ponder again after kill(), on the same schemas, port and log; resolves once it is ready (caught up). */
+  restart(options?: { readyTimeoutMs?: number }): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -48,7 +52,7 @@ export async function startIndexerForTest(
     startBlock: env.startBlock,
     ...options.target,
   };
-  const indexer = await startIndexer({
+  const launchOptions: IndexerOptions = {
     ...target,
     wsUrl: options.websocket === false ? undefined : target.wsUrl,
     schema: `ponder_test_${id}`,
@@ -58,20 +62,34 @@ export async function startIndexerForTest(
     readyTimeoutMs: 60_000,
     pollingIntervalMs: options.pollingIntervalMs,
     detached: false,
-  });
-  running.add(indexer);
-  if (!indexer.ready) {
-    await stop(indexer);
-    throw new Error(`The test indexer did not finish its backfill within 60 s; see ${logFile}`);
-  }
+  };
+  let indexer = await launch(launchOptions);
   return {
     url: indexer.url,
     schema: indexer.schema,
     viewsSchema: indexer.viewsSchema,
     logFile,
     databaseUrl: target.databaseUrl,
+    kill: async (signal) => {
+      running.delete(indexer);
+      return indexer.process.stop(signal);
+    },
+    restart: async ({ readyTimeoutMs } = {}) => {
+      indexer = await launch({ ...launchOptions, readyTimeoutMs: readyTimeoutMs ?? launchOptions.readyTimeoutMs });
+    },
     stop: () => stop(indexer),
   };
+}
+
+/** Starts Ponder and waits for its backfill (/ready); stopped with the test file unless stopped earlier. */
+async function launch(options: IndexerOptions): Promise<Indexer> {
+  const indexer = await startIndexer(options);
+  running.add(indexer);
+  if (!indexer.ready) {
+    await stop(indexer);
+    throw new Error(`The test indexer was not ready within ${options.readyTimeoutMs} ms; see ${options.logFile}`);
+  }
+  return indexer;
 }
 
 async function stop(indexer: Indexer): Promise<void> {

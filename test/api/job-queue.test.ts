@@ -81,3 +81,39 @@ it("fails a task that throws (error recorded, lock released) and runs it again",
     await queuePool.end();
   }
 });
+
+it("adds a keyed job while a worker locks the key's waiting job (graphile-worker's add_job alone adds none)", async () => {
+  const key = `race-${Date.now()}`;
+  await enqueue(handle.db, "race_task", { version: 1 }, { jobKey: key, runAt: new Date(Date.now() + 3_600_000) });
+  // A worker takes the waiting job (as get_job does) while the second add runs: the add meets the row locked.
+  let lockTaken!: () => void;
+  const locked = new Promise<void>((resolve) => (lockTaken = resolve));
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const worker = handle.db.transaction().execute(async (trx) => {
+    await sql`update graphile_worker._private_jobs set locked_at = now(), locked_by = 'test-worker' where key = ${key}`.execute(trx);
+    lockTaken();
+    await released;
+  });
+  await locked;
+  const adding = enqueue(handle.db, "race_task", { version: 2 }, { jobKey: key });
+  await waitFor(
+    async () => {
+      const { rows } = await sql<{ n: string }>`select count(*) as n from pg_locks l join pg_stat_activity a on a.pid = l.pid where not l.granted and a.datname = current_database()`.execute(handle.db);
+      return Number(rows[0]!.n) > 0 ? true : null;
+    },
+    { timeoutMs: 10_000, what: "the add to wait for the locked job" },
+  );
+  release();
+  await worker;
+  await adding;
+
+  const { rows } = await sql<{ key: string | null; payload: { version: number }; locked_by: string | null }>`
+    select j.key, j.payload, j.locked_by from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
+    where t.identifier = 'race_task' order by j.id`.execute(handle.db);
+  // The locked job keeps its old payload and loses its key; the new payload is a job of its own, under the key.
+  expect(rows).toEqual([
+    { key: null, payload: { version: 1 }, locked_by: "test-worker" },
+    { key, payload: { version: 2 }, locked_by: null },
+  ]);
+});

@@ -20,18 +20,30 @@ export interface EnqueueOptions {
 /**
  * Adds a job in the caller's transaction: it exists exactly when the change that asked for it
  * commits (graphile-worker's add_job is plain SQL).
+ *
+ * With a key, graphile-worker's add_job returns no job, and adds none, when a worker locks the
+ * key's waiting job while the new one is being added (it first supersedes the key's running job,
+ * then replaces the waiting one only if still unlocked). That job now runs with the old payload, so
+ * the add is made again: the running job is then superseded and the new one added.
  */
 export async function enqueue(db: Db, task: string, payload: unknown, opts: EnqueueOptions = {}): Promise<void> {
-  await sql`select graphile_worker.add_job(
-    identifier => ${task},
-    payload => ${JSON.stringify(payload ?? {})}::json,
-    queue_name => ${opts.queueName ?? null}::text,
-    run_at => ${opts.runAt ?? null}::timestamptz,
-    max_attempts => ${opts.maxAttempts ?? null}::int,
-    job_key => ${opts.jobKey ?? null}::text,
-    priority => ${opts.priority ?? null}::int
-  )`.execute(db);
+  for (let tries = 1; ; tries++) {
+    const { rows } = await sql<{ id: string | null }>`select (graphile_worker.add_job(
+      identifier => ${task},
+      payload => ${JSON.stringify(payload ?? {})}::json,
+      queue_name => ${opts.queueName ?? null}::text,
+      run_at => ${opts.runAt ?? null}::timestamptz,
+      max_attempts => ${opts.maxAttempts ?? null}::int,
+      job_key => ${opts.jobKey ?? null}::text,
+      priority => ${opts.priority ?? null}::int
+    )).id::text as id`.execute(db);
+    if (rows[0]?.id != null) return;
+    if (tries === ADD_JOB_TRIES) throw new Error(`The job queue added no ${task} job for key ${opts.jobKey} (${tries} tries)`);
+  }
 }
+
+/** Each try of a keyed add loses only to a worker locking the key's waiting job at that moment. */
+const ADD_JOB_TRIES = 5;
 
 /** Removes waiting jobs by key in the caller's transaction (a running one loses its key and is not retried). */
 export async function removeJobs(db: Db, jobKeys: readonly string[]): Promise<void> {

@@ -56,6 +56,7 @@ const envSchema = z.object({
   WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION: z.coerce.number().int().min(1).max(200).default(4),
   SIWE_DOMAINS: z.string().optional(),
   JOBS_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(10),
+  JOBS_FETCH_BATCH: z.coerce.number().int().min(1).max(100).default(8),
 
   STORAGE_DIR: z.string().default(".data/storage"),
   ARTWORK_ROYALTY_BPS: z.coerce.number().int().min(0).max(1000).default(500),
@@ -153,7 +154,7 @@ export interface Config {
   };
   /** Domains a SIWE message may be bound to (EIP-4361 `domain`: host[:port]). */
   siweDomains: string[];
-  jobs: { concurrency: number };
+  jobs: { concurrency: number; fetchBatch: number };
   /** Where uploaded and fetched artwork images are kept (local disk; STORAGE_DIR). */
   storage: { dir: string };
   certification: {
@@ -311,7 +312,7 @@ export function loadConfig(source: NodeJS.ProcessEnv | Record<string, string | u
       maxInFlightPerSubscription: Math.min(e.WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION, webhookUserCap),
     },
     siweDomains,
-    jobs: { concurrency: e.JOBS_CONCURRENCY },
+    jobs: { concurrency: e.JOBS_CONCURRENCY, fetchBatch: e.JOBS_FETCH_BATCH },
     storage: { dir: e.STORAGE_DIR },
     certification: {
       royaltyBps: e.ARTWORK_ROYALTY_BPS,

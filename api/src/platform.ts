@@ -234,6 +234,7 @@ export async function startWorker(platform: Platform, options: { indexerLag?: In
     {
       name: "general",
       concurrency: config.jobs.concurrency,
+      fetchBatch: config.jobs.fetchBatch,
       tasks: {
         [OUTBOX_DISPATCH_TASK]: outbox.task,
         maintenance_purge: async () => {
@@ -253,6 +254,7 @@ export async function startWorker(platform: Platform, options: { indexerLag?: In
       concurrency: config.certification.concurrency,
       pollIntervalMs: 2000,
       ownPool: true,
+      fetchBatch: config.jobs.fetchBatch,
       tasks: { [CHAIN_OPERATION_TASK]: platform.chainOperations.task },
     },
     ...parts.flatMap((part) => (part.runners ?? []).map((spec) => ({ ...spec, tasks: {} }))),
@@ -283,6 +285,7 @@ export async function startWorker(platform: Platform, options: { indexerLag?: In
         concurrency: runner.concurrency,
         logger,
         ...(runner.pollIntervalMs ? { pollIntervalMs: runner.pollIntervalMs } : {}),
+        ...(runner.fetchBatch ? { fetchBatch: runner.fetchBatch } : {}),
         tasks: runner.tasks,
         ...(runner.crontab ? { crontab: runner.crontab } : {}),
       }),

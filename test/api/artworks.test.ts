@@ -39,9 +39,11 @@ async function artworkRow(id: string) {
   return p.db.selectFrom("artworks").selectAll().where("id", "=", id).executeTakeFirst();
 }
 
+/** The artist's `artworks_count` as their public profile shows it. */
 async function artworksCount(userId: string): Promise<number> {
-  const row = await p.db.selectFrom("users").select("artworks_count").where("id", "=", userId).executeTakeFirstOrThrow();
-  return row.artworks_count;
+  const res = await p.api.request("GET", `/v1/users/${userId}`);
+  expect(res.status).toBe(200);
+  return res.body.artworks_count as number;
 }
 
 async function waitCertified(id: string) {

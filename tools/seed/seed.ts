@@ -261,11 +261,6 @@ async function seedArtworks(
     await db.transaction().execute(async (trx) => {
       await markCertified(trx, facts, "chain");
       await insertCertifiedProvenance(trx, facts.map((f) => ({ artwork_id: f.id, tx_hash: f.tx_hash })));
-      // The API counts an artist's artworks in users.artworks_count.
-      await sql`
-        update users u set artworks_count = u.artworks_count + c.n
-        from (select artist_id, count(*)::int as n from unnest(${batch.map((a) => a.artist_id)}::text[]) as t(artist_id) group by artist_id) c
-        where u.id = c.artist_id`.execute(trx);
     });
     const tokenOf = new Map(facts.map((f) => [f.id, f.token_id]));
     artworks.push(...batch.map((a) => ({ id: a.id, artistId: a.artist_id, wallet: a.artist.wallet, tokenId: tokenOf.get(a.id)!, priceCents: a.priceCents })));

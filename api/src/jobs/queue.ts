@@ -63,6 +63,8 @@ export interface JobQueueOptions {
   logger: PinoLogger;
   /** Low-latency pickup comes from LISTEN/NOTIFY; the poll is a fallback. */
   pollIntervalMs?: number;
+  /** See JobRunnerSpec.fetchBatch. */
+  fetchBatch?: number;
 }
 
 /** Durable Postgres-backed job queue (graphile-worker): retries with exponential backoff, survives restarts. */
@@ -82,6 +84,15 @@ export async function startJobQueue(opts: JobQueueOptions): Promise<Runner> {
     pollInterval: opts.pollIntervalMs ?? 2000,
     noHandleSignals: true,
     logger,
+    preset: {
+      worker: {
+        // Completions (and failures) ending in the same tick are recorded by one statement. A job
+        // whose process dies in that tick runs again (as after any crash: tasks are idempotent).
+        completeJobBatchDelay: 0,
+        failJobBatchDelay: 0,
+        ...(opts.fetchBatch && opts.fetchBatch > 1 ? { localQueue: { size: opts.fetchBatch } } : {}),
+      },
+    },
   });
 }
 

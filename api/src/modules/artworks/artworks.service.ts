@@ -124,8 +124,6 @@ export class ArtworksService {
         await repo.insertProvenance(trx, { artwork_id: id, event: "created", actor_id: actor.userId, occurred_at: created.created_at });
         if (created.for_sale) await repo.insertProvenance(trx, { artwork_id: id, event: "listed", actor_id: actor.userId, occurred_at: created.created_at });
         await certification.request(trx, id);
-        // Last: it locks the artist's row until the commit, and an artist's uploads may run at once.
-        await users.adjustArtworksCount(trx, artistId, 1);
         return {
           id: created.id,
           title: created.title,
@@ -348,7 +346,6 @@ export class ArtworksService {
       if (!a || a.deleted_at) throw ApiError.notFound("Artwork");
       this.requireOwnerOrAdmin(actor, a, "delete");
       const deleted = (await repo.update(trx, a.id, { deleted_at: new Date(), for_sale: false }))!;
-      await users.adjustArtworksCount(trx, a.artist_id, -1);
       await repo.insertProvenance(trx, { artwork_id: a.id, event: "deleted", actor_id: actor.userId, occurred_at: deleted.deleted_at! });
       return { deleted: true as const, id: a.id, certificate_preserved: true as const, deleted_at: iso(deleted.deleted_at!) };
     });

@@ -1,6 +1,6 @@
 import { sql } from "kysely";
 import type { Database, Db } from "../../db/database.ts";
-import type { NewUser, Role, Tier, User, UserStatus, UserUpdate } from "./users.tables.ts";
+import type { NewUser, Role, Tier, User, UserProfile, UserStatus, UserUpdate } from "./users.tables.ts";
 import { containsPattern, type Page, paginate } from "../../lib/pagination.ts";
 
 export function findById(db: Db, id: string): Promise<User | undefined> {
@@ -40,12 +40,21 @@ export async function lockActiveAdmins(db: Db): Promise<string[]> {
   return rows.map((r) => r.id);
 }
 
-export async function adjustArtworksCount(db: Db, id: string, delta: number): Promise<void> {
-  await db
-    .updateTable("users")
-    .set({ artworks_count: sql<number>`greatest(artworks_count + ${delta}, 0)` })
-    .where("id", "=", id)
-    .execute();
+/** A user with `artworks_count`: the artist's artworks not deleted, counted now (artworks_artist_idx). */
+export function findProfile(db: Db, id: string): Promise<UserProfile | undefined> {
+  return db
+    .selectFrom("users")
+    .selectAll("users")
+    .select((eb) =>
+      eb
+        .selectFrom("artworks")
+        .select(sql<number>`count(*)::int`.as("n"))
+        .whereRef("artworks.artist_id", "=", "users.id")
+        .where("artworks.deleted_at", "is", null)
+        .as("artworks_count"),
+    )
+    .where("users.id", "=", id)
+    .executeTakeFirst() as Promise<UserProfile | undefined>;
 }
 
 export function countUsers(db: Db): Promise<number> {

@@ -11,7 +11,7 @@ export function registerUsersRoutes(api: ApiRouter, users: UsersService): void {
     tags: ["Users"],
     auth: { scope: "users:read" },
     response: s.ownUserSchema,
-    handler: async ({ auth }) => toOwnView(await users.get(auth.userId)),
+    handler: async ({ auth }) => toOwnView(await users.profile(auth.userId)),
   });
 
   api.route({
@@ -24,7 +24,7 @@ export function registerUsersRoutes(api: ApiRouter, users: UsersService): void {
     params: s.userIdParams,
     errors: [404],
     response: s.publicUserSchema,
-    handler: async ({ params }) => toPublicView(await users.get(params.id)),
+    handler: async ({ params }) => toPublicView(await users.profile(params.id)),
   });
 
   api.route({

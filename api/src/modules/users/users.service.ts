@@ -2,7 +2,7 @@ import { credentialsChanged } from "../auth/auth.service.ts";
 import type { Kysely } from "kysely";
 import type { CustodyWallet } from "../../chain/custody.ts";
 import type { Database, Db } from "../../db/database.ts";
-import type { Role, User, UserStatus } from "./users.tables.ts";
+import type { Role, User, UserProfile, UserStatus } from "./users.tables.ts";
 import { ApiError, found } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
 import { type Page, paginated } from "../../lib/pagination.ts";
@@ -19,6 +19,11 @@ export class UsersService {
   async get(id: string): Promise<User> {
     const user = found(isId("user", id) ? await repo.findById(this.db, id) : undefined, "User");
     return user;
+  }
+
+  /** The user with what profiles add (`artworks_count`), for GET /v1/users/:id and /v1/users/me. */
+  async profile(id: string): Promise<UserProfile> {
+    return found(isId("user", id) ? await repo.findProfile(this.db, id) : undefined, "User");
   }
 
   /** A user whose wallet the platform holds: address `custody_index` of the platform HD wallet. */
@@ -128,11 +133,6 @@ export class UsersService {
     return toAdminView(user);
   }
 
-  /** Keeps `artworks_count` true: called in the transaction that creates or deletes the artwork. */
-  adjustArtworksCount(db: Db, userId: string, delta: 1 | -1): Promise<void> {
-    return repo.adjustArtworksCount(db, userId, delta);
-  }
-
   countUsers(): Promise<number> {
     return repo.countUsers(this.db);
   }
@@ -143,7 +143,7 @@ export class UsersService {
   }
 }
 
-export function toPublicView(u: User) {
+export function toPublicView(u: UserProfile) {
   return {
     id: u.id,
     username: u.username,
@@ -159,7 +159,7 @@ export function toPublicView(u: User) {
   };
 }
 
-export function toOwnView(u: User) {
+export function toOwnView(u: UserProfile) {
   return {
     ...toPublicView(u),
     email: u.email,

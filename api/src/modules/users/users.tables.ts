@@ -23,7 +23,6 @@ export interface UsersTable {
   badges: Generated<string[]>;
   service_points: Generated<number>;
   lifetime_points: Generated<number>;
-  artworks_count: Generated<number>;
   followers_count: Generated<number>;
   created_at: Timestamp;
   updated_at: Timestamp;
@@ -35,5 +34,7 @@ export interface UsersTables {
 }
 
 export type User = Selectable<UsersTable>;
+/** A user as profiles show it: with the number of their artworks, counted when read. */
+export type UserProfile = User & { artworks_count: number };
 export type NewUser = Insertable<UsersTable>;
 export type UserUpdate = Updateable<UsersTable>;

@@ -20,7 +20,7 @@ export const webhooksModule = defineModule({
     return {
       // Sends wait on other people's servers (up to the timeout each): a runner of their own keeps
       // them from starving the other jobs. Its poll interval bounds how late a scheduled retry starts.
-      runners: [{ name: "webhooks", concurrency: config.webhooks.concurrency, pollIntervalMs: 1000 }],
+      runners: [{ name: "webhooks", concurrency: config.webhooks.concurrency, pollIntervalMs: 1000, fetchBatch: config.jobs.fetchBatch }],
       tasks: { webhooks: { [WEBHOOK_DELIVER_TASK]: sender.task } },
       start: () => sender.startRecovery(),
       stop: () => sender.stopRecovery(),

@@ -56,7 +56,7 @@ const envSchema = z.object({
   WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION: z.coerce.number().int().min(1).max(200).default(4),
   SIWE_DOMAINS: z.string().optional(),
   JOBS_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(10),
-  JOBS_FETCH_BATCH: z.coerce.number().int().min(1).max(100).default(8),
+  JOBS_FETCH_BATCH: z.coerce.number().int().min(1).max(100).default(1),
 
   STORAGE_DIR: z.string().default(".data/storage"),
   ARTWORK_ROYALTY_BPS: z.coerce.number().int().min(0).max(1000).default(500),

@@ -93,9 +93,11 @@ export interface JobRunnerSpec {
    * local queue), instead of one query per slot and per new-job notification. Fewer statements
    * under load; the price: jobs claimed but not started stay locked for up to 5 minutes (returned
    * unstarted), or, if the process dies, until the module's sweep or the queue's 4-hour lock
-   * expiry, like a running job's. Worth it for every runner here: each new job's notification
-   * otherwise sends every idle slot of every runner to query for it (200 certifications at once:
-   * about 1,900 job queries for their 400 jobs; see the README's certification figures).
+   * expiry, like a running job's. Without it each new job's notification sends every idle slot of
+   * every runner to query for it (200 certifications at once: about 1,900 job queries for their
+   * 400 jobs). Batches of 8 halved a burst's commits but measured no throughput gain, and are off
+   * by default (JOBS_FETCH_BATCH=1) until a failed Postgres-restart fault test is explained; see
+   * the README's certification figures.
    */
   fetchBatch?: number;
 }

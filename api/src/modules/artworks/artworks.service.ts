@@ -67,7 +67,7 @@ export class ArtworksService {
   // ---- create ----
 
   async create(actor: Actor, input: ArtworkCreate, file: UploadedFile | undefined, transact: Transact = transactOn(this.deps.db)) {
-    const { config, storage, users, certification } = this.deps;
+    const { config, storage, certification } = this.deps;
     const artistId = await this.artistFor(actor, input.artist_id);
 
     if (file && input.image_url !== undefined) {
@@ -340,7 +340,7 @@ export class ArtworksService {
 
   /** Soft delete: the record leaves listings; its certificate, provenance and media stay. */
   async remove(actor: Actor, id: string) {
-    const { db, users } = this.deps;
+    const { db } = this.deps;
     return db.transaction().execute(async (trx) => {
       const a = isId("artwork", id) ? await repo.lockAny(trx, id) : undefined;
       if (!a || a.deleted_at) throw ApiError.notFound("Artwork");

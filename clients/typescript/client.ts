@@ -1,4 +1,4 @@
-import createClient, { type Client, type ClientPathsWithMethod, type FetchResponse, type MaybeOptionalInit, type Middleware } from "openapi-fetch";
+import createClient, { defaultBodySerializer, type Client, type ClientPathsWithMethod, type FetchResponse, type MaybeOptionalInit, type Middleware } from "openapi-fetch";
 import { ApiError } from "./errors.ts";
 import { type Fetch, type RetryOptions, retryingFetch } from "./retry.ts";
 import type { components, paths } from "./schema.d.ts";
@@ -70,7 +70,7 @@ export interface ArtPlatformClient {
 export function createArtPlatformClient(options: ArtPlatformOptions): ArtPlatformClient {
   const fetch = retryingFetch(options.fetch ?? ((request) => globalThis.fetch(request)), options.retry);
   const base = () => {
-    const client = createClient<paths>({ baseUrl: options.baseUrl, fetch });
+    const client = createClient<paths>({ baseUrl: options.baseUrl, fetch, bodySerializer: serializeBody });
     client.use(idempotencyKeys, problems);
     return client;
   };
@@ -113,6 +113,27 @@ async function* pagesOf<P extends ListPath>(client: Client<paths>, path: P, init
     page = pagination.page + 1;
   }
 }
+
+/**
+ * The body as the API takes it: multipart/form-data when a field holds a file (a Blob or File, or a
+ * list of them: `image`, `images`), JSON otherwise. In a form, each file is a part of its own under
+ * the field's name (a File keeps its file name), objects and arrays are JSON text (`dimensions`,
+ * `tags`), other values their text; null and undefined fields are left out.
+ */
+function serializeBody(body: unknown, headers?: unknown): unknown {
+  if (body === null || typeof body !== "object" || body instanceof FormData || !Object.values(body).some(isFileField)) {
+    return (defaultBodySerializer as (body: unknown, headers?: unknown) => unknown)(body, headers);
+  }
+  const form = new FormData();
+  for (const [name, value] of Object.entries(body)) {
+    if (value === null || value === undefined) continue;
+    if (isFileField(value)) for (const file of [value].flat() as Blob[]) form.append(name, file);
+    else form.append(name, typeof value === "object" ? JSON.stringify(value) : String(value));
+  }
+  return form;
+}
+
+const isFileField = (value: unknown) => value instanceof Blob || (Array.isArray(value) && value.length > 0 && value.every((v) => v instanceof Blob));
 
 /** A random Idempotency-Key on every POST that has none: a retry then replays the first answer. */
 const idempotencyKeys: Middleware = {

@@ -10,12 +10,18 @@ import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import openapiTS, { astToString, COMMENT_HEADER, type OpenAPI3 } from "openapi-typescript";
+import ts from "typescript";
 
 export const SCHEMA_TYPES_FILE = fileURLToPath(new URL("./schema.d.ts", import.meta.url));
 
-/** schema.d.ts's text for `document`, as the openapi-typescript CLI writes it with default options. */
+/**
+ * schema.d.ts's text for `document`: openapi-typescript's default output, except that a file
+ * (`format: binary`, a multipart part such as POST /v1/artworks' `image`) is a Blob, which the
+ * client sends as multipart/form-data (client.ts), not a string.
+ */
 export async function schemaTypes(document: unknown): Promise<string> {
-  return COMMENT_HEADER + astToString(await openapiTS(document as OpenAPI3));
+  const blob = ts.factory.createTypeReferenceNode("Blob");
+  return COMMENT_HEADER + astToString(await openapiTS(document as OpenAPI3, { transform: (schema) => (schema.format === "binary" ? blob : undefined) }));
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -2436,7 +2436,7 @@ export interface components {
              * Format: binary
              * @description JPEG, PNG, WebP or GIF (checked by content), up to 20 MiB
              */
-            image: string;
+            image: Blob;
             title: string;
             /** @example 2024 */
             year: string;
@@ -3561,7 +3561,7 @@ export interface components {
             tags?: string;
             artwork_id?: string;
             /** @description Up to 4 parts named images: JPEG, PNG, WebP or GIF (checked by content), up to 20 MiB each */
-            images?: string[];
+            images?: Blob[];
         };
         PostList: {
             data: components["schemas"]["Post"][];
@@ -3856,7 +3856,7 @@ export interface components {
              * Format: binary
              * @description JPEG, PNG, WebP or GIF (checked by content), up to 20 MiB
              */
-            image?: string;
+            image?: Blob;
             artwork_id?: string;
             content?: string;
         };
@@ -5926,7 +5926,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "image/*": string;
+                    "image/*": Blob;
                 };
             };
             /** @description Malformed request, invalid parameter or failed validation */
@@ -10194,7 +10194,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "image/*": string;
+                    "image/*": Blob;
                 };
             };
             /** @description Malformed request, invalid parameter or failed validation */

@@ -1,13 +1,22 @@
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { generatePrivateKey } from "viem/accounts";
 import { describe, expect, it } from "vitest";
 import { signWebhook } from "../../api/src/modules/webhooks/signature.ts";
 import { SCHEMA_TYPES_FILE, schemaTypes } from "../../clients/typescript/generate.ts";
 import { ApiError, createArtPlatformClient, verifyWebhookSignature } from "../../clients/typescript/index.ts";
+import { gifImage, pngImage } from "../support/artworks.ts";
+import { testEnvironment } from "../support/environment.ts";
 import { createUser, type TestUser } from "./helpers.ts";
 import { useIsolatedTestApi, useReceiver } from "./webhooks.support.ts";
 
-// A database of its own: the webhook test's ping is delivered by this server's job queue.
-const api = useIsolatedTestApi();
+// A database of its own: the webhook test's ping is delivered by this server's job queue. Images
+// in a directory of its own; a relayer without funds or roles: the artworks uploaded here are never
+// minted, and no other file's relayer nonces are touched.
+const api = useIsolatedTestApi({
+  STORAGE_DIR: mkdtempSync(path.join(testEnvironment().tempDir, "sdk-storage-")),
+  RELAYER_PRIVATE_KEY: generatePrivateKey(),
+});
 const receiver = useReceiver();
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -146,6 +155,66 @@ describe("the SDK against the API", () => {
     const rest = [];
     for await (const page of sdk.pages("/v1/community/posts", { params: { query: { author_id: user.id, limit: 2, page: 2 } } })) rest.push(page.pagination.page);
     expect(rest).toEqual([2, 3]);
+  });
+
+  it("uploads files as multipart/form-data: an artwork's image, whose retry after a lost answer replays the same artwork", async () => {
+    const artist = await createUser(api, { role: "artist" });
+    const bodies: { contentType: string | null; key: string | null }[] = [];
+    let lost = 0;
+    const sdk = clientOf(artist, async (request) => {
+      bodies.push({ contentType: request.headers.get("content-type"), key: request.headers.get("Idempotency-Key") });
+      const response = await fetch(request);
+      if (lost++ === 0) {
+        await response.body?.cancel();
+        throw new TypeError("fetch failed: connection reset");
+      }
+      return response;
+    });
+    const image = pngImage();
+    const { data: created, response } = await sdk.POST("/v1/artworks", {
+      body: {
+        title: "Harbour at Dawn",
+        year: "2021",
+        medium: "Oil on canvas",
+        dimensions: JSON.stringify({ width: 60, height: 80, unit: "cm" }),
+        price_usd: "12500.50",
+        for_sale: "true",
+        image: new File([image], "harbour.png", { type: "image/png" }),
+      },
+    });
+    // Both attempts sent the whole form, with one key: the second got the first one's answer.
+    expect(bodies).toHaveLength(2);
+    expect(bodies[0]!.contentType).toMatch(/^multipart\/form-data; boundary=/);
+    expect(bodies[1]).toEqual(bodies[0]);
+    expect(bodies[0]!.key).toMatch(UUID);
+    expect(response.status).toBe(201);
+    expect(response.headers.get("Idempotent-Replayed")).toBe("true");
+    expect(created).toMatchObject({ title: "Harbour at Dawn", artist_id: artist.id, status: "pending_certification" });
+    expect(await api.db.selectFrom("artworks").select("id").where("artist_id", "=", artist.id).execute()).toEqual([{ id: created.id }]);
+
+    // The text parts parsed as their fields, the file part stored byte for byte.
+    const { data: detail } = await sdk.GET("/v1/artworks/{id}", { params: { path: { id: created.id } } });
+    expect(detail).toMatchObject({ year: 2021, medium: "Oil on canvas", dimensions: { width: 60, height: 80, unit: "cm" }, price_usd: 12500.5, for_sale: true });
+    const { data: stored, response: served } = await sdk.GET("/v1/artworks/{id}/image", { params: { path: { id: created.id } }, parseAs: "arrayBuffer" });
+    expect(served.headers.get("content-type")).toBe("image/png");
+    expect(Buffer.from(stored)).toEqual(image);
+  });
+
+  it("sends a list of files as parts of one name (a post's images), and JSON when no field holds a file", async () => {
+    const user = await createUser(api);
+    const types: (string | null)[] = [];
+    const sdk = clientOf(user, (request) => {
+      types.push(request.headers.get("content-type"));
+      return fetch(request);
+    });
+    const images = [new File([pngImage()], "one.png", { type: "image/png" }), new Blob([gifImage()], { type: "image/gif" })];
+    const { data: post } = await sdk.POST("/v1/community/posts", { body: { type: "discussion", content: "Two studies", tags: JSON.stringify(["sketch", "study"]), images } });
+    expect(types[0]).toMatch(/^multipart\/form-data; boundary=/);
+    expect(post).toMatchObject({ content: "Two studies", tags: ["sketch", "study"] });
+    expect(post.images).toHaveLength(2);
+
+    await sdk.POST("/v1/community/posts", { body: { type: "discussion", content: "No pictures" } });
+    expect(types[1]).toBe("application/json");
   });
 
   it("raises problem answers as ApiError: 404 not_found, 400 validation_failed, 422 idempotency_key_reused", async () => {

@@ -11,19 +11,11 @@ import { english, generateMnemonic, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createDb } from "../../api/src/db/connection.ts";
 import { binPath, childEnv, freePort, type ManagedProcess, spawnManaged, waitUntil } from "../../tools/stack/processes.ts";
-import { ADMIN_API_KEY, createUser, send, type TestApi } from "../api/helpers.ts";
-import {
-  artworkInput,
-  createPlatformDatabase,
-  formFields,
-  freshRelayerKey,
-  pngImage,
-  postMultipart,
-  tokenIdOfArtwork,
-  transactionCount,
-} from "../support/artworks.ts";
+import { ADMIN_API_KEY } from "../api/helpers.ts";
+import { createPlatformDatabase, freshRelayerKey, tokenIdOfArtwork, transactionCount } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { startIndexerForTest, type TestIndexer } from "../support/indexer.ts";
+import { artworkForm, createSdkUser, sdk } from "../support/sdk.ts";
 import { waitFor } from "../support/wait.ts";
 
 const env = testEnvironment();
@@ -88,6 +80,7 @@ async function startApiProcess(name: string, settings: Record<string, string>): 
   const http = spawnOne("api/src/server.ts", "http");
   children.push(http);
   const url = `http://127.0.0.1:${port}`;
+  // Raw HTTP: the liveness probe, before the API is used.
   await waitUntil(async () => (await fetch(`${url}/healthz`)).ok, { timeoutMs: 60_000, what: `${name} on ${url}`, abort: http.exited });
   const worker = spawnOne("api/src/worker.ts", "worker");
   children.push(worker);
@@ -99,18 +92,15 @@ async function startApiProcess(name: string, settings: Record<string, string>): 
   return { url, process: worker };
 }
 
-const apiAt = (url: string) => ({ url, request: (method: string, p: string, opts?: object) => send(url, method, p, opts) }) as unknown as TestApi;
-
 it("mints once and certifies once when the API is killed between sending certify and its receipt", async () => {
   const relayer = privateKeyToAccount(relayerKey).address;
   expect(await transactionCount(relayer)).toBe(0);
 
   // 1. An API that dies right after its certify transaction is sent.
   const doomed = await startApiProcess("api-crashing", { CERTIFICATION_CRASH_AFTER_SUBMIT: "true" });
-  const artist = await createUser(apiAt(doomed.url), { role: "artist" });
-  const form = formFields(artworkInput());
+  const artist = await createSdkUser(doomed.url, { role: "artist" });
   // The answer may or may not make it out before the process dies: the database says what was registered.
-  await postMultipart(doomed.url, artist.token, form, { bytes: pngImage() }).catch(() => undefined);
+  await artist.api.POST("/v1/artworks", { body: artworkForm() }).catch(() => undefined);
   const exit = await doomed.process.exited;
   expect(exit.signal).toBe("SIGKILL");
 
@@ -143,8 +133,8 @@ it("mints once and certifies once when the API is killed between sending certify
   const healthy = await startApiProcess("api-restarted", {});
   const detail = await waitFor(
     async () => {
-      const res = await send(healthy.url, "GET", `/v1/artworks/${id}`);
-      return res.body?.status === "certified" ? res.body : null;
+      const { data } = await sdk(healthy.url).GET("/v1/artworks/{id}", { params: { path: { id } } });
+      return data.status === "certified" ? data : null;
     },
     { timeoutMs: 20_000, what: "certification after the restart" },
   );

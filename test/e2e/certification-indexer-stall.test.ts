@@ -10,10 +10,11 @@ import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
 import { readIndexerStatus } from "../../api/src/chain/indexer-schema.ts";
-import { createUser, startTestApi, type TestApi, type TestUser } from "../api/helpers.ts";
-import { artworkInput, formFields, freshRelayerKey, pngImage, postMultipart, publicClient, tokenIdOfArtwork, useArtworkPlatform } from "../support/artworks.ts";
+import { startTestApi, type TestApi } from "../api/helpers.ts";
+import { freshRelayerKey, publicClient, tokenIdOfArtwork, useArtworkPlatform } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { type FreezableProxy, startFreezableProxy } from "../support/freezable-proxy.ts";
+import { artworkForm, createSdkUser, type SdkUser, sdk, sdkOf } from "../support/sdk.ts";
 import { waitFor } from "../support/wait.ts";
 
 const env = testEnvironment();
@@ -45,6 +46,7 @@ const certifiedEntries = (id: string) =>
   p.db.selectFrom("artwork_provenance").select("tx_hash").where("artwork_id", "=", id).where("event", "=", "certified").execute();
 const indexedBlock = async () => (await readIndexerStatus({ db: p.db, viewsSchema: p.indexer.viewsSchema })).indexedBlock;
 const readyz = async (api: TestApi) => {
+  // Raw HTTP: the readiness probe, read as a load balancer reads it.
   const res = await fetch(`${api.url}/readyz`);
   return { status: res.status, body: (await res.json()) as { checks: { indexer: { status: string; error?: string; stalled?: boolean; lag_blocks?: number } } } };
 };
@@ -54,22 +56,22 @@ async function waitCertified(id: string) {
 }
 
 describe("certification while the indexer is stalled", () => {
-  let artist: TestUser;
+  let artist: SdkUser;
   const ids: string[] = [];
 
   it("certifies from the chain while the indexer's feed is silent: once each, from two API processes; /readyz names the stall", async () => {
-    artist = await createUser(p.api, { role: "artist" });
+    artist = await createSdkUser(p.api.url, { role: "artist" });
     // Healthy first (a new head brings a websocket indexer to it): the indexer confirms, and the record counts as indexed.
     await mineBlock();
     await waitFor(async () => (await readyz(p.api)).status === 200, { timeoutMs: 15_000, what: "/readyz 200 before the stall" });
-    const before = await postMultipart(p.api.url, artist.token, formFields(artworkInput()), { bytes: pngImage() });
-    expect((await waitCertified(before.body.id)).certification_indexed_at).not.toBeNull();
+    const { data: before } = await artist.api.POST("/v1/artworks", { body: artworkForm() });
+    expect((await waitCertified(before.id)).certification_indexed_at).not.toBeNull();
 
     feed.freeze();
     for (const api of [p.api, second, p.api, second, p.api, second]) {
-      const created = await postMultipart(api.url, artist.token, formFields(artworkInput()), { bytes: pngImage() });
-      expect(created.status).toBe(201);
-      ids.push(created.body.id);
+      const { data: created, response } = await sdkOf(api.url, artist).POST("/v1/artworks", { body: artworkForm() });
+      expect(response.status).toBe(201);
+      ids.push(created.id);
     }
     const rows = await Promise.all(ids.map(waitCertified));
 
@@ -77,6 +79,7 @@ describe("certification while the indexer is stalled", () => {
     const stuckAt = (await indexedBlock())!;
     expect(await p.views.selectFrom("certificate").select("artwork_id").where("artwork_id", "in", ids).execute()).toEqual([]);
     // Ponder itself does not notice (the failure this guards against); the API's /readyz does, in both processes.
+    // Raw HTTP: Ponder's own readiness endpoint, not the API.
     expect((await fetch(`${p.indexer.url}/ready`)).status).toBe(200);
     for (const api of [p.api, second]) {
       const ready = await waitFor(async () => {
@@ -116,9 +119,9 @@ describe("certification while the indexer is stalled", () => {
       expect(await certifiedEntries(r.id)).toEqual([{ tx_hash: log!.transactionHash }]);
     }
     // The API answers certified, with the provenance entry and its transaction.
-    const detail = await p.api.request("GET", `/v1/artworks/${ids[0]}`);
-    expect(detail.body).toMatchObject({ status: "certified", verified: true, token_id: Number(rows[0]!.token_id) });
-    expect(detail.body.provenance.find((e: { event: string }) => e.event === "certified")).toMatchObject({ tx: rows[0]!.certification_tx_hash });
+    const { data: detail } = await sdk(p.api.url).GET("/v1/artworks/{id}", { params: { path: { id: ids[0]! } } });
+    expect(detail).toMatchObject({ status: "certified", verified: true, token_id: Number(rows[0]!.token_id) });
+    expect(detail.provenance.find((e) => e.event === "certified")).toMatchObject({ tx: rows[0]!.certification_tx_hash });
   }, 90_000);
 
   it("reconciles with the indexer once its feed delivers again: the same facts, still one event and one entry each", async () => {

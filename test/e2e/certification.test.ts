@@ -15,20 +15,10 @@ import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
 import { ADMIN_VERIFY_WAIT_MS } from "../../api/src/modules/artworks/artworks.service.ts";
 import { CERTIFY_TASK } from "../../api/src/modules/artworks/certification.ts";
 import { enqueue } from "../../api/src/jobs/queue.ts";
-import { adminToken, createUser, expectProblem, type TestUser } from "../api/helpers.ts";
-import {
-  artworkInput,
-  formFields,
-  pngImage,
-  postMultipart,
-  publicClient,
-  startImageServer,
-  tokenIdOfArtwork,
-  transactionCount,
-  useArtworkPlatform,
-} from "../support/artworks.ts";
+import { pngImage, publicClient, startImageServer, tokenIdOfArtwork, transactionCount, useArtworkPlatform } from "../support/artworks.ts";
 import { launchChromiumContext } from "../support/browser.ts";
 import { testEnvironment } from "../support/environment.ts";
+import { adminSdk, artworkForm, artworkJson, createSdkUser, expectApiError, sdk, type SdkUser } from "../support/sdk.ts";
 import { waitFor } from "../support/wait.ts";
 
 const env = testEnvironment();
@@ -71,13 +61,14 @@ afterAll(async () => {
   await images?.close();
 });
 
-const asForm = formFields;
+/** The API as anyone reads it (public endpoints, no credentials). */
+const anonymous = () => sdk(p.api.url);
 
 async function waitCertified(id: string, timeoutMs = 20_000) {
   return waitFor(
     async () => {
-      const res = await p.api.request("GET", `/v1/artworks/${id}`);
-      return res.body?.status === "certified" ? res.body : null;
+      const { data } = await anonymous().GET("/v1/artworks/{id}", { params: { path: { id } } });
+      return data.status === "certified" ? data : null;
     },
     { timeoutMs, what: `certification of ${id}` },
   );
@@ -113,28 +104,25 @@ async function openVerifyPage(artworkId: string) {
 }
 
 describe("certification end to end", () => {
-  let artist: TestUser;
+  let artist: SdkUser;
   beforeAll(async () => {
-    artist = await createUser(p.api, { role: "artist" });
+    artist = await createSdkUser(p.api.url, { role: "artist" });
   });
 
   it("create -> certified on-chain -> certificate -> outbox event -> verify page says match; a tampered record says mismatch", async () => {
     images.respond((_req, res) => res.writeHead(200, { "content-type": "image/png" }).end(pngImage()));
-    const created = await p.api.request("POST", "/v1/artworks", {
-      token: artist.token,
-      body: artworkInput({ image_url: images.url("/e2e.png") }),
-    });
-    expect(created.status).toBe(201);
-    const id = created.body.id as string;
+    const { data: created, response } = await artist.api.POST("/v1/artworks", { body: artworkJson({ image_url: images.url("/e2e.png") }) });
+    expect(response.status).toBe(201);
+    const id = created.id;
     const detail = await waitCertified(id);
 
     // The chain has exactly one token for it, owned by the artist's wallet.
     const tokenId = await tokenIdOfArtwork(id);
-    expect(tokenId).toBe(BigInt(detail.token_id));
+    expect(tokenId).toBe(BigInt(detail.token_id!));
     const wallet = (await p.db.selectFrom("users").select("wallet_address").where("id", "=", artist.id).executeTakeFirstOrThrow()).wallet_address.toLowerCase();
-    const certificate = await p.api.request("GET", `/v1/artworks/${id}/certificate`);
-    expect(certificate.status).toBe(200);
-    expect(certificate.body).toMatchObject({
+    const { data: certificate, response: certificateResponse } = await anonymous().GET("/v1/artworks/{id}/certificate", { params: { path: { id } } });
+    expect(certificateResponse.status).toBe(200);
+    expect(certificate).toMatchObject({
       artwork_id: id,
       certificate_hash: detail.certificate_hash,
       chain: "hardhat-local",
@@ -156,7 +144,7 @@ describe("certification end to end", () => {
       token_id: Number(tokenId),
       contract_address: env.artCertificateAddress.toLowerCase(),
       chain_id: 31337,
-      tx_hash: certificate.body.tx_hash,
+      tx_hash: certificate.tx_hash,
     });
     expect(events[0]!.audience).toEqual([artist.id]); // only the artist's webhook subscriptions (and admins' all-users ones) get it
     await waitFor(async () => (await p.db.selectFrom("outbox_events").select("dispatched_at").where("id", "=", events[0]!.id).executeTakeFirstOrThrow()).dispatched_at, {
@@ -184,17 +172,17 @@ describe("certification end to end", () => {
     expect(tampered.recomputedHash).not.toBe(detail.certificate_hash);
     await tampered.page.screenshot({ path: path.join(env.tempDir, "verify-mismatch.png"), fullPage: true });
     await tampered.page.close();
-    expect((await p.api.request("GET", `/v1/artworks/${id}/certificate`)).body.verified).toBe(false);
-    const document = await (await fetch(`${p.api.url}/v1/artworks/${id}/certificate/document`)).text();
+    expect((await anonymous().GET("/v1/artworks/{id}/certificate", { params: { path: { id } } })).data.verified).toBe(false);
+    const { data: document } = await anonymous().GET("/v1/artworks/{id}/certificate/document", { params: { path: { id } }, parseAs: "text" });
     expect(keccak256(stringToBytes(document))).not.toBe(detail.certificate_hash);
   });
 
   it("escapes everything on the page: a title with markup is shown as text and runs nothing", async () => {
     const title = `<img src=x onerror="document.title='pwned'"><script>window.__pwned = 1</script>"'&`;
-    const created = await postMultipart(p.api.url, artist.token, asForm(artworkInput({ title })), { bytes: pngImage() });
-    expect(created.status).toBe(201);
-    await waitCertified(created.body.id);
-    const view = await openVerifyPage(created.body.id);
+    const { data: created, response } = await artist.api.POST("/v1/artworks", { body: artworkForm({ title }) });
+    expect(response.status).toBe(201);
+    await waitCertified(created.id);
+    const view = await openVerifyPage(created.id);
     expect(view.verdict).toBe("match");
     expect(await view.page.locator("h1").textContent()).toBe(`Certificate of ${title}`);
     expect(await view.page.evaluate(() => (globalThis as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
@@ -206,8 +194,8 @@ describe("certification end to end", () => {
 
   it("shows 'not certified' for a pending artwork and 404 for an unknown one", async () => {
     images.respond((_req, res) => res.writeHead(503).end());
-    const pending = await p.api.request("POST", "/v1/artworks", { token: artist.token, body: artworkInput({ image_url: images.url("/later.png") }) });
-    const view = await openVerifyPage(pending.body.id);
+    const { data: pending } = await artist.api.POST("/v1/artworks", { body: artworkJson({ image_url: images.url("/later.png") }) });
+    const view = await openVerifyPage(pending.id);
     expect(view.status).toBe(200);
     expect(view.verdict).toBe("not_certified");
     await view.page.close();
@@ -215,7 +203,7 @@ describe("certification end to end", () => {
     expect(unknown.status).toBe(404);
     expect(unknown.verdict).toBe("unknown");
     await unknown.page.close();
-    await p.api.request("DELETE", `/v1/artworks/${pending.body.id}`, { token: artist.token });
+    await artist.api.DELETE("/v1/artworks/{id}", { params: { path: { id: pending.id } } });
   });
 
   it("mints one token when the same artwork's job runs three times at once", async () => {
@@ -228,9 +216,9 @@ describe("certification end to end", () => {
     rpcProxy.held = [];
     let id: string;
     try {
-      const created = await postMultipart(p.api.url, artist.token, asForm(artworkInput()), { bytes: pngImage() });
-      expect(created.status).toBe(201);
-      id = created.body.id as string;
+      const { data: created, response } = await artist.api.POST("/v1/artworks", { body: artworkForm() });
+      expect(response.status).toBe(201);
+      id = created.id;
       // Two more jobs for the same artwork, beside the one the creation queued (no job key: no de-duplication).
       await enqueue(p.db, CERTIFY_TASK, { artwork_id: id });
       await enqueue(p.db, CERTIFY_TASK, { artwork_id: id });
@@ -272,9 +260,9 @@ describe("certification end to end", () => {
   it("retries RPC failures with backoff; an admin verify during the outage answers 202; certified once the chain is back", async () => {
     rpcProxy.up = false;
     try {
-      const created = await postMultipart(p.api.url, artist.token, asForm(artworkInput()), { bytes: pngImage() });
-      expect(created.status).toBe(201);
-      const id = created.body.id as string;
+      const { data: created, response } = await artist.api.POST("/v1/artworks", { body: artworkForm() });
+      expect(response.status).toBe(201);
+      const id = created.id;
       const retried = await waitFor(
         async () => {
           const row = await p.db.selectFrom("artworks").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
@@ -285,13 +273,13 @@ describe("certification end to end", () => {
       expect(retried.status).toBe("pending_certification");
       expect(retried.certification_error).toMatch(/HTTP request failed|503|unavailable/i);
 
-      const admin = await adminToken(p.api);
-      const adminId = (await p.api.request("GET", "/v1/users/me", { token: admin })).body.id;
+      const admin = adminSdk(p.api.url);
+      const adminId = (await admin.GET("/v1/users/me")).data.id;
       const started = Date.now();
-      const verify = await p.api.request("POST", `/v1/admin/artworks/${id}/verify`, { token: admin, body: { override_reason: "Chain outage; inspected" } });
+      const { data: verified, response: verify } = await admin.POST("/v1/admin/artworks/{id}/verify", { params: { path: { id } }, body: { override_reason: "Chain outage; inspected" } });
       expect(Date.now() - started).toBeGreaterThanOrEqual(ADMIN_VERIFY_WAIT_MS); // it waited the whole window for the chain
       expect(verify.status).toBe(202);
-      expect(verify.body).toEqual({ artwork_id: id, status: "pending_certification", certificate_hash: null, certified_at: null, certified_by: adminId });
+      expect(verified).toEqual({ artwork_id: id, status: "pending_certification", certificate_hash: null, certified_at: null, certified_by: adminId });
 
       rpcProxy.up = true;
       const detail = await waitCertified(id, 30_000);
@@ -305,9 +293,8 @@ describe("certification end to end", () => {
   }, 60_000);
 
   it("refuses the admin verify of an already certified artwork", async () => {
-    const created = await postMultipart(p.api.url, artist.token, asForm(artworkInput()), { bytes: pngImage() });
-    await waitCertified(created.body.id);
-    const admin = await adminToken(p.api);
-    expectProblem(await p.api.request("POST", `/v1/admin/artworks/${created.body.id}/verify`, { token: admin, body: { override_reason: "x" } }), 409, "invalid_state");
+    const { data: created } = await artist.api.POST("/v1/artworks", { body: artworkForm() });
+    await waitCertified(created.id);
+    await expectApiError(adminSdk(p.api.url).POST("/v1/admin/artworks/{id}/verify", { params: { path: { id: created.id } }, body: { override_reason: "x" } }), 409, "invalid_state");
   });
 });

@@ -7,6 +7,7 @@ import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { testEnvironment } from "../support/environment.ts";
+import { apiError, sdk } from "../support/sdk.ts";
 import { bootStack } from "../support/stack.ts";
 
 describe("chain identity", () => {
@@ -40,11 +41,7 @@ describe("chain identity", () => {
         // A clean database: a new admin, and the old key no longer works.
         expect(second.adminApiKey).toMatch(/\S{20,}/);
         expect(second.adminApiKey).not.toBe(firstKey);
-        const old = await fetch(`${second.url}/v1/auth/token`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ api_key: firstKey, scope: ["read"] }),
-        });
+        const old = await apiError(sdk(second.url).POST("/v1/auth/token", { body: { api_key: firstKey!, scope: ["read"] } }));
         expect(old.status).toBe(401);
       } finally {
         await second.dispose();

@@ -13,11 +13,12 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { createDb } from "../../api/src/db/connection.ts";
 import { type EmbeddedPostgres, type EmbeddedPostgresOptions, startEmbeddedPostgres } from "../../tools/stack/postgres.ts";
 import { freePort } from "../../tools/stack/processes.ts";
-import { createUser, type TestUser } from "../api/helpers.ts";
+import { ApiError } from "../../clients/typescript/index.ts";
 import { type ApiProcesses, startApiProcesses } from "../support/api-processes.ts";
-import { artworkInput, createPlatformDatabase, formFields, freshRelayerKey, platformSettings, pngImage, publicClient } from "../support/artworks.ts";
+import { createPlatformDatabase, freshRelayerKey, platformSettings, publicClient } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { startIndexerForTest, type TestIndexer } from "../support/indexer.ts";
+import { type ArtPlatformClient, artworkForm, createSdkUser, sdk, type SdkUser } from "../support/sdk.ts";
 import { waitFor } from "../support/wait.ts";
 
 /** How long Postgres stays down. */
@@ -68,20 +69,21 @@ interface Outcome {
   sentAt: number;
 }
 
-/** One request with the client's timeout; a hang or a dropped connection is an outcome, not an exception. */
-async function call(what: Outcome["what"], url: string, init: RequestInit, began: number): Promise<Outcome> {
+/**
+ * The SDK as `user` sending each request once (no retries: every outcome is one answer of the API,
+ * the 503s included), with the client's timeout.
+ */
+const clientOf = (user: SdkUser) => sdk(api.url, { token: user.token, retry: { maxRetries: 0 } });
+const timeout = () => ({ signal: AbortSignal.timeout(CLIENT_TIMEOUT_MS) });
+
+/** One SDK call; a problem answer, a hang or a dropped connection is an outcome, not an exception. */
+async function call(what: Outcome["what"], request: () => Promise<{ data: unknown; response: Response }>, began: number): Promise<Outcome> {
   const sentAt = Date.now() - began;
   try {
-    const res = await fetch(url, { ...init, signal: AbortSignal.timeout(CLIENT_TIMEOUT_MS) });
-    const text = await res.text();
-    let body: unknown;
-    try {
-      body = text ? JSON.parse(text) : undefined;
-    } catch {
-      body = text;
-    }
-    return { what, status: res.status, contentType: res.headers.get("content-type"), body, sentAt };
+    const { data, response } = await request();
+    return { what, status: response.status, contentType: response.headers.get("content-type"), body: data, sentAt };
   } catch (error) {
+    if (error instanceof ApiError) return { what, status: error.status, contentType: error.response.headers.get("content-type"), body: error.body, sentAt };
     return { what, status: (error as Error).name === "TimeoutError" ? "timeout" : "connection failed", contentType: null, body: String(error), sentAt };
   }
 }
@@ -89,33 +91,28 @@ async function call(what: Outcome["what"], url: string, init: RequestInit, began
 const ok = (o: Outcome) => typeof o.status === "number" && o.status >= 200 && o.status < 300;
 
 it("recovers from a Postgres restart by itself: no hang, failures are 503 problems, every 2xx creation is durable and counted once", async () => {
-  const writers: TestUser[] = await Promise.all(Array.from({ length: POST_CLIENTS }, () => createUser(api.api, { role: "artist" })));
-  const artist = await createUser(api.api, { role: "artist" });
-  // Ready before the fault (a new head brings the indexer's first checkpoint).
+  const writers: SdkUser[] = await Promise.all(Array.from({ length: POST_CLIENTS }, () => createSdkUser(api.url, { role: "artist" })));
+  const artist = await createSdkUser(api.url, { role: "artist" });
+  // Ready before the fault (a new head brings the indexer's first checkpoint). Raw HTTP: the readiness probe.
   await publicClient().request({ method: "evm_mine", params: [] } as never);
   await waitFor(async () => (await fetch(`${api.url}/readyz`)).status === 200, { timeoutMs: 30_000, intervalMs: 250, what: "/readyz ready before the fault" });
 
   const outcomes: Outcome[] = [];
   const began = Date.now();
   let running = true;
-  const postClient = async (user: TestUser, n: number) => {
+  const postClient = async (user: SdkUser, n: number) => {
+    const client: ArtPlatformClient = clientOf(user);
     for (let i = 0; running; i++) {
-      const created = await call("post", `${api.url}/v1/community/posts`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${user.token}`, "content-type": "application/json" },
-        body: JSON.stringify({ type: "discussion", content: `client ${n}, post ${i}` }),
-      }, began);
+      const created = await call("post", () => client.POST("/v1/community/posts", { body: { type: "discussion", content: `client ${n}, post ${i}` }, ...timeout() }), began);
       outcomes.push(created);
-      if (ok(created)) outcomes.push(await call("read", `${api.url}/v1/community/posts/${created.body.post_id}`, {}, began));
+      if (ok(created)) outcomes.push(await call("read", () => sdk(api.url, { retry: { maxRetries: 0 } }).GET("/v1/community/posts/{id}", { params: { path: { id: created.body.post_id } }, ...timeout() }), began));
       else await new Promise((r) => setTimeout(r, 100));
     }
   };
   const artworkClient = async () => {
+    const client = clientOf(artist);
     while (running) {
-      const form = new FormData();
-      for (const [k, v] of Object.entries(formFields(artworkInput()))) form.append(k, v);
-      form.append("image", new Blob([pngImage()], { type: "image/png" }), "artwork.png");
-      const created = await call("artwork", `${api.url}/v1/artworks`, { method: "POST", headers: { authorization: `Bearer ${artist.token}` }, body: form }, began);
+      const created = await call("artwork", () => client.POST("/v1/artworks", { body: artworkForm(), ...timeout() }), began);
       outcomes.push(created);
       if (!ok(created)) await new Promise((r) => setTimeout(r, 100));
     }
@@ -131,6 +128,7 @@ it("recovers from a Postgres restart by itself: no hang, failures are 503 proble
   const restartedAt = Date.now() - began;
 
   // The same processes come back to ready, and serve writes again.
+  // Raw HTTP: the readiness probe.
   const ready = await waitFor(async () => ((await fetch(`${api.url}/readyz`)).status === 200 ? Date.now() - began : null), {
     timeoutMs: 30_000,
     intervalMs: 250,
@@ -165,9 +163,9 @@ it("recovers from a Postgres restart by itself: no hang, failures are 503 proble
     const stored = await db.selectFrom("community_posts").select(["id", "content"]).where("author_id", "in", writers.map((w) => w.id)).execute();
     expect(stored.map((p) => p.id).sort()).toEqual(posts.map((p) => p.post_id).sort());
     for (const post of posts) {
-      const read = await fetch(`${api.url}/v1/community/posts/${post.post_id}`);
-      expect(read.status).toBe(200);
-      expect(((await read.json()) as { content: string }).content).toBe(post.content);
+      const { data: read, response } = await sdk(api.url).GET("/v1/community/posts/{id}", { params: { path: { id: post.post_id } } });
+      expect(response.status).toBe(200);
+      expect(read.content).toBe(post.content);
     }
     const artworks = outcomes.filter((o) => o.what === "artwork" && ok(o)).map((o) => o.body.id as string);
     expect(artworks.length).toBeGreaterThan(0);

@@ -22,13 +22,14 @@ import { artSharesAbi } from "../../api/src/chain/abi/ArtShares.ts";
 import { loadConfig } from "../../api/src/config.ts";
 import { createDb } from "../../api/src/db/connection.ts";
 import { recordEvent } from "../../api/src/jobs/outbox.ts";
-import { createUser, testApiSettings, type TestApi } from "../api/helpers.ts";
+import { testApiSettings, type TestApi } from "../api/helpers.ts";
 import { createIsolatedDatabase, Receiver } from "../api/webhooks.support.ts";
 import { type ApiProcesses, startApiProcesses } from "../support/api-processes.ts";
-import { artworkInput, formFields, pngImage, postMultipart, publicClient, startArtworkPlatform, tokenIdOfArtwork } from "../support/artworks.ts";
+import { publicClient, startArtworkPlatform, tokenIdOfArtwork } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { startFreezableProxy } from "../support/freezable-proxy.ts";
 import { certifiedArtwork, indexedCertificate, ownerOnChain, walletOf } from "../support/marketplace.ts";
+import { artworkForm, createSdkUser, sdk } from "../support/sdk.ts";
 import { waitFor } from "../support/wait.ts";
 
 /** How long the chain node is unreachable (FAULT_CHAIN_OUTAGE_MS may shorten it for a local run). */
@@ -42,6 +43,7 @@ const ANSWER_WITHIN_MS = 10_000;
 const env = testEnvironment();
 const count = async (query: Promise<{ n: unknown }>) => Number((await query).n);
 const readyz = async (api: TestApi) => {
+  // Raw HTTP: the readiness probe, read as a load balancer reads it.
   const res = await fetch(`${api.url}/readyz`);
   return { status: res.status, contentType: res.headers.get("content-type"), body: (await res.json()) as { checks: Record<string, { status: string; error?: string }> } };
 };
@@ -65,13 +67,14 @@ describe.concurrent("faults", () => {
       CERTIFICATION_SWEEP_INTERVAL_MS: "1000",
     });
     try {
-      const [artist, buyer] = await Promise.all([createUser(p.api, { role: "artist" }), createUser(p.api, { role: "collector" })]);
+      const [artist, buyer] = await Promise.all([createSdkUser(p.api.url, { role: "artist" }), createSdkUser(p.api.url, { role: "collector" })]);
+      const anyone = sdk(p.api.url);
       const [listed, fractional] = await Promise.all([certifiedArtwork(p, artist), certifiedArtwork(p, artist)]);
-      const listing = await p.api.request("POST", "/v1/marketplace/listings", { token: artist.token, body: { artwork_id: listed, price_usd: 100, accepts_offers: false } });
-      expect(listing.status, listing.text).toBe(201);
-      const shareClass = await p.api.request("POST", "/v1/fractional/artworks", { token: artist.token, body: { artwork_id: fractional, total_shares: 100, price_per_share_usd: 3 } });
-      expect(shareClass.status, shareClass.text).toBeLessThan(300);
-      await waitFor(async () => (await p.api.request("GET", `/v1/fractional/artworks/${fractional}`)).body?.status === "active", { timeoutMs: 20_000, what: "the share class" });
+      const { data: listing, response: listingResponse } = await artist.api.POST("/v1/marketplace/listings", { body: { artwork_id: listed, price_usd: 100, accepts_offers: false } });
+      expect(listingResponse.status).toBe(201);
+      const { response: shareClass } = await artist.api.POST("/v1/fractional/artworks", { body: { artwork_id: fractional, total_shares: 100, price_per_share_usd: 3 } });
+      expect(shareClass.status).toBeLessThan(300);
+      await waitFor(async () => (await anyone.GET("/v1/fractional/artworks/{id}", { params: { path: { id: fractional } } })).data.status === "active", { timeoutMs: 20_000, what: "the share class" });
       const listedToken = (await indexedCertificate(p, listed)).tokenId;
       const shareToken = (await indexedCertificate(p, fractional)).tokenId;
 
@@ -80,32 +83,33 @@ describe.concurrent("faults", () => {
       // The three requests answer as they do with the chain up: 201 for the artwork, 202 for the
       // purchase and the sale (each waits FRACTIONAL/MARKETPLACE_PURCHASE_WAIT_MS, 5 s, for the chain).
       const [created, purchase, sale] = await Promise.all([
-        timed(postMultipart(p.api.url, artist.token, formFields(artworkInput()), { bytes: pngImage() })),
-        timed(p.api.request("POST", `/v1/fractional/${fractional}/purchase`, { token: buyer.token, body: { shares_quantity: 10, payment_method_id: "pm_card_visa" }, headers: { "Idempotency-Key": `outage-shares-${randomBytes(4).toString("hex")}` } })),
-        timed(p.api.request("POST", `/v1/marketplace/listings/${listing.body.listing_id}/purchase`, { token: buyer.token, body: { payment_method_id: "pm_card_visa" }, headers: { "Idempotency-Key": `outage-sale-${randomBytes(4).toString("hex")}` } })),
+        timed(artist.api.POST("/v1/artworks", { body: artworkForm() })),
+        timed(buyer.api.POST("/v1/fractional/{id}/purchase", { params: { path: { id: fractional } }, body: { shares_quantity: 10, payment_method_id: "pm_card_visa" }, headers: { "Idempotency-Key": `outage-shares-${randomBytes(4).toString("hex")}` } })),
+        timed(buyer.api.POST("/v1/marketplace/listings/{id}/purchase", { params: { path: { id: listing.listing_id } }, body: { payment_method_id: "pm_card_visa" }, headers: { "Idempotency-Key": `outage-sale-${randomBytes(4).toString("hex")}` } })),
       ]);
-      expect([created.res.status, purchase.res.status, sale.res.status], `${created.res.text} ${purchase.res.text} ${sale.res.text}`).toEqual([201, 202, 202]);
+      expect([created.res.response.status, purchase.res.response.status, sale.res.response.status]).toEqual([201, 202, 202]);
       for (const { ms } of [created, purchase, sale]) expect(ms).toBeLessThan(ANSWER_WITHIN_MS);
-      const artworkId = created.res.body.id as string;
-      const purchaseId = purchase.res.body.purchase_id as string;
-      const saleId = sale.res.body.tx_id as string;
-      expect(created.res.body.status).toBe("pending_certification");
-      expect(purchase.res.body.status).toBe("pending");
+      const artworkId = created.res.data.id;
+      const purchaseId = purchase.res.data.purchase_id;
+      const saleId = sale.res.data.tx_id;
+      expect(created.res.data.status).toBe("pending_certification");
+      expect(purchase.res.data.status).toBe("pending");
 
       // Reads answer meanwhile; /readyz says the chain is down, promptly.
-      const reads = await Promise.all([
-        timed(p.api.request("GET", `/v1/artworks/${artworkId}`)),
-        timed(p.api.request("GET", `/v1/artworks/${listed}`)),
-        timed(p.api.request("GET", `/v1/fractional/purchases/${purchaseId}`, { token: buyer.token })),
-        timed(p.api.request("GET", `/v1/marketplace/transactions/${saleId}`, { token: buyer.token })),
-        timed(p.api.request("GET", "/v1/marketplace/listings")),
+      const [artworkRead, listedRead, purchaseRead, saleRead, listingsRead] = await Promise.all([
+        timed(anyone.GET("/v1/artworks/{id}", { params: { path: { id: artworkId } } })),
+        timed(anyone.GET("/v1/artworks/{id}", { params: { path: { id: listed } } })),
+        timed(buyer.api.GET("/v1/fractional/purchases/{id}", { params: { path: { id: purchaseId } } })),
+        timed(buyer.api.GET("/v1/marketplace/transactions/{id}", { params: { path: { id: saleId } } })),
+        timed(anyone.GET("/v1/marketplace/listings")),
       ]);
-      expect(reads.map((r) => r.res.status)).toEqual([200, 200, 200, 200, 200]);
+      const reads = [artworkRead, listedRead, purchaseRead, saleRead, listingsRead];
+      expect(reads.map((r) => r.res.response.status)).toEqual([200, 200, 200, 200, 200]);
       for (const { ms } of reads) expect(ms).toBeLessThan(ANSWER_WITHIN_MS);
-      expect(reads[0]!.res.body.status).toBe("pending_certification");
-      expect(reads[1]!.res.body).toMatchObject({ status: "certified", token_id: Number(listedToken) });
-      expect(reads[2]!.res.body.status).toBe("pending");
-      expect(reads[3]!.res.body.status).not.toBe("completed");
+      expect(artworkRead.res.data.status).toBe("pending_certification");
+      expect(listedRead.res.data).toMatchObject({ status: "certified", token_id: Number(listedToken) });
+      expect(purchaseRead.res.data.status).toBe("pending");
+      expect(saleRead.res.data.status).not.toBe("completed");
       const down = await timed(readyz(p.api));
       expect(down.res.status).toBe(503);
       expect(down.res.contentType).toMatch(/^application\/problem\+json/);
@@ -127,16 +131,16 @@ describe.concurrent("faults", () => {
 
       // Once the node is back, each write completes.
       const certified = await waitFor(async () => {
-        const res = await p.api.request("GET", `/v1/artworks/${artworkId}`);
-        return res.body?.status === "certified" && res.body;
+        const { data } = await anyone.GET("/v1/artworks/{id}", { params: { path: { id: artworkId } } });
+        return data.status === "certified" && data;
       }, { timeoutMs: 120_000, intervalMs: 250, what: "the certification after the outage" });
       const confirmed = await waitFor(async () => {
-        const res = await p.api.request("GET", `/v1/fractional/purchases/${purchaseId}`, { token: buyer.token });
-        return res.body?.status === "confirmed" && res.body;
+        const { data } = await buyer.api.GET("/v1/fractional/purchases/{id}", { params: { path: { id: purchaseId } } });
+        return data.status === "confirmed" && data;
       }, { timeoutMs: 120_000, intervalMs: 250, what: "the share purchase after the outage" });
       const completed = await waitFor(async () => {
-        const res = await p.api.request("GET", `/v1/marketplace/transactions/${saleId}`, { token: buyer.token });
-        return res.body?.status === "completed" && res.body;
+        const { data } = await buyer.api.GET("/v1/marketplace/transactions/{id}", { params: { path: { id: saleId } } });
+        return data.status === "completed" && data;
       }, { timeoutMs: 120_000, intervalMs: 250, what: "the sale after the outage" });
       const recoveredMs = Date.now() - restoredAt;
       console.log(`[faults] chain outage of ${CHAIN_OUTAGE_MS} ms: certification, purchase and sale complete ${recoveredMs} ms after the node is back`);
@@ -185,15 +189,15 @@ describe.concurrent("faults", () => {
     // Long enough that nothing is confirmed from the chain meanwhile: the restarted indexer must do it.
     const p = await startArtworkPlatform({ INDEXER_STALL_TIMEOUT_MS: "300000", CERTIFICATION_SWEEP_INTERVAL_MS: "500" });
     try {
-      const artist = await createUser(p.api, { role: "artist" });
+      const artist = await createSdkUser(p.api.url, { role: "artist" });
       const before = await certifiedArtwork(p, artist);
       await mineBlock();
       await waitFor(async () => (await readyz(p.api)).status === 200, { timeoutMs: 15_000, what: "/readyz ready before the kill" });
 
       expect((await p.indexer.kill("SIGKILL")).signal).toBe("SIGKILL");
-      const created = await Promise.all(Array.from({ length: 5 }, () => postMultipart(p.api.url, artist.token, formFields(artworkInput()), { bytes: pngImage() })));
-      expect(created.map((r) => r.status)).toEqual([201, 201, 201, 201, 201]);
-      const ids = created.map((r) => r.body.id as string);
+      const created = await Promise.all(Array.from({ length: 5 }, () => artist.api.POST("/v1/artworks", { body: artworkForm() })));
+      expect(created.map((r) => r.response.status)).toEqual([201, 201, 201, 201, 201]);
+      const ids = created.map((r) => r.data.id);
       // Each is minted on-chain while the indexer is down, and none is certified yet: nobody confirms it.
       const tokens = await waitFor(async () => {
         const found = await Promise.all(ids.map(tokenIdOfArtwork));
@@ -232,9 +236,9 @@ describe.concurrent("faults", () => {
         expect(row.token_id).toBe(tokens[i]);
         expect(row.certification_indexed_at).not.toBeNull();
         expect(views.filter((v) => v.artwork_id === id)).toEqual([{ artwork_id: id, token_id: tokens[i] }]);
-        const certificate = await p.api.request("GET", `/v1/artworks/${id}/certificate`);
-        expect(certificate.status, certificate.text).toBe(200);
-        expect(certificate.body.token_id).toBe(Number(tokens[i]));
+        const { data: certificate, response } = await artist.api.GET("/v1/artworks/{id}/certificate", { params: { path: { id } } });
+        expect(response.status).toBe(200);
+        expect(certificate.token_id).toBe(Number(tokens[i]));
         const events = await p.db.selectFrom("outbox_events").select("id").where("event_type", "=", "artwork.certified").where(sql`payload->>'artwork_id'`, "=", id).execute();
         expect(events).toHaveLength(1);
         expect(await p.db.selectFrom("artwork_provenance").select("tx_hash").where("artwork_id", "=", id).where("event", "=", "certified").execute()).toHaveLength(1);
@@ -262,15 +266,15 @@ describe.concurrent("faults", () => {
         WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION: "8",
         LOG_LEVEL: "debug",
       });
-      const user = await createUser(api.api);
+      const user = await createSdkUser(api.url);
       let down = true;
       const unavailable = receiver.endpoint(() => (down ? { status: 503, body: "down for maintenance" } : { status: 200 }));
       const unreachable = receiver.endpoint().replace(receiver.base, `http://127.0.0.1:${refusing.port}`);
       const subscriptions: string[] = [];
       for (const url of [unavailable, unreachable]) {
-        const sub = await api.api.request("POST", "/v1/webhooks", { token: user.token, body: { url, events: ["offer.created"] } });
-        expect(sub.status, sub.text).toBe(201);
-        subscriptions.push(sub.body.id);
+        const { data: sub, response } = await user.api.POST("/v1/webhooks", { body: { url, events: ["offer.created"] } });
+        expect(response.status).toBe(201);
+        subscriptions.push(sub.id);
       }
 
       refusing.cut();

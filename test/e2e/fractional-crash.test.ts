@@ -17,13 +17,13 @@ import { artSharesAbi } from "../../api/src/chain/abi/ArtShares.ts";
 import type { IndexerViews } from "../../api/src/chain/indexer-schema.ts";
 import { createDb } from "../../api/src/db/connection.ts";
 import type { ManagedProcess } from "../../tools/stack/processes.ts";
-import { createUser, send, type TestUser } from "../api/helpers.ts";
 import { type ApiProcesses, QUICK_RECOVERY, startApiProcesses } from "../support/api-processes.ts";
 import { createPlatformDatabase, freshRelayerKey, platformSettings, publicClient, transactionCount } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { startIndexerForTest, type TestIndexer } from "../support/indexer.ts";
 import { certifiedArtwork, indexedCertificate, walletOf } from "../support/marketplace.ts";
 import { type JsonRpcProxy, startJsonRpcProxy } from "../support/rpc-proxy.ts";
+import { createSdkUser, type SdkUser, sdkOf } from "../support/sdk.ts";
 import { waitFor } from "../support/wait.ts";
 
 const env = testEnvironment();
@@ -39,8 +39,8 @@ let onMintSent: ((raw: Hex, tx: TransactionSerializable) => Promise<"forward" | 
 const children: ManagedProcess[] = [];
 
 let current: ApiProcesses | null = null;
-let owner: TestUser;
-let buyer: TestUser;
+let owner: SdkUser;
+let buyer: SdkUser;
 let artworkId: string;
 let tokenId: bigint;
 
@@ -64,8 +64,13 @@ async function kill(api: ApiProcesses): Promise<void> {
   await api.stop("SIGKILL");
 }
 
+/** The buyer's share purchase through the SDK on `url`, with the key the buyer keeps for retries. */
 const purchase = (url: string, key: string) =>
-  send(url, "POST", `/v1/fractional/${artworkId}/purchase`, { token: buyer.token, body: { shares_quantity: 10, payment_method_id: "pm_card_visa" }, headers: { "Idempotency-Key": key } });
+  sdkOf(url, buyer).POST("/v1/fractional/{id}/purchase", {
+    params: { path: { id: artworkId } },
+    body: { shares_quantity: 10, payment_method_id: "pm_card_visa" },
+    headers: { "Idempotency-Key": key },
+  });
 
 const count = async (query: Promise<{ n: unknown }>) => Number((await query).n);
 const chargesOf = (id: string) => count(db.selectFrom("sandbox_charges").select((eb) => eb.fn.countAll().as("n")).where("idempotency_key", "=", `share_purchase:${id}`).executeTakeFirstOrThrow());
@@ -94,11 +99,11 @@ beforeAll(async () => {
     return hook(raw, tx);
   });
   current = await startApi("api");
-  [owner, buyer] = await Promise.all([createUser(current.api, { role: "artist" }), createUser(current.api, { role: "collector" })]);
+  [owner, buyer] = await Promise.all([createSdkUser(current.url, { role: "artist" }), createSdkUser(current.url, { role: "collector" })]);
   artworkId = await certifiedArtwork({ api: current.api, views }, owner);
   tokenId = (await indexedCertificate({ views }, artworkId)).tokenId;
-  await send(current.url, "POST", "/v1/fractional/artworks", { token: owner.token, body: { artwork_id: artworkId, total_shares: 100, price_per_share_usd: 3 } });
-  await waitFor(async () => (await send(current!.url, "GET", `/v1/fractional/artworks/${artworkId}`)).body?.status === "active", { timeoutMs: 20_000, what: "the share class" });
+  await owner.api.POST("/v1/fractional/artworks", { body: { artwork_id: artworkId, total_shares: 100, price_per_share_usd: 3 } });
+  await waitFor(async () => (await owner.api.GET("/v1/fractional/artworks/{id}", { params: { path: { id: artworkId } } })).data.status === "active", { timeoutMs: 20_000, what: "the share class" });
 }, 120_000);
 
 afterAll(async () => {
@@ -131,9 +136,9 @@ it.each([
     const key = `frac-crash-${fate}`;
     const purchased = purchase(doomed.url, key);
     answered = purchased.catch(() => undefined);
-    const res = await purchased;
-    expect(res.status, res.text).toBe(202);
-    const id = res.body.purchase_id as string;
+    const { data: pending, response } = await purchased;
+    expect(response.status).toBe(202);
+    const id = pending.purchase_id;
     const mint = await sent;
     expect((await doomed.worker!.exited).signal).toBe("SIGKILL");
 
@@ -152,8 +157,8 @@ it.each([
     current = await startApi(`api-after-${fate}`);
     const confirmed = await waitFor(
       async () => {
-        const got = await send(current!.url, "GET", `/v1/fractional/purchases/${id}`, { token: buyer.token });
-        return got.body?.status === "confirmed" && got.body;
+        const { data: got } = await sdkOf(current!.url, buyer).GET("/v1/fractional/purchases/{id}", { params: { path: { id } } });
+        return got.status === "confirmed" && got;
       },
       { timeoutMs: 20_000, what: `confirmation of ${id} after the restart` },
     );
@@ -168,8 +173,8 @@ it.each([
     if (fate === "forward") expect(confirmed.on_chain_tx).toBe(keccak256(mint.raw));
     // The buyer's retry answers the same purchase.
     const replay = await purchase(current.url, key);
-    expect(replay.headers.get("idempotent-replayed")).toBe("true");
-    expect(replay.body.purchase_id).toBe(id);
+    expect(replay.response.headers.get("idempotent-replayed")).toBe("true");
+    expect(replay.data.purchase_id).toBe(id);
   },
   60_000,
 );

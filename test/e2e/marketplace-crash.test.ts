@@ -16,13 +16,13 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import type { IndexerViews } from "../../api/src/chain/indexer-schema.ts";
 import { createDb } from "../../api/src/db/connection.ts";
 import type { ManagedProcess } from "../../tools/stack/processes.ts";
-import { createUser, send, type TestUser } from "../api/helpers.ts";
 import { type ApiProcesses, QUICK_RECOVERY, startApiProcesses } from "../support/api-processes.ts";
 import { createPlatformDatabase, freshRelayerKey, platformSettings, publicClient, transactionCount } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { startIndexerForTest, type TestIndexer } from "../support/indexer.ts";
 import { certifiedArtwork, indexedCertificate, ownerOnChain, walletOf } from "../support/marketplace.ts";
 import { type JsonRpcProxy, startJsonRpcProxy } from "../support/rpc-proxy.ts";
+import { createSdkUser, type SdkUser, sdk, sdkOf } from "../support/sdk.ts";
 import { waitFor } from "../support/wait.ts";
 
 const env = testEnvironment();
@@ -38,8 +38,8 @@ let onSettleSent: ((raw: Hex, tx: TransactionSerializable) => Promise<"forward" 
 const children: ManagedProcess[] = [];
 
 let current: ApiProcesses | null = null;
-let artist: TestUser;
-let buyer: TestUser;
+let artist: SdkUser;
+let buyer: SdkUser;
 const art = {} as Record<"forwarded" | "dropped" | "afterCommit", string>;
 
 /** The API as an operator runs it; the worker's chain RPC goes through the proxy. */
@@ -64,13 +64,18 @@ async function kill(api: ApiProcesses): Promise<void> {
 }
 
 async function list(artworkId: string): Promise<string> {
-  const res = await send(current!.url, "POST", "/v1/marketplace/listings", { token: artist.token, body: { artwork_id: artworkId, price_usd: 100, accepts_offers: false } });
-  expect(res.status, res.text).toBe(201);
-  return res.body.listing_id as string;
+  const { data, response } = await sdkOf(current!.url, artist).POST("/v1/marketplace/listings", { body: { artwork_id: artworkId, price_usd: 100, accepts_offers: false } });
+  expect(response.status).toBe(201);
+  return data.listing_id;
 }
 
-const purchase = (url: string, listingId: string, key: string) =>
-  send(url, "POST", `/v1/marketplace/listings/${listingId}/purchase`, { token: buyer.token, body: { payment_method_id: "pm_card_visa" }, headers: { "Idempotency-Key": key } });
+/** The buyer's buy-now through the SDK on `url` with the key the buyer keeps for retries; `retry` as the SDK takes it. */
+const purchase = (url: string, listingId: string, key: string, retry?: { maxRetries: number }) =>
+  sdk(url, { token: buyer.token, retry }).POST("/v1/marketplace/listings/{id}/purchase", {
+    params: { path: { id: listingId } },
+    body: { payment_method_id: "pm_card_visa" },
+    headers: { "Idempotency-Key": key },
+  });
 
 const count = async (query: Promise<{ n: unknown }>) => Number((await query).n);
 const chargesOf = (saleId: string) => count(db.selectFrom("sandbox_charges").select((eb) => eb.fn.countAll().as("n")).where("idempotency_key", "=", `sale:${saleId}`).executeTakeFirstOrThrow());
@@ -81,11 +86,11 @@ const saleOf = (saleId: string) => db.selectFrom("sales").selectAll().where("id"
 const relayerAddress = () => privateKeyToAccount(relayerKey).address;
 
 /** After the restart: the sale completes, with one charge, one settlement, one payment.completed, and the buyer owns the token. */
-async function expectSoldOnce(saleId: string, artworkId: string): Promise<{ on_chain_tx: string }> {
+async function expectSoldOnce(saleId: string, artworkId: string): Promise<{ on_chain_tx: string | null }> {
   const transaction = await waitFor(
     async () => {
-      const res = await send(current!.url, "GET", `/v1/marketplace/transactions/${saleId}`, { token: buyer.token });
-      return res.body?.status === "completed" && res.body;
+      const { data } = await sdkOf(current!.url, buyer).GET("/v1/marketplace/transactions/{id}", { params: { path: { id: saleId } } });
+      return data.status === "completed" && data;
     },
     { timeoutMs: 20_000, what: `completion of ${saleId} after the restart` },
   );
@@ -115,7 +120,7 @@ beforeAll(async () => {
     return hook(raw, tx);
   });
   current = await startApi("api");
-  [artist, buyer] = await Promise.all([createUser(current.api, { role: "artist" }), createUser(current.api, { role: "collector" })]);
+  [artist, buyer] = await Promise.all([createSdkUser(current.url, { role: "artist" }), createSdkUser(current.url, { role: "collector" })]);
   const names = Object.keys({ forwarded: 0, dropped: 0, afterCommit: 0 }) as (keyof typeof art)[];
   const ids = await Promise.all(names.map(() => certifiedArtwork({ api: current!.api, views }, artist)));
   names.forEach((name, i) => (art[name] = ids[i]!));
@@ -151,9 +156,9 @@ it.each([
     });
     const purchased = purchase(doomed.url, listingId, `buy-${listingId}`);
     answered = purchased.catch(() => undefined);
-    const res = await purchased;
-    expect(res.status, res.text).toBe(202);
-    const saleId = res.body.tx_id as string;
+    const { data: sale, response } = await purchased;
+    expect(response.status).toBe(202);
+    const saleId = sale.tx_id;
     const settle = await sent;
     expect((await doomed.worker!.exited).signal).toBe("SIGKILL");
 
@@ -186,8 +191,10 @@ it("SIGKILL right after the purchase commits, before the charge: after restart o
   await Promise.all([current!.http.stop("SIGTERM"), current!.worker?.stop("SIGTERM")]);
   const doomed = await startApi("api-crash-after-commit", { IDEMPOTENCY_CRASH_AFTER_COMMIT: "true" }, { worker: false });
   const key = `buy-${listingId}`;
-  const lost = await purchase(doomed.url, listingId, key).then(
-    (res) => res.status,
+  // One attempt, cut off by the kill (the SDK's own retries would only find the port closed): the
+  // buyer's retry with the same key comes after the restart.
+  const lost = await purchase(doomed.url, listingId, key, { maxRetries: 0 }).then(
+    (res) => res.response.status,
     () => "no answer",
   );
   expect(lost).toBe("no answer");
@@ -200,8 +207,8 @@ it("SIGKILL right after the purchase commits, before the charge: after restart o
   current = await startApi("api-after-commit-crash");
   // The buyer's retry answers the sale the lost answer was about, and starts no other.
   const replay = await purchase(current.url, listingId, key);
-  expect(replay.headers.get("idempotent-replayed")).toBe("true");
-  expect(replay.body.tx_id).toBe(saleId);
+  expect(replay.response.headers.get("idempotent-replayed")).toBe("true");
+  expect(replay.data.tx_id).toBe(saleId);
   await expectSoldOnce(saleId, art.afterCommit);
   expect(await db.selectFrom("sales").select("id").where("listing_id", "=", listingId).execute()).toEqual([{ id: saleId }]);
 }, 60_000);

@@ -21,10 +21,11 @@ import { auditAnchorAbi } from "../../api/src/chain/abi/AuditAnchor.ts";
 import { fundLocalAccount, type HardhatNode, readChainIdentity, startHardhatNode } from "../../tools/stack/chain.ts";
 import { deploymentDirOf } from "../../tools/stack/deploy.ts";
 import { binPath, childEnv, freePort, type ManagedProcess, spawnManaged } from "../../tools/stack/processes.ts";
-import { createUser, startTestApi, type TestApi } from "../api/helpers.ts";
-import { artworkInput, createPlatformDatabase, formFields, pngImage, postMultipart } from "../support/artworks.ts";
+import { startTestApi, type TestApi } from "../api/helpers.ts";
+import { createPlatformDatabase } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { startIndexerForTest, type TestIndexer } from "../support/indexer.ts";
+import { artworkForm, createSdkUser, sdk } from "../support/sdk.ts";
 import { waitFor } from "../support/wait.ts";
 
 /** Not 31337 or 1337: the deploy script, Hardhat-verify and the indexer treat it as a public chain. */
@@ -192,14 +193,14 @@ describe("deploying to a public chain", () => {
   });
 
   it("certifies an artwork through the API: the contract holds it for the artist, its token URI resolves, the verify page links to the explorer", async () => {
-    const artist = await createUser(api, { role: "artist" });
-    const created = await postMultipart(api.url, artist.token, formFields(artworkInput()), { bytes: pngImage() });
-    expect(created.status).toBe(201);
-    const id = created.body.id as string;
+    const artist = await createSdkUser(api.url, { role: "artist" });
+    const { data: created, response } = await artist.api.POST("/v1/artworks", { body: artworkForm() });
+    expect(response.status).toBe(201);
+    const id = created.id;
     const art = await waitFor(
       async () => {
-        const res = await api.request("GET", `/v1/artworks/${id}`);
-        return res.body?.status === "certified" ? res.body : null;
+        const { data } = await artist.api.GET("/v1/artworks/{id}", { params: { path: { id } } });
+        return data.status === "certified" ? data : null;
       },
       { timeoutMs: 30_000, what: `certification of ${id}` },
     );
@@ -214,16 +215,18 @@ describe("deploying to a public chain", () => {
     expect(onChain.certificateHash).toBe(art.certificate_hash);
     const tokenUri = await client.readContract({ ...certificate, functionName: "tokenURI", args: [tokenId] });
     expect(tokenUri).toBe(`${settings.PUBLIC_BASE_URL}/v1/artworks/${id}/metadata.json`);
+    // Raw HTTP: the token URI exactly as the contract gives it to wallets and marketplaces.
     const metadata = await fetch(tokenUri);
     expect(metadata.status).toBe(200);
     expect(await metadata.json()).toMatchObject({ name: art.title, certificate_hash: art.certificate_hash });
 
-    const from = await api.request("GET", `/v1/artworks/${id}/certificate`);
-    expect(from.body).toMatchObject({ chain_id: STAND_IN_CHAIN_ID, contract_address: settings.ART_CERTIFICATE_ADDRESS!.toLowerCase(), token_id: art.token_id });
-    const { tx_hash: txHash, block_number: blockNumber, owner } = from.body as { tx_hash: Hex; block_number: number; owner: string };
+    const { data: from } = await sdk(api.url).GET("/v1/artworks/{id}/certificate", { params: { path: { id } } });
+    expect(from).toMatchObject({ chain_id: STAND_IN_CHAIN_ID, contract_address: settings.ART_CERTIFICATE_ADDRESS!.toLowerCase(), token_id: art.token_id });
+    const { tx_hash: txHash, block_number: blockNumber, owner } = from as { tx_hash: Hex; block_number: number; owner: string };
     // Sent by the relayer, not by the deployer.
     expect((await client.getTransaction({ hash: txHash })).from).toBe(privateKeyToAccount(relayerKey).address.toLowerCase());
 
+    // Raw HTTP: the verify page is HTML for people, not an API call.
     const page = await fetch(`${settings.PUBLIC_BASE_URL}/verify/${id}`);
     expect(page.status).toBe(200);
     const html = await page.text();

@@ -32,6 +32,7 @@ afterAll(async () => {
 
 const indexerRecord = () => readProcessRecords(stack!.dataDir).find((r) => r.name.startsWith("indexer"));
 async function readyz() {
+  // Raw HTTP: the readiness probe; the indexer's /status below is Ponder's own, not the API.
   const res = await fetch(`${stack!.url}/readyz`);
   return { status: res.status, indexer: ((await res.json()) as { checks: { indexer: { block?: number; lag_blocks?: number } } }).checks.indexer };
 }

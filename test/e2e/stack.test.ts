@@ -7,6 +7,8 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { createSiweMessage } from "viem/siwe";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isRunning } from "../../tools/stack/runtime-files.ts";
+import type { Token } from "../../clients/typescript/index.ts";
+import { expectApiError, sdk } from "../support/sdk.ts";
 import { type BootedStack, bootStack } from "../support/stack.ts";
 import { waitFor } from "../support/wait.ts";
 
@@ -40,12 +42,14 @@ describe("npm start", () => {
   });
 
   it("answers /healthz", async () => {
+    // Raw HTTP: the probe an orchestrator sends, not an API call.
     const res = await fetch(`${stack.url}/healthz`);
     expect(res.status).toBe(200);
   });
 
   it("reports database, chain and indexer ready on /readyz", async () => {
     const body = await waitFor(async () => {
+      // Raw HTTP: the readiness probe, read as a load balancer reads it.
       const res = await fetch(`${stack.url}/readyz`);
       return res.status === 200 ? ((await res.json()) as { status: string; checks: Record<string, { status: string; lag_blocks?: number }> }) : undefined;
     }, { timeoutMs: 20_000, what: "/readyz 200" });
@@ -57,39 +61,43 @@ describe("npm start", () => {
   });
 
   it("exchanges the admin key for scoped tokens, enforces scopes, and revokes at once", async () => {
-    const call = (method: string, path: string, token?: string, body?: unknown) =>
-      fetch(`${stack.url}${path}`, {
-        method,
-        headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body ? { "content-type": "application/json" } : {}) },
-        body: body ? JSON.stringify(body) : undefined,
-      });
-    const exchanged = await call("POST", "/v1/auth/token", undefined, { api_key: stack.adminApiKey, scope: ["users:read"] });
-    expect(exchanged.status).toBe(201);
-    const { token, scope, token_type } = (await exchanged.json()) as { token: string; scope: string[]; token_type: string };
+    // The SDK exchanges the key itself on the first call; the exchange's answer is observed on the way.
+    const exchanges: { status: number; body: Token }[] = [];
+    const api = sdk(stack.url, {
+      apiKey: stack.adminApiKey!,
+      scope: ["users:read"],
+      fetch: async (request) => {
+        const response = await fetch(request);
+        if (request.method === "POST" && new URL(request.url).pathname === "/v1/auth/token") exchanges.push({ status: response.status, body: (await response.clone().json()) as Token });
+        return response;
+      },
+    });
+
+    const { data: profile, response: me } = await api.GET("/v1/users/me");
+    expect(me.status).toBe(200);
+    expect(exchanges).toHaveLength(1);
+    expect(exchanges[0]!.status).toBe(201);
+    const { token, scope, token_type } = exchanges[0]!.body;
     expect(token_type).toBe("Bearer");
     expect(scope).toEqual(["users:read"]);
-
-    const me = await call("GET", "/v1/users/me", token);
-    expect(me.status).toBe(200);
-    const profile = (await me.json()) as { role: string; wallet_address: string };
+    expect(await api.accessToken()).toBe(token);
     expect(profile.role).toBe("admin");
     expect(profile.wallet_address).toMatch(/^0x[0-9a-fA-F]{40}$/);
 
-    const admin = await call("GET", "/v1/admin/users", token);
-    expect(admin.status).toBe(403);
-    expect(((await admin.json()) as { code: string }).code).toBe("insufficient_scope");
+    await expectApiError(api.GET("/v1/admin/users"), 403, "insufficient_scope");
 
-    const revoked = await call("DELETE", "/v1/auth/token", token);
+    const { response: revoked } = await api.DELETE("/v1/auth/token");
     expect(revoked.status).toBe(200);
-    const after = await call("GET", "/v1/users/me", token);
-    expect(after.status).toBe(401);
-    expect(((await after.json()) as { code: string }).code).toBe("token_revoked");
+    // The client still holds the token (it cannot know it was revoked): refused at once.
+    await expectApiError(api.GET("/v1/users/me"), 401, "token_revoked");
+    expect(exchanges).toHaveLength(1);
   });
 
   it("signs in with Ethereum using a real signature bound to the stack's domain and chain", async () => {
-    const nonceRes = await fetch(`${stack.url}/v1/auth/siwe/nonce`, { method: "POST" });
+    const anonymous = sdk(stack.url);
+    const { data: issued, response: nonceRes } = await anonymous.POST("/v1/auth/siwe/nonce");
     expect(nonceRes.status).toBe(201);
-    const { nonce } = (await nonceRes.json()) as { nonce: string };
+    const { nonce } = issued;
     const account = privateKeyToAccount(generatePrivateKey());
     const message = createSiweMessage({
       domain: new URL(stack.url).host,
@@ -100,15 +108,10 @@ describe("npm start", () => {
       nonce,
       issuedAt: new Date(),
     });
-    const verify = await fetch(`${stack.url}/v1/auth/siwe/verify`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ message, signature: await account.signMessage({ message }) }),
-    });
+    const { data: session, response: verify } = await anonymous.POST("/v1/auth/siwe/verify", { body: { message, signature: await account.signMessage({ message }) } });
     expect(verify.status).toBe(201);
-    const { token } = (await verify.json()) as { token: string };
-    const me = await fetch(`${stack.url}/v1/users/me`, { headers: { authorization: `Bearer ${token}` } });
-    expect(((await me.json()) as { wallet_address: string }).wallet_address).toBe(account.address);
+    const { data: me } = await sdk(stack.url, { token: session.token }).GET("/v1/users/me");
+    expect(me.wallet_address).toBe(account.address);
   });
 
   it("stops every process on Ctrl-C and exits 0", async () => {
@@ -120,6 +123,7 @@ describe("npm start", () => {
     expect(exit).toEqual({ code: 0, signal: null });
     expect(stack.output()).toContain("stopping the worker, the API, the indexer, the chain and the database");
     await waitFor(() => processes.every((p) => !isRunning(p)), { timeoutMs: 5_000, what: "no orphan processes" });
+    // Raw HTTP: nothing listens any more, so the probe's connection is refused.
     const res = await fetch(`${stack.url}/healthz`).catch(() => null);
     expect(res).toBeNull();
   }, 60_000);

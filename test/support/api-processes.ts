@@ -53,6 +53,7 @@ export async function startApiProcesses(
   };
   let worker: ManagedProcess | null = null;
   try {
+    // Raw HTTP: the liveness probe, before the API is used.
     await waitUntil(async () => (await fetch(`${url}/healthz`)).ok, { timeoutMs: 60_000, what: `${name} on ${url}`, abort: http.exited });
     if (options.worker !== false) {
       worker = spawnOne("api/src/worker.ts", "worker", options.workerSettings ?? {});

@@ -4,19 +4,24 @@ import { mnemonicToSeedSync } from "@scure/bip39";
 import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
 import type { TestUser } from "../api/helpers.ts";
 import { CUSTODY_MNEMONIC } from "../api/helpers.ts";
-import { type ArtworkPlatform, artworkInput, formFields, pngImage, postMultipart, publicClient } from "./artworks.ts";
+import { type ArtworkPlatform, publicClient } from "./artworks.ts";
 import { testEnvironment } from "./environment.ts";
+import { artworkForm, sdkOf } from "./sdk.ts";
 import { waitFor } from "./wait.ts";
 
-/** A new artwork of `owner`, certified on-chain and indexed (its certificate is in the indexer's views). */
+/**
+ * A new artwork of `owner` (uploaded through the SDK, as multipart), certified on-chain and indexed
+ * (its certificate is in the indexer's views).
+ */
 export async function certifiedArtwork(p: Pick<ArtworkPlatform, "api" | "views">, owner: TestUser, extra: Record<string, unknown> = {}): Promise<string> {
-  const res = await postMultipart(p.api.url, owner.token, formFields(artworkInput(extra)), { bytes: pngImage() });
-  if (res.status !== 201) throw new Error(`artwork creation failed: ${res.status} ${res.text}`);
-  const id = (res.body as { id: string }).id;
+  const api = sdkOf(p.api.url, owner);
+  const { data: created, response } = await api.POST("/v1/artworks", { body: artworkForm(extra) });
+  if (response.status !== 201) throw new Error(`artwork creation answered ${response.status}, not 201`);
+  const id = created.id;
   await waitFor(
     async () => {
-      const got = await p.api.request("GET", `/v1/artworks/${id}`);
-      return got.body?.status === "certified" && (await p.views.selectFrom("certificate").select("token_id").where("artwork_id", "=", id).executeTakeFirst());
+      const { data: got } = await api.GET("/v1/artworks/{id}", { params: { path: { id } } });
+      return got.status === "certified" && (await p.views.selectFrom("certificate").select("token_id").where("artwork_id", "=", id).executeTakeFirst());
     },
     { timeoutMs: 30_000, what: `certification of ${id}` },
   );

@@ -16,7 +16,8 @@ import { artMarketAbi } from "../../api/src/chain/abi/ArtMarket.ts";
 import { artSharesAbi } from "../../api/src/chain/abi/ArtShares.ts";
 import { auditAnchorAbi } from "../../api/src/chain/abi/AuditAnchor.ts";
 import { type IndexerViews } from "../../api/src/chain/indexer-schema.ts";
-import { createDb } from "../../api/src/db/connection.ts";
+import { createDb, createDbHandle, type DbHandle } from "../../api/src/db/connection.ts";
+import { migrateJobQueue } from "../../api/src/jobs/queue.ts";
 import { migrateToLatest } from "../../api/src/db/migrate.ts";
 import type { Database } from "../../api/src/db/database.ts";
 import type { IndexerTarget } from "../../tools/stack/indexer.ts";
@@ -277,5 +278,31 @@ export async function startImageServer(): Promise<{
         server.closeAllConnections();
         server.close(() => resolve());
       }),
+  };
+}
+
+/**
+ * A migrated platform database of this file's own with the job queue's schema, and a handle on it
+ * (a small pool): for tests of the database pieces without an API. Dropped after the file.
+ */
+export function useQueueDatabase(): { readonly databaseUrl: string; readonly handle: DbHandle } {
+  let database: Awaited<ReturnType<typeof createPlatformDatabase>> | undefined;
+  let handle: DbHandle | undefined;
+  beforeAll(async () => {
+    database = await createPlatformDatabase();
+    handle = createDbHandle(database.databaseUrl, 4);
+    await migrateJobQueue(handle.pool);
+  });
+  afterAll(async () => {
+    await handle?.db.destroy();
+    await database?.drop().catch(() => {});
+  });
+  return {
+    get databaseUrl() {
+      return database!.databaseUrl;
+    },
+    get handle() {
+      return handle!;
+    },
   };
 }

@@ -145,10 +145,12 @@ export class Relayer {
   }
 
   /**
-   * Simulates, sends and waits for the receipt of one write. Rejects with a PermanentChainError
-   * when the call reverts (in simulation: nothing was sent; on-chain: `hash` is set and the revert
-   * is decoded by replaying the call) and with a TransientChainError when the chain cannot take it
-   * now (`hash` set when it may still be mined: resume with `waitForReceipt`).
+   * Estimates, sends and waits for the receipt of one write. Rejects with a PermanentChainError
+   * when the call reverts (in the estimate: nothing was sent, and the revert is decoded by
+   * simulating the call; on-chain: `hash` is set and the revert is decoded by replaying the call)
+   * and with a TransientChainError when the chain cannot take it now (`hash` set when it may still
+   * be mined: resume with `waitForReceipt`). The estimate executes the call already, so a call
+   * that goes through is executed once before it is sent, not twice.
    */
   async write<
     const abi extends Abi,
@@ -156,8 +158,6 @@ export class Relayer {
     const args extends ContractFunctionArgs<abi, WriteMutability, functionName>,
   >(request: WriteRequest<abi, functionName, args>): Promise<WriteResult & { nonce: number }> {
     const label = labelOf(request);
-    await this.simulate(request);
-
     const data = encodeCall(request);
     const call = { to: request.address, data, value: request.value ?? 0n };
     let gas: bigint;
@@ -168,6 +168,9 @@ export class Relayer {
         this.estimateFees(),
       ]);
     } catch (err) {
+      // A revert: the simulation names it (its error data, decoded with the ABI). Should the call
+      // pass now (the state moved), the estimate's own error stands.
+      await this.simulate(request);
       throw classifyChainError(err, request.abi, { label });
     }
     gas = (gas * GAS_HEADROOM_PERCENT) / 100n;

@@ -15,6 +15,16 @@ export interface OutboxEvent {
   createdAt: Date;
 }
 
+/** An event to record: its type, payload, and the ids of the users it concerns (see recordEvent). */
+export interface NewEvent {
+  type: string;
+  payload: Record<string, unknown>;
+  audience: readonly string[];
+}
+
+/** Events recorded together share one dispatch job, up to this many. */
+const EVENTS_PER_DISPATCH = 100;
+
 /**
  * Records a domain event in the caller's transaction, with the job that dispatches it: both exist
  * exactly when the change commits, so no event is lost to a crash and none reports a rolled-back change.
@@ -22,9 +32,25 @@ export interface OutboxEvent {
  * all-users ones, receive it; an empty audience keeps the event from every other user.
  */
 export async function recordEvent(db: Db, type: string, payload: Record<string, unknown>, audience: readonly string[]): Promise<string> {
-  const { id } = await insertEvent(db, type, payload, audience, false);
-  await enqueue(db, OUTBOX_DISPATCH_TASK, { event_id: id }, { maxAttempts: 25 });
-  return id;
+  const [id] = await recordEvents(db, [{ type, payload, audience }]);
+  return id!;
+}
+
+/**
+ * Records several events in the caller's transaction (one statement), dispatched in order by one
+ * job per EVENTS_PER_DISPATCH: a transaction that confirms a block's worth of changes writes its
+ * events at the cost of one. The ids, in the order given.
+ */
+export async function recordEvents(db: Db, events: readonly NewEvent[]): Promise<string[]> {
+  if (events.length === 0) return [];
+  const rows = events.map((e) => ({ id: newId("webhookEvent"), event_type: e.type, payload: JSON.stringify(e.payload), audience: [...new Set(e.audience)], dispatched_at: null }));
+  await db.insertInto("outbox_events").values(rows).execute();
+  const ids = rows.map((r) => r.id);
+  for (let i = 0; i < ids.length; i += EVENTS_PER_DISPATCH) {
+    const chunk = ids.slice(i, i + EVENTS_PER_DISPATCH);
+    await enqueue(db, OUTBOX_DISPATCH_TASK, chunk.length === 1 ? { event_id: chunk[0] } : { event_ids: chunk }, { maxAttempts: 25 });
+  }
+  return ids;
 }
 
 /**
@@ -93,23 +119,38 @@ export class OutboxDispatcher {
     this.handlers.push({ type, handler });
   }
 
+  /**
+   * Dispatches the job's events (`event_id`, or `event_ids` for events recorded together) in order.
+   * A failing subscriber fails the job after the events before it are marked dispatched; the retry
+   * hands out the whole list again (handlers are idempotent per event id).
+   */
   readonly task: Task = async (payload) => {
-    const { event_id: eventId } = payload as { event_id: string };
-    const row = await this.db.selectFrom("outbox_events").selectAll().where("id", "=", eventId).executeTakeFirst();
-    if (!row) {
-      this.logger.warn({ event_id: eventId }, "outbox event vanished before dispatch");
-      return;
+    const { event_id: one, event_ids: many } = payload as { event_id?: string; event_ids?: string[] };
+    const ids = many ?? (one ? [one] : []);
+    if (ids.length === 0) throw new Error(`${OUTBOX_DISPATCH_TASK}: payload without event_id or event_ids`);
+    const rows = await this.db.selectFrom("outbox_events").selectAll().where("id", "in", ids).execute();
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    const vanished = ids.filter((id) => !byId.has(id));
+    if (vanished.length > 0) this.logger.warn({ event_ids: vanished }, "outbox events vanished before dispatch");
+    const done: string[] = [];
+    try {
+      for (const id of ids) {
+        const row = byId.get(id);
+        if (!row) continue;
+        const event: OutboxEvent = {
+          id: row.id,
+          type: row.event_type,
+          payload: row.payload as Record<string, unknown>,
+          audience: row.audience,
+          createdAt: row.created_at,
+        };
+        for (const { type, handler } of this.handlers) {
+          if (type === "*" || type === event.type) await handler(event, this.db);
+        }
+        done.push(id);
+      }
+    } finally {
+      if (done.length > 0) await this.db.updateTable("outbox_events").set({ dispatched_at: sql<Date>`now()` }).where("id", "in", done).execute();
     }
-    const event: OutboxEvent = {
-      id: row.id,
-      type: row.event_type,
-      payload: row.payload as Record<string, unknown>,
-      audience: row.audience,
-      createdAt: row.created_at,
-    };
-    for (const { type, handler } of this.handlers) {
-      if (type === "*" || type === event.type) await handler(event, this.db);
-    }
-    await this.db.updateTable("outbox_events").set({ dispatched_at: sql<Date>`now()` }).where("id", "=", eventId).execute();
   };
 }

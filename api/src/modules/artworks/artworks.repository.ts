@@ -258,10 +258,10 @@ function factsJson(facts: CertifiedFacts[]): string {
  * -> certified with the chain's facts, in one statement; the ids changed (not those certified
  * already). `source` "chain": read from the chain while the indexer lagged, so not yet indexed.
  */
-export async function markCertified(db: Db, facts: CertifiedFacts[], source: "indexer" | "chain"): Promise<string[]> {
+export async function markCertified(db: Db, facts: CertifiedFacts[], source: "indexer" | "chain"): Promise<{ id: string; artist_id: string }[]> {
   if (facts.length === 0) return [];
   const rows = factsJson(facts);
-  const { rows: changed } = await sql<{ id: string }>`
+  const { rows: changed } = await sql<{ id: string; artist_id: string }>`
     update artworks as a set
       status = 'certified',
       certificate_hash = c.certificate_hash,
@@ -276,8 +276,8 @@ export async function markCertified(db: Db, facts: CertifiedFacts[], source: "in
       updated_at = now()
     from jsonb_to_recordset(${rows}::jsonb) as c(id text, certificate_hash text, token_id text, certified_at timestamptz, tx_hash text)
     where a.id = c.id and a.status <> 'certified'
-    returning a.id`.execute(db);
-  return changed.map((r) => r.id);
+    returning a.id, a.artist_id`.execute(db);
+  return changed;
 }
 
 export async function insertCertifiedProvenance(db: Db, entries: { artwork_id: string; tx_hash: string }[]): Promise<void> {

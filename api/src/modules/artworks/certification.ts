@@ -9,7 +9,7 @@ import { isAlreadyCertified, type Relayer } from "../../chain/relayer.ts";
 import type { Config } from "../../config.ts";
 import type { ChainOperation, Database, Db } from "../../db/database.ts";
 import type { Artwork } from "./artworks.tables.ts";
-import { recordEvent } from "../../jobs/outbox.ts";
+import { recordEvent, recordEvents } from "../../jobs/outbox.ts";
 import { enqueue, type Task } from "../../jobs/queue.ts";
 import { iso } from "../../lib/time.ts";
 import * as repo from "./artworks.repository.ts";
@@ -226,22 +226,30 @@ export class CertificationPipeline implements ChainOperationKind<ChainCertificat
       const certificates = confirmed.filter((c) => c.source === source).map((c) => c.facts);
       if (certificates.length === 0) continue;
       const byId = new Map(certificates.map((c) => [c.artworkId, c]));
-      const ids = await repo.markCertified(trx, certificates.map(factsOf), source);
+      const certified = await repo.markCertified(trx, certificates.map(factsOf), source);
       // Recorded now, not at the block's timestamp: a local chain's clock runs ahead of the wall clock.
-      await repo.insertCertifiedProvenance(trx, ids.map((id) => ({ artwork_id: id, tx_hash: byId.get(id)!.txHash })));
-      for (const id of ids) {
-        const c = byId.get(id)!;
-        await recordEvent(trx, "artwork.certified", {
-          artwork_id: id,
-          certificate_hash: c.certificateHash,
-          certified_at: iso(c.certifiedAt),
-          token_id: Number(c.tokenId),
-          contract_address: config.chain.artCertificateAddress?.toLowerCase() ?? null,
-          chain_id: config.chain.id,
-          tx_hash: c.txHash,
-        }, [(await repo.findAny(trx, id))!.artist_id]); // the artist is the audience (webhooks: only their subscriptions)
-        this.log.info({ artwork_id: id, token_id: Number(c.tokenId), tx: c.txHash, source }, "artwork certified");
-      }
+      await repo.insertCertifiedProvenance(trx, certified.map(({ id }) => ({ artwork_id: id, tx_hash: byId.get(id)!.txHash })));
+      // The artist is each event's audience (webhooks: only their subscriptions).
+      await recordEvents(
+        trx,
+        certified.map(({ id, artist_id }) => {
+          const c = byId.get(id)!;
+          return {
+            type: "artwork.certified",
+            payload: {
+              artwork_id: id,
+              certificate_hash: c.certificateHash,
+              certified_at: iso(c.certifiedAt),
+              token_id: Number(c.tokenId),
+              contract_address: config.chain.artCertificateAddress?.toLowerCase() ?? null,
+              chain_id: config.chain.id,
+              tx_hash: c.txHash,
+            },
+            audience: [artist_id],
+          };
+        }),
+      );
+      for (const { id } of certified) this.log.info({ artwork_id: id, token_id: Number(byId.get(id)!.tokenId), tx: byId.get(id)!.txHash, source }, "artwork certified");
     }
   }
 

@@ -1,5 +1,4 @@
 import type { AddressInfo } from "node:net";
-import type pg from "pg";
 import { Kysely, PostgresDialect } from "kysely";
 import { pino } from "pino";
 import { createApp } from "./app.ts";
@@ -82,6 +81,7 @@ export async function buildPlatform(config: Config, role: ProcessRole | "api+wor
       startBlock: config.chain.startBlock,
       leaseMs: config.certification.leaseMs,
       sweepIntervalMs: config.certification.sweepIntervalMs,
+      concurrency: config.certification.concurrency,
     });
     const deps: PlatformDeps = { config, db, logger, publicClient, relayer, custody, storage, indexedCertificates, chainOperations, links };
     const services = createServices(deps);
@@ -213,9 +213,9 @@ export interface RunningWorker {
 }
 
 /**
- * The worker half: the job runners (`general`: outbox dispatch and maintenance; `chain`: chain
- * operations; and each module's tasks and runners of its own), the modules' background loops, the
- * indexer listener and the chain operations' sweep.
+ * The worker half: the job runners (`general`: outbox dispatch and maintenance; and each module's
+ * tasks and runners of its own), the chain operations (claimed from their table, confirmed by the
+ * indexer listener, swept), and the modules' background loops.
  * Any number of workers may run on one database: jobs are claimed in it, and the relayer's nonces
  * are serialised across processes.
  */
@@ -244,18 +244,10 @@ export async function startWorker(platform: Platform, options: { indexerLag?: In
         outbox_redispatch: async () => {
           await redispatchStaleEvents(db);
         },
+        // Jobs an earlier version queued per chain operation: each runs its operation once.
+        [CHAIN_OPERATION_TASK]: platform.chainOperations.task,
       },
       crontab: "17 * * * * maintenance_purge\n* * * * * outbox_redispatch\n",
-    },
-    // Chain operations wait on the chain: a runner of their own, with connections of its own for the
-    // queue's bookkeeping. Each idle worker polls for due retries; new jobs arrive by NOTIFY at once.
-    {
-      name: "chain",
-      concurrency: config.certification.concurrency,
-      pollIntervalMs: 2000,
-      ownPool: true,
-      fetchBatch: config.jobs.fetchBatch,
-      tasks: { [CHAIN_OPERATION_TASK]: platform.chainOperations.task },
     },
     ...parts.flatMap((part) => (part.runners ?? []).map((spec) => ({ ...spec, tasks: {} }))),
   ];
@@ -268,20 +260,16 @@ export async function startWorker(platform: Platform, options: { indexerLag?: In
   }
 
   // The queue's bookkeeping runs on connections of its own (pg's default type parsers, see
-  // createPool): one pool for the runners that share (a LISTEN connection each, and as many for
-  // claiming and completing jobs as the busiest of them runs at once: fewer starved the webhook
-  // runner, 27 deliveries a second against 150), one for each runner that asks for its own.
+  // createPool), shared by the runners: a LISTEN connection each, and as many for claiming and
+  // completing jobs as the busiest of them runs at once (fewer starved the webhook runner, 27
+  // deliveries a second against 150).
   const active = runners.filter((runner) => Object.keys(runner.tasks).length > 0);
-  const shared = active.filter((runner) => !runner.ownPool);
-  const queuePool = createPool(config.database.url, shared.length + Math.max(2, ...shared.map((runner) => runner.concurrency)), "queue");
-  const ownPools: pg.Pool[] = [queuePool];
+  const queuePool = createPool(config.database.url, active.length + Math.max(2, ...active.map((runner) => runner.concurrency)), "queue");
   const started: { stop(): Promise<void> }[] = [];
   for (const runner of active) {
-    const runnerPool = runner.ownPool ? createPool(config.database.url, runner.concurrency + 1, "queue") : queuePool;
-    if (runner.ownPool) ownPools.push(runnerPool);
     started.push(
       await startJobQueue({
-        pool: runnerPool,
+        pool: queuePool,
         concurrency: runner.concurrency,
         logger,
         ...(runner.pollIntervalMs ? { pollIntervalMs: runner.pollIntervalMs } : {}),
@@ -305,7 +293,7 @@ export async function startWorker(platform: Platform, options: { indexerLag?: In
         await indexerLag.stop();
         await platform.chainOperations.stop();
         await Promise.all(started.map((runner) => runner.stop()));
-        await Promise.all(ownPools.map((p) => p.end()));
+        await queuePool.end();
       })();
       return closing;
     },

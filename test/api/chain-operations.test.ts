@@ -10,11 +10,11 @@ import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
 import { createChainClients } from "../../api/src/chain/clients.ts";
-import { CHAIN_OPERATION_TASK, type ChainOperationKind, ChainOperations, type KeyedFacts } from "../../api/src/chain/operations.ts";
+import { ChainOperationFailure, type ChainOperationKind, ChainOperations, type KeyedFacts } from "../../api/src/chain/operations.ts";
 import { Relayer } from "../../api/src/chain/relayer.ts";
 import { createDbHandle } from "../../api/src/db/connection.ts";
 import { recordEvent } from "../../api/src/jobs/outbox.ts";
-import { migrateJobQueue, removeJobs } from "../../api/src/jobs/queue.ts";
+import { migrateJobQueue } from "../../api/src/jobs/queue.ts";
 import { createPlatformDatabase, freshRelayerKey, publicClient } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { waitFor } from "../support/wait.ts";
@@ -78,7 +78,7 @@ function scriptedKind(overrides: Partial<ChainOperationKind<Facts>> = {}) {
   return { kind, calls, indexer };
 }
 
-function component(kinds: ChainOperationKind<any>[], indexer: { head: bigint | null } = { head: null }, relayer?: Relayer) {
+function component(kinds: ChainOperationKind<any>[], indexer: { head: bigint | null } = { head: null }, relayer?: Relayer, tuning: { concurrency?: number; duePollMs?: number } = {}) {
   const { chain, publicClient, relayerAccount } = createChainClients({ rpcUrl: env.rpcUrl, chainId: env.chainId, relayerPrivateKey: relayerKey });
   const operations = new ChainOperations({
     db: handle.db,
@@ -91,6 +91,7 @@ function component(kinds: ChainOperationKind<any>[], indexer: { head: bigint | n
     startBlock: 0,
     leaseMs: 200,
     sweepIntervalMs: 60_000,
+    ...tuning,
     indexedBlock: async () => indexer.head,
   });
   for (const kind of kinds) operations.register(kind);
@@ -98,13 +99,14 @@ function component(kinds: ChainOperationKind<any>[], indexer: { head: bigint | n
 }
 
 const op = (key: string) => handle.db.selectFrom("chain_operations").selectAll().where("key", "=", key).executeTakeFirstOrThrow();
-const jobsOf = async (key: string) =>
-  (await sql<{ n: string }>`select count(*)::text as n from graphile_worker.jobs where task_identifier = ${CHAIN_OPERATION_TASK} and key = ${key}`.execute(handle.db)).rows[0]!.n;
+/** Whether the operation waits for an attempt (its row is the queue entry; none when it does not exist). */
+const isDue = async (key: string) =>
+  (await handle.db.selectFrom("chain_operations").select("due_at").where("key", "=", key).executeTakeFirst())?.due_at != null;
 const eventsOf = async (key: string) =>
   handle.db.selectFrom("outbox_events").select("payload").where("event_type", "=", "test.confirmed").where(sql`payload->>'key'`, "=", key).execute();
 
 describe("ChainOperations.request", () => {
-  it("is idempotent per key: one row and one pending job, whatever the number of requests; a failed one starts over, a confirmed one stays", async () => {
+  it("is idempotent per key: one row, due once, whatever the number of requests; a failed one starts over, a confirmed one stays", async () => {
     const { kind, indexer } = scriptedKind();
     const operations = component([kind], indexer);
     const key = `${kind.kind}:a`;
@@ -113,7 +115,7 @@ describe("ChainOperations.request", () => {
     expect(again.id).toBe(first.id);
     expect(await op(key)).toMatchObject({ status: "pending", attempts: 0, payload: { n: 1 } });
     expect(await handle.db.selectFrom("chain_operations").select("id").where("key", "=", key).execute()).toHaveLength(1);
-    expect(await jobsOf(key)).toBe("1");
+    expect(await isDue(key)).toBe(true);
 
     // A request in a transaction that rolls back leaves nothing.
     const other = `${kind.kind}:rolled_back`;
@@ -125,7 +127,7 @@ describe("ChainOperations.request", () => {
       })
       .catch(() => undefined);
     expect(await handle.db.selectFrom("chain_operations").select("id").where("key", "=", other).execute()).toEqual([]);
-    expect(await jobsOf(other)).toBe("0");
+    expect(await isDue(other)).toBe(false);
 
     await operations.fail(kind, key, "refused");
     await operations.request(handle.db, { key, kind: kind.kind, payload: { n: 3 } });
@@ -134,10 +136,9 @@ describe("ChainOperations.request", () => {
     indexer.rows.push({ block: 1n, key, facts: { n: 1 } });
     indexer.head = 1n;
     await operations.advanceCursors();
-    await removeJobs(handle.db, [key]);
     const confirmed = await operations.request(handle.db, { key, kind: kind.kind, payload: {} });
     expect(confirmed.status).toBe("confirmed");
-    expect(await jobsOf(key)).toBe("0");
+    expect(await isDue(key)).toBe(false);
   });
 });
 
@@ -178,7 +179,7 @@ describe("resuming after a crash", () => {
     await new Promise((r) => setTimeout(r, 2_400)); // lease 200 ms + the sweep's 2 s grace
     await second.sweep();
     expect(calls.lookupIndexed).toBe(1);
-    expect(await jobsOf(key)).toBe("1");
+    expect(await isDue(key)).toBe(true);
     await second.run(key);
 
     expect(calls.send).toBe(0);
@@ -227,5 +228,101 @@ describe("confirmation by cursor", () => {
     expect(await eventsOf(pending)).toEqual([{ payload: { key: pending, n: 5, source: "indexer" } }]);
     expect(await eventsOf(late)).toEqual([{ payload: { key: late, n: 12, source: "chain" } }]);
     expect(await eventsOf(failed)).toEqual([]);
+  });
+});
+
+describe("claiming due operations", () => {
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  it("two workers on one table attempt each due operation once, each at most `concurrency` at a time", async () => {
+    const name = `test_${process.pid}_${++seq}_claims`;
+    const workers = [0, 1].map(() => {
+      const seen = { sent: [] as string[], inFlight: 0, maxInFlight: 0 };
+      const { kind } = scriptedKind({
+        kind: name,
+        async send(operation) {
+          seen.inFlight++;
+          seen.maxInFlight = Math.max(seen.maxInFlight, seen.inFlight);
+          seen.sent.push(operation.key);
+          await sleep(15);
+          seen.inFlight--;
+        },
+      } as Partial<ChainOperationKind<Facts>>);
+      return { seen, operations: component([kind], { head: null }, undefined, { concurrency: 4, duePollMs: 100 }) };
+    });
+    for (const w of workers) w.operations.start();
+    try {
+      const keys = Array.from({ length: 60 }, (_, i) => `${name}:${i}`);
+      await handle.db.transaction().execute(async (trx) => {
+        for (const key of keys) await workers[0]!.operations.request(trx, { key, kind: name, payload: {} });
+      });
+      const sent = () => workers.flatMap((w) => w.seen.sent);
+      await waitFor(async () => sent().length >= keys.length, { timeoutMs: 15_000, what: "every operation attempted" });
+      await sleep(300); // a second attempt of any of them would show by now
+      expect(sent().sort()).toEqual([...keys].sort());
+      for (const w of workers) expect(w.seen.maxInFlight).toBeLessThanOrEqual(4);
+      const rows = await handle.db.selectFrom("chain_operations").select(["attempts", "due_at"]).where("kind", "=", name).execute();
+      expect(rows.every((r) => r.attempts === 1 && r.due_at === null)).toBe(true);
+    } finally {
+      await Promise.all(workers.map((w) => w.operations.stop()));
+    }
+  });
+
+  it("claims lower priority numbers first, and a failed attempt again once its backoff has run out", async () => {
+    const sent: string[] = [];
+    let failOnce = true;
+    const { kind } = scriptedKind({
+      async send(operation) {
+        sent.push(operation.key);
+        if (operation.key.endsWith(":flaky") && failOnce) {
+          failOnce = false;
+          throw new ChainOperationFailure("transient", "the node hiccuped");
+        }
+      },
+    });
+    const operations = component([kind], { head: null }, undefined, { concurrency: 1, duePollMs: 50 });
+    const [later, sooner, flaky] = ["later", "sooner", "flaky"].map((s) => `${kind.kind}:${s}`) as [string, string, string];
+    await operations.request(handle.db, { key: later, kind: kind.kind, payload: {} });
+    await operations.request(handle.db, { key: flaky, kind: kind.kind, payload: {} }, { priority: -5 });
+    await operations.request(handle.db, { key: sooner, kind: kind.kind, payload: {} }, { priority: -10 });
+    operations.start();
+    try {
+      await waitFor(async () => sent.length >= 4, { timeoutMs: 10_000, what: "four attempts" });
+      // One at a time, by priority; the flaky one's retry comes after its backoff (10 ms), behind nothing.
+      expect(sent.slice(0, 2)).toEqual([sooner, flaky]);
+      expect(sent.slice(2).sort()).toEqual([flaky, later].sort());
+      expect(await op(flaky)).toMatchObject({ attempts: 2, last_error: "the node hiccuped", due_at: null });
+    } finally {
+      await operations.stop();
+    }
+  });
+
+  it("makes an attempt that ended on a database error due again at once, not when its lease runs out", async () => {
+    const sent: string[] = [];
+    let failures = 0;
+    const { kind } = scriptedKind({
+      async send(operation) {
+        sent.push(operation.key);
+        if (sent.length === 1) throw new ChainOperationFailure("transient", "the node hiccuped");
+      },
+      // Recording the retry fails as it would with the database gone: the attempt's outcome is lost.
+      async onRetry() {
+        failures++;
+        throw Object.assign(new Error("Connection terminated unexpectedly"), { code: "ECONNRESET" });
+      },
+    });
+    // No sweep runs here (its interval is a minute): only the process's own release can make it due.
+    const operations = component([kind], { head: null }, undefined, { concurrency: 2, duePollMs: 50 });
+    const key = `${kind.kind}:interrupted`;
+    await operations.request(handle.db, { key, kind: kind.kind, payload: {} });
+    operations.start();
+    try {
+      await waitFor(async () => sent.length >= 2, { timeoutMs: 5_000, what: "a second attempt" });
+      expect(failures).toBe(1);
+      expect(sent).toEqual([key, key]);
+      expect(await op(key)).toMatchObject({ attempts: 2, due_at: null });
+    } finally {
+      await operations.stop();
+    }
   });
 });

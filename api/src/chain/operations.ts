@@ -3,7 +3,8 @@ import { type Kysely, sql, type Transaction } from "kysely";
 import type { Logger } from "pino";
 import { type Abi, type Hash, type PublicClient, TransactionNotFoundError } from "viem";
 import type { ChainOperation, Database, Db } from "../db/database.ts";
-import { enqueue, type Task } from "../jobs/queue.ts";
+import { NotificationListener } from "../db/notifications.ts";
+import type { Task } from "../jobs/queue.ts";
 import { IndexerNotReadyError } from "./certificates.ts";
 import { classifyChainError, PermanentChainError } from "./errors.ts";
 import type { IndexerLagState } from "./indexer-lag.ts";
@@ -11,8 +12,14 @@ import { IndexerListener } from "./indexer-listener.ts";
 import { readIndexerStatus } from "./indexer-schema.ts";
 import type { Relayer } from "./relayer.ts";
 
-/** The job that sends (or resumes) one operation; its payload is `{ key }` and its job key the operation's key. */
+/**
+ * The job an earlier version queued per operation (payload `{ key }`): such jobs still run it once.
+ * Operations are now claimed from their table (see ChainOperations).
+ */
 export const CHAIN_OPERATION_TASK = "chain_operation_send";
+
+/** The channel the table's trigger NOTIFYs when an operation becomes due (migration 2026_11_25_0040). */
+export const CHAIN_OPERATIONS_DUE_CHANNEL = "chain_operations_due";
 
 /** A step of an operation that failed: `permanent` fails the operation, `transient` is retried with backoff. */
 export class ChainOperationFailure extends Error {
@@ -86,6 +93,10 @@ export interface ChainOperationsDeps {
   /** How long an attempt may run before the sweep takes it for lost. */
   leaseMs: number;
   sweepIntervalMs: number;
+  /** Attempts this process runs at once (they mostly wait on the chain); default 32. */
+  concurrency?: number | undefined;
+  /** How often a worker looks for operations whose backoff ended (new ones are announced by NOTIFY); default 1 s. */
+  duePollMs?: number | undefined;
   /** The indexer's last indexed block (default: its checkpoint in the views schema); null when unknown. */
   indexedBlock?: (() => Promise<bigint | null>) | undefined;
 }
@@ -99,16 +110,20 @@ const CONFIRM_PAUSE_MS = 15;
 const CURSOR_SPAN = 5_000n;
 /** Operations per sweep or chain-confirmation page. */
 const PAGE = 200;
+/** How long stop() waits for attempts under way (each waits for its transaction's receipt). */
+const STOP_WAIT_MS = 10_000;
 
 /**
  * Chain writes as durable operations. A module requests an operation by business key in its own
- * transaction (`request`); the component sends it through the relayer in a job, stores its hash as
+ * transaction (`request`): its row is the queue entry, due at once (or when its backoff ends). A
+ * worker claims due operations from the table (FOR UPDATE SKIP LOCKED, `concurrency` at a time,
+ * woken by the table's NOTIFY), sends each through the relayer, stores its hash as
  * soon as it is sent, resumes from that hash after a crash, and confirms it when the indexer shows
  * its event: one LISTEN connection, and per kind a cursor (the last indexed block read) so each
  * notification reads only the newly indexed rows. While the indexer lags, sent operations are
- * confirmed from the chain and reconciled when the cursor reaches them. A sweep re-enqueues
- * operations whose lease ran out (their process died) and looks up those the cursor passed before
- * they were watched. Confirmation and failure are handed to the kind in the transaction that
+ * confirmed from the chain and reconciled when the cursor reaches them. A sweep makes operations
+ * whose lease ran out (their process died mid-attempt) due again and looks up those the cursor
+ * passed before they were watched. Confirmation and failure are handed to the kind in the transaction that
  * records them, so its outbox events are written exactly once.
  */
 export class ChainOperations {
@@ -117,10 +132,35 @@ export class ChainOperations {
   /** Emits an operation's key once this process confirmed it. */
   readonly confirmations = new EventEmitter();
   private listener: IndexerListener | null = null;
+  private dueListener: NotificationListener | null = null;
+  private dueTimer: NodeJS.Timeout | null = null;
+  /** Claims of due operations, one at a time. */
+  private readonly claims = new CoalescedPasses(() => !this.stopped, async () => {
+    await this.releaseInterrupted()
+      .then(() => this.claimDue())
+      .catch((err: Error) => {
+        if (isUndefinedTable(err)) return;
+        this.log.warn({ err: err.message }, "could not claim due chain operations; trying again at the next notification or poll");
+      });
+  });
+  /** Attempts under way in this process. */
+  private readonly attempts = new Set<Promise<void>>();
+  /**
+   * Operations whose attempt here ended on a database error (so neither its outcome nor a retry
+   * could be recorded), with the lease they took: made due again as soon as the database answers,
+   * rather than when the lease runs out (unless another process has claimed them since).
+   */
+  private readonly interrupted = new Map<string, Date>();
   private sweepTimer: NodeJS.Timeout | null = null;
   private sweeping: Promise<void> | null = null;
-  private confirming: Promise<void> | null = null;
-  private confirmAgain = false;
+  /** Cursor passes, one at a time, each after a short pause (CONFIRM_PAUSE_MS). */
+  private readonly cursorPasses = new CoalescedPasses(() => !this.stopped, async () => {
+    await new Promise((resolve) => setTimeout(resolve, CONFIRM_PAUSE_MS));
+    await this.advanceCursors().catch((err: Error) => {
+      if (err instanceof IndexerNotReadyError || isUndefinedTable(err)) this.log.debug("indexer views not published yet");
+      else this.log.error({ err }, "confirmation pass failed");
+    });
+  });
   private chainConfirming: Promise<void> | null = null;
   /** Operations whose last attempt here found the node unreachable: retried as soon as it answers again. */
   private readonly waitingForNode = new Set<string>();
@@ -138,9 +178,10 @@ export class ChainOperations {
 
   /**
    * Requests an operation in the caller's transaction, idempotent on `key`: a new key is stored
-   * pending; a failed one starts over (attempts reset); a pending or sent one is left as it is. The
-   * send job is enqueued unless the operation is confirmed (an existing job of the key is replaced,
-   * so a scheduled retry moves to now). The operation as it now is.
+   * pending and due (at `runAt`, else now); a failed one starts over (attempts reset); a pending or
+   * sent one waiting for its next attempt becomes due now (or at `runAt` if sooner), one whose
+   * attempt is under way is left to it; a confirmed one is left as it is. The operation as it now is.
+   * The table's trigger tells the workers once the transaction commits.
    */
   async request(
     db: Db,
@@ -148,33 +189,21 @@ export class ChainOperations {
     options: { priority?: number | undefined; runAt?: Date | undefined } = {},
   ): Promise<ChainOperation> {
     if (!this.kinds.has(input.kind)) throw new Error(`unknown chain operation kind ${input.kind}`);
-    const written = await db
-      .insertInto("chain_operations")
-      .values({
-        key: input.key,
-        kind: input.kind,
-        payload: JSON.stringify(input.payload),
-        status: "pending",
-        lease_until: sql<Date>`now() + ${this.deps.leaseMs} * interval '1 millisecond'`,
-      })
-      .onConflict((oc) =>
-        oc
-          .column("key")
-          .doUpdateSet({
-            status: "pending",
-            attempts: 0,
-            tx_hash: null,
-            last_error: null,
-            lease_until: sql<Date>`excluded.lease_until`,
-            updated_at: sql<Date>`now()`,
-          })
-          .where("chain_operations.status", "=", "failed"),
-      )
-      .returningAll()
-      .executeTakeFirst();
-    const op = written ?? (await db.selectFrom("chain_operations").selectAll().where("key", "=", input.key).executeTakeFirstOrThrow());
-    if (op.status !== "confirmed") await this.enqueueSend(db, op.key, options);
-    return op;
+    const dueAt = options.runAt ?? sql<Date>`now()`;
+    const { rows } = await sql<ChainOperation>`
+      insert into chain_operations as o (key, kind, payload, status, due_at, priority)
+      values (${input.key}, ${input.kind}, ${JSON.stringify(input.payload)}::jsonb, 'pending', ${dueAt}, ${options.priority ?? 0})
+      on conflict (key) do update set
+        status = 'pending', attempts = 0, tx_hash = null, last_error = null, lease_until = null,
+        due_at = excluded.due_at, priority = excluded.priority, updated_at = now()
+      where o.status = 'failed'
+      returning *`.execute(db);
+    if (rows[0]) return rows[0];
+    const { rows: moved } = await sql<ChainOperation>`
+      update chain_operations set due_at = least(due_at, ${dueAt}), priority = least(priority, ${options.priority ?? 0}), updated_at = now()
+      where key = ${input.key} and status in ('pending', 'sent') and due_at is not null
+      returning *`.execute(db);
+    return moved[0] ?? (await db.selectFrom("chain_operations").selectAll().where("key", "=", input.key).executeTakeFirstOrThrow());
   }
 
   /**
@@ -205,10 +234,7 @@ export class ChainOperations {
     return db.selectFrom("chain_operations").selectAll().where("key", "=", key).executeTakeFirst();
   }
 
-  private enqueueSend(db: Db, key: string, options: { priority?: number | undefined; runAt?: Date | undefined } = {}): Promise<void> {
-    return enqueue(db, CHAIN_OPERATION_TASK, { key }, { jobKey: key, priority: options.priority, runAt: options.runAt });
-  }
-
+  /** The job of an earlier version: one attempt of its operation, if it is still on its way. */
   readonly task: Task = async (payload) => {
     const key = (payload as { key?: unknown }).key;
     if (typeof key !== "string") throw new Error(`${CHAIN_OPERATION_TASK}: payload without key`);
@@ -216,24 +242,31 @@ export class ChainOperations {
   };
 
   /**
-   * One attempt: leases the operation, then waits for its stored transaction or sends it. Never
-   * throws for a chain failure (it records it), only for database trouble.
+   * One attempt of `key` now, whether due or not (if it is still on its way): leases it, then
+   * waits for its stored transaction or sends it. Never throws for a chain failure (it records it),
+   * only for database trouble.
    */
   async run(key: string): Promise<void> {
+    const [op] = await this.claim(sql`key = ${key} and status in ('pending', 'sent')`, 1);
+    if (op) await this.attempt(op);
+  }
+
+  /** Leases up to `limit` operations matching `where` for an attempt each: attempts + 1, no longer due. */
+  private async claim(where: ReturnType<typeof sql>, limit: number): Promise<ChainOperation[]> {
+    const { rows } = await sql<ChainOperation>`
+      update chain_operations as o set
+        attempts = o.attempts + 1, due_at = null, updated_at = now(),
+        lease_until = now() + ${this.deps.leaseMs} * interval '1 millisecond'
+      from (select id from chain_operations where ${where} order by priority, due_at, id limit ${limit} for update skip locked) as c
+      where o.id = c.id
+      returning o.*`.execute(this.deps.db);
+    return rows;
+  }
+
+  /** The attempt of a leased operation. */
+  private async attempt(op: ChainOperation): Promise<void> {
     const { db } = this.deps;
-    const op = await db
-      .updateTable("chain_operations")
-      .set({
-        attempts: sql<number>`attempts + 1`,
-        lease_until: sql<Date>`now() + ${this.deps.leaseMs} * interval '1 millisecond'`,
-        updated_at: sql<Date>`now()`,
-      })
-      .where("key", "=", key)
-      .where("status", "in", ["pending", "sent"])
-      .returningAll()
-      .executeTakeFirst();
-    if (!op) return; // confirmed, failed, or unknown: nothing to do
-    this.waitingForNode.delete(key);
+    this.waitingForNode.delete(op.key);
     const kind = this.kindOf(op);
     try {
       await kind.onAttempt?.(db, op);
@@ -244,6 +277,50 @@ export class ChainOperations {
     } catch (err) {
       if (kind.settled?.(err)) return;
       await this.recordFailure(kind, op, err);
+    }
+  }
+
+  /** Asks for a claim of due operations; claims never overlap, and a request during one runs another after it. */
+  private wakeClaims(): void {
+    this.claims.request();
+  }
+
+  /** Makes the interrupted attempts' operations due again (those still waiting on this process's lease). */
+  private async releaseInterrupted(): Promise<void> {
+    for (const [key, lease] of [...this.interrupted]) {
+      await this.deps.db
+        .updateTable("chain_operations")
+        .set({ due_at: sql<Date>`now()`, lease_until: null, updated_at: sql<Date>`now()` })
+        .where("key", "=", key)
+        .where("status", "in", ["pending", "sent"])
+        .where("due_at", "is", null)
+        // The lease this attempt took (read back to the millisecond; Postgres keeps microseconds).
+        .where(sql`abs(extract(epoch from lease_until - ${lease}::timestamptz))`, "<", 0.001)
+        .execute();
+      this.interrupted.delete(key);
+    }
+  }
+
+  /** Claims due operations of this process's kinds while it has free slots, and starts their attempts. */
+  private async claimDue(): Promise<void> {
+    const concurrency = this.deps.concurrency ?? 32;
+    const kinds = [...this.kinds.keys()];
+    while (!this.stopped && this.attempts.size < concurrency) {
+      const free = concurrency - this.attempts.size;
+      const ops = await this.claim(sql`status in ('pending', 'sent') and due_at <= now() and kind = any(${kinds}::text[])`, free);
+      for (const op of ops) {
+        const attempt: Promise<void> = this.attempt(op)
+          .catch((err: Error) => {
+            this.interrupted.set(op.key, op.lease_until!);
+            this.log.error({ key: op.key, err }, "chain operation attempt failed on the database; it is due again once the database answers");
+          })
+          .finally(() => {
+            this.attempts.delete(attempt);
+            this.wakeClaims();
+          });
+        this.attempts.add(attempt);
+      }
+      if (ops.length < free) return;
     }
   }
 
@@ -287,14 +364,12 @@ export class ChainOperations {
     await this.deps.db.transaction().execute(async (trx) => {
       const scheduled = await trx
         .updateTable("chain_operations")
-        .set({ lease_until: sql<Date>`now() + ${delayMs} * interval '1 millisecond'`, last_error: reason, updated_at: sql<Date>`now()` })
+        .set({ due_at: sql<Date>`now() + ${delayMs} * interval '1 millisecond'`, lease_until: null, last_error: reason, updated_at: sql<Date>`now()` })
         .where("key", "=", op.key)
         .where("status", "in", ["pending", "sent"])
         .returningAll()
         .executeTakeFirst();
-      if (!scheduled) return;
-      await kind.onRetry?.(trx, scheduled, reason, delayMs);
-      await this.enqueueSend(trx, op.key, { runAt: new Date(Date.now() + delayMs) });
+      if (scheduled) await kind.onRetry?.(trx, scheduled, reason, delayMs);
     });
     if (nodeUnreachable(err)) this.waitingForNode.add(op.key);
   }
@@ -311,12 +386,12 @@ export class ChainOperations {
     void (async () => {
       const due = await this.deps.db
         .updateTable("chain_operations")
-        .set({ lease_until: sql<Date>`now() + ${this.deps.leaseMs} * interval '1 millisecond'`, updated_at: sql<Date>`now()` })
+        .set({ due_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
         .where("key", "in", keys)
         .where("status", "in", ["pending", "sent"])
+        .where("due_at", "is not", null)
         .returning("key")
         .execute();
-      for (const { key } of due) await this.enqueueSend(this.deps.db, key);
       if (due.length > 0) this.log.info({ keys: due.map((op) => op.key) }, "the chain node answers again: retrying the operations that waited for it");
     })().catch((err: Error) => {
       for (const key of keys) this.waitingForNode.add(key);
@@ -329,7 +404,7 @@ export class ChainOperations {
     await this.deps.db.transaction().execute(async (trx) => {
       const failed = await trx
         .updateTable("chain_operations")
-        .set({ status: "failed", last_error: reason, lease_until: null, updated_at: sql<Date>`now()` })
+        .set({ status: "failed", last_error: reason, lease_until: null, due_at: null, updated_at: sql<Date>`now()` })
         .where("key", "=", key)
         .where("status", "in", ["pending", "sent"])
         .returningAll()
@@ -350,6 +425,23 @@ export class ChainOperations {
       logger: this.log,
     });
     this.listener.start();
+    // Due operations: announced by the table's NOTIFY; a poll finds those whose backoff ended.
+    this.dueListener = new NotificationListener({
+      databaseUrl: this.deps.databaseUrl,
+      channel: CHAIN_OPERATIONS_DUE_CHANNEL,
+      name: "chain-operations-due",
+      onNotify: () => this.wakeClaims(),
+      onReady: () => this.wakeClaims(),
+      logger: this.log,
+    });
+    this.dueListener.start();
+    const poll = () => {
+      this.dueTimer = setTimeout(() => {
+        this.wakeClaims();
+        if (!this.stopped) poll();
+      }, this.deps.duePollMs ?? 1_000);
+    };
+    poll();
     const sweep = () => {
       this.sweepTimer = setTimeout(() => {
         this.sweeping = this.sweep().finally(() => {
@@ -364,29 +456,21 @@ export class ChainOperations {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.sweepTimer) clearTimeout(this.sweepTimer);
-    await this.listener?.stop();
-    await Promise.all([this.confirming, this.sweeping, this.chainConfirming]);
+    if (this.dueTimer) clearTimeout(this.dueTimer);
+    await Promise.all([this.listener?.stop(), this.dueListener?.stop()]);
+    await Promise.all([this.cursorPasses.running, this.sweeping, this.chainConfirming, this.claims.running]);
+    // Attempts under way finish (each waits for its receipt); one that outlasts the wait keeps its
+    // lease, and the sweep of another process takes it up once the lease has run out.
+    if (this.attempts.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.all(this.attempts), new Promise((resolve) => (timer = setTimeout(resolve, STOP_WAIT_MS)))]);
+      clearTimeout(timer);
+    }
   }
 
   /** Asks for a cursor pass; passes never overlap, and a request during one runs another after it. */
   poke(): void {
-    if (this.stopped) return;
-    if (this.confirming) {
-      this.confirmAgain = true;
-      return;
-    }
-    this.confirming = (async () => {
-      do {
-        await new Promise((resolve) => setTimeout(resolve, CONFIRM_PAUSE_MS));
-        this.confirmAgain = false;
-        await this.advanceCursors().catch((err: Error) => {
-          if (err instanceof IndexerNotReadyError || isUndefinedTable(err)) this.log.debug("indexer views not published yet");
-          else this.log.error({ err }, "confirmation pass failed");
-        });
-      } while (this.confirmAgain && !this.stopped);
-    })().finally(() => {
-      this.confirming = null;
-    });
+    this.cursorPasses.request();
   }
 
   /** Reads each kind's newly indexed rows up to the indexer's block; confirms and reconciles what they settle. How many were confirmed. */
@@ -453,7 +537,7 @@ export class ChainOperations {
       await sql`
         update chain_operations as o set
           status = 'confirmed', result = r.result, confirmed_from = ${source}, confirmed_at = now(),
-          indexed_at = ${source === "indexer" ? sql`now()` : null}, lease_until = null, last_error = null, updated_at = now()
+          indexed_at = ${source === "indexer" ? sql`now()` : null}, lease_until = null, due_at = null, last_error = null, updated_at = now()
         from jsonb_to_recordset(${resultsJson(keys, byKey)}::jsonb) as r(key text, result jsonb)
         where o.key = r.key`.execute(trx);
       await kind.onConfirmed(trx, toConfirm.map((op) => ({ op, facts: byKey.get(op.key), source })));
@@ -520,8 +604,8 @@ export class ChainOperations {
 
   /**
    * The safety net: a cursor pass (what a lost notification missed), then the operations whose
-   * lease ran out: those the indexer shows are confirmed (their block was read before they were
-   * watched), the others re-enqueued (their process died between send and receipt).
+   * attempt's lease ran out: those the indexer shows are confirmed (their block was read before
+   * they were watched), the others made due again (their process died between send and receipt).
    */
   async sweep(): Promise<void> {
     this.poke();
@@ -534,6 +618,7 @@ export class ChainOperations {
             .selectFrom("chain_operations")
             .select("id")
             .where("status", "in", ["pending", "sent"])
+            .where("due_at", "is", null)
             .where("lease_until", "<", sql<Date>`now() - ${LEASE_GRACE_MS} * interval '1 millisecond'`)
             .orderBy("lease_until")
             .limit(PAGE)
@@ -553,8 +638,15 @@ export class ChainOperations {
         await this.confirmFacts(kind, found, "indexer");
         const confirmed = new Set(found.map((f) => f.key));
         const lost = ops.filter((op) => !confirmed.has(op.key));
-        for (const op of lost) await this.enqueueSend(this.deps.db, op.key);
-        if (lost.length > 0) this.log.warn({ keys: lost.map((op) => op.key) }, "re-enqueued chain operations whose attempt was lost");
+        if (lost.length === 0) continue;
+        await this.deps.db
+          .updateTable("chain_operations")
+          .set({ due_at: sql<Date>`now()`, lease_until: null, updated_at: sql<Date>`now()` })
+          .where("key", "in", lost.map((op) => op.key))
+          .where("status", "in", ["pending", "sent"])
+          .where("due_at", "is", null)
+          .execute();
+        this.log.warn({ keys: lost.map((op) => op.key) }, "chain operations whose attempt was lost are due again");
       }
     } catch (err) {
       this.log.error({ err }, "chain operations sweep failed");
@@ -599,4 +691,31 @@ function describe(err: unknown): string {
   if (err instanceof PermanentChainError) return `the transaction was refused: ${err.message}`;
   if (err instanceof Error) return err.message;
   return String(err);
+}
+
+/** Runs passes of `pass` one at a time while `active()`: a request during a pass runs one more after it. */
+class CoalescedPasses {
+  running: Promise<void> | null = null;
+  private again = false;
+
+  constructor(
+    private readonly active: () => boolean,
+    private readonly pass: () => Promise<void>,
+  ) {}
+
+  request(): void {
+    if (!this.active()) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = (async () => {
+      do {
+        this.again = false;
+        await this.pass();
+      } while (this.again && this.active());
+    })().finally(() => {
+      this.running = null;
+    });
+  }
 }

@@ -78,7 +78,12 @@ export interface ChainOperationsTable {
   status: ChainOperationStatus;
   tx_hash: string | null;
   attempts: Generated<number>;
+  /** While an attempt runs: until when it may before the sweep takes it for lost. */
   lease_until: NullableTimestamp;
+  /** While waiting for its next attempt: when it may start (now, or when a backoff ends); null while one runs or once settled. */
+  due_at: NullableTimestamp;
+  /** Lower first among due operations. */
+  priority: Generated<number>;
   last_error: string | null;
   /** jsonb: the confirmed facts, as the kind returned them. */
   result: ColumnType<Record<string, unknown> | null, string | null | undefined, string | null>;

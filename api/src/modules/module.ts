@@ -86,8 +86,6 @@ export interface JobRunnerSpec {
   concurrency: number;
   /** Fallback poll (new jobs arrive by NOTIFY at once): bounds how late a scheduled retry starts. */
   pollIntervalMs?: number;
-  /** A pool of its own (concurrency + 1 connections: its LISTEN holds one for good). */
-  ownPool?: boolean;
   /**
    * Jobs claimed per query and handed to the runner's free slots from memory (graphile-worker's
    * local queue), instead of one query per slot and per new-job notification. Fewer statements

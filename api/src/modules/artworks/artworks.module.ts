@@ -37,7 +37,7 @@ export const artworksModule = defineModule<
     // Downloads of image_url wait on other people's servers: a runner of their own, so certification
     // slots never wait on a URL (a per-artist cap inside keeps one artist from taking every slot).
     runners: [{ name: "images", concurrency: config.certification.imageFetchConcurrency, pollIntervalMs: 1000, fetchBatch: config.jobs.fetchBatch }],
-    tasks: { chain: { [CERTIFY_TASK]: certification.task }, images: { [FETCH_IMAGE_TASK]: imageFetcher.task } },
+    tasks: { general: { [CERTIFY_TASK]: certification.task }, images: { [FETCH_IMAGE_TASK]: imageFetcher.task } },
     start: () => certification.start(),
     stop: () => certification.stop(),
   }),

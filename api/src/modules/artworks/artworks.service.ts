@@ -123,7 +123,7 @@ export class ArtworksService {
         });
         await repo.insertProvenance(trx, { artwork_id: id, event: "created", actor_id: actor.userId, occurred_at: created.created_at });
         if (created.for_sale) await repo.insertProvenance(trx, { artwork_id: id, event: "listed", actor_id: actor.userId, occurred_at: created.created_at });
-        await certification.request(trx, id);
+        await certification.request(trx, id, { imageStored: image !== null });
         return {
           id: created.id,
           title: created.title,

@@ -91,12 +91,13 @@ export class CertificationPipeline implements ChainOperationKind<ChainCertificat
    * Enqueues the next step in the caller's transaction: the image download while the image_url is
    * not stored yet, else the chain operation. One pending job per artwork (one key for both).
    */
-  async request(trx: Db, artworkId: string, options: { priority?: number; runAt?: Date } = {}): Promise<void> {
-    if (await repo.needsImage(trx, artworkId)) {
+  async request(trx: Db, artworkId: string, options: { priority?: number; runAt?: Date; imageStored?: boolean } = {}): Promise<void> {
+    // `imageStored`: the caller knows the image is stored (an upload in the same transaction).
+    if (!options.imageStored && (await repo.needsImage(trx, artworkId))) {
       await enqueue(trx, FETCH_IMAGE_TASK, { artwork_id: artworkId }, { jobKey: keyOf(artworkId), priority: options.priority, runAt: options.runAt });
       return;
     }
-    await this.deps.operations.request(trx, { key: keyOf(artworkId), kind: CERTIFY_OPERATION, payload: { artwork_id: artworkId } }, options);
+    await this.deps.operations.request(trx, { key: keyOf(artworkId), kind: CERTIFY_OPERATION, payload: { artwork_id: artworkId } }, { priority: options.priority, runAt: options.runAt });
   }
 
   /** Starts the sweep of lost image downloads; the chain operations' component confirms and resumes the rest. */

@@ -43,7 +43,7 @@ export async function recordEvent(db: Db, type: string, payload: Record<string, 
  */
 export async function recordEvents(db: Db, events: readonly NewEvent[]): Promise<string[]> {
   if (events.length === 0) return [];
-  const rows = events.map((e) => ({ id: newId("webhookEvent"), event_type: e.type, payload: JSON.stringify(e.payload), audience: [...new Set(e.audience)], dispatched_at: null }));
+  const rows = events.map((e) => eventRow(e, false));
   await db.insertInto("outbox_events").values(rows).execute();
   const ids = rows.map((r) => r.id);
   for (let i = 0; i < ids.length; i += EVENTS_PER_DISPATCH) {
@@ -62,19 +62,20 @@ export async function recordUndispatchedEvent(db: Db, type: string, payload: Rec
 }
 
 async function insertEvent(db: Db, type: string, payload: Record<string, unknown>, audience: readonly string[], dispatched: boolean): Promise<OutboxEvent> {
-  const users = [...new Set(audience)];
-  const row = await db
-    .insertInto("outbox_events")
-    .values({
-      id: newId("webhookEvent"),
-      event_type: type,
-      payload: JSON.stringify(payload),
-      audience: users,
-      dispatched_at: dispatched ? sql<Date>`now()` : null,
-    })
-    .returning(["id", "created_at"])
-    .executeTakeFirstOrThrow();
-  return { id: row.id, type, payload, audience: users, createdAt: row.created_at };
+  const values = eventRow({ type, payload, audience }, dispatched);
+  const row = await db.insertInto("outbox_events").values(values).returning(["id", "created_at"]).executeTakeFirstOrThrow();
+  return { id: row.id, type, payload, audience: values.audience, createdAt: row.created_at };
+}
+
+/** The outbox row of a new event (its audience without repeats). */
+function eventRow(e: NewEvent, dispatched: boolean) {
+  return {
+    id: newId("webhookEvent"),
+    event_type: e.type,
+    payload: JSON.stringify(e.payload),
+    audience: [...new Set(e.audience)],
+    dispatched_at: dispatched ? sql<Date>`now()` : null,
+  };
 }
 
 /** An undispatched event older than this is handed out again (its job may sit behind a dead worker). */

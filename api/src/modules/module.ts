@@ -93,9 +93,9 @@ export interface JobRunnerSpec {
    * unstarted), or, if the process dies, until the module's sweep or the queue's 4-hour lock
    * expiry, like a running job's. Without it each new job's notification sends every idle slot of
    * every runner to query for it (200 certifications at once: about 1,900 job queries for their
-   * 400 jobs). Batches of 8 halved a burst's commits but measured no throughput gain, and are off
-   * by default (JOBS_FETCH_BATCH=1) until a failed Postgres-restart fault test is explained; see
-   * the README's certification figures.
+   * 400 jobs; chain operations no longer use the queue). Batches of 8 halved a burst's commits but
+   * measured no throughput gain, so they are off by default (JOBS_FETCH_BATCH=1); see the README's
+   * certification figures.
    */
   fetchBatch?: number;
 }

@@ -165,7 +165,10 @@ export interface Config {
     imageFetchConcurrency: number;
     /** One artist's downloads in flight at once across all processes: slow URLs of one cannot take every slot. */
     imageFetchPerUser: number;
-    /** Certification jobs run at once (a job queue of their own, beside the general one). */
+    /**
+     * Chain operation attempts of one kind a worker process runs at once (share mints, settlements,
+     * anchors); certifications, gathered into batches, at least 3 × batchSize.
+     */
     concurrency: number;
     /** Most certifications in one `certifyBatch` transaction. */
     batchSize: number;

@@ -268,6 +268,49 @@ describe("claiming due operations", () => {
     }
   });
 
+  it("runs each kind up to its own concurrency: a kind that batches takes more slots than the default, and neither starves the other", async () => {
+    const seen = new Map<string, { inFlight: number; maxInFlight: number; sent: number }>();
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const holding = (name: string): Partial<ChainOperationKind<Facts>> => ({
+      async send() {
+        const s = seen.get(name)!;
+        s.inFlight++;
+        s.sent++;
+        s.maxInFlight = Math.max(s.maxInFlight, s.inFlight);
+        await held;
+        s.inFlight--;
+      },
+    });
+    const batched = scriptedKind({ concurrency: 12 });
+    Object.assign(batched.kind, holding(batched.kind.kind));
+    const single = scriptedKind();
+    Object.assign(single.kind, holding(single.kind.kind));
+    for (const k of [batched.kind, single.kind]) seen.set(k.kind, { inFlight: 0, maxInFlight: 0, sent: 0 });
+    const operations = component([batched.kind, single.kind], { head: null }, undefined, { concurrency: 3, duePollMs: 50 });
+    await handle.db.transaction().execute(async (trx) => {
+      for (let i = 0; i < 20; i++) {
+        await operations.request(trx, { key: `${batched.kind.kind}:${i}`, kind: batched.kind.kind, payload: {} });
+        await operations.request(trx, { key: `${single.kind.kind}:${i}`, kind: single.kind.kind, payload: {} });
+      }
+    });
+    operations.start();
+    try {
+      // While every attempt is held: each kind has exactly its own number of slots taken.
+      await waitFor(async () => seen.get(batched.kind.kind)!.inFlight === 12 && seen.get(single.kind.kind)!.inFlight === 3, { timeoutMs: 10_000, what: "both kinds at their concurrency" });
+      await sleep(200); // a claim beyond either cap would show by now
+      expect(seen.get(batched.kind.kind)).toMatchObject({ inFlight: 12, sent: 12 });
+      expect(seen.get(single.kind.kind)).toMatchObject({ inFlight: 3, sent: 3 });
+      release();
+      await waitFor(async () => seen.get(batched.kind.kind)!.sent === 20 && seen.get(single.kind.kind)!.sent === 20, { timeoutMs: 10_000, what: "every operation attempted" });
+      expect(seen.get(batched.kind.kind)!.maxInFlight).toBe(12);
+      expect(seen.get(single.kind.kind)!.maxInFlight).toBe(3);
+    } finally {
+      release();
+      await operations.stop();
+    }
+  });
+
   it("claims lower priority numbers first, and a failed attempt again once its backoff has run out", async () => {
     const sent: string[] = [];
     let failOnce = true;

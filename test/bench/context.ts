@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { english, generateMnemonic, privateKeyToAccount } from "viem/accounts";
@@ -8,7 +8,7 @@ import { readChainIdentity, startHardhatNode } from "../../tools/stack/chain.ts"
 import { deployPlatform, type PlatformDeployment } from "../../tools/stack/deploy.ts";
 import { type Indexer, startIndexer } from "../../tools/stack/indexer.ts";
 import { ensureDatabase, startEmbeddedPostgres } from "../../tools/stack/postgres.ts";
-import { freePort } from "../../tools/stack/processes.ts";
+import { binPath, childEnv, freePort, type ManagedProcess, spawnManaged, waitUntil } from "../../tools/stack/processes.ts";
 
 export const BENCH_ADMIN_KEY = "sk_bench_admin_key_000000000000000000";
 
@@ -25,6 +25,12 @@ export interface BenchContext {
   apiSettings(overrides?: Record<string, string>): Record<string, string>;
   /** Starts the API in this process with apiSettings(overrides); stopped by dispose(). */
   startApi(overrides?: Record<string, string>): Promise<RunningPlatform>;
+  /**
+   * The API as `npm start` runs it: an HTTP process (api/src/server.ts) and a worker process
+   * (api/src/worker.ts), children of this one with apiSettings(overrides); stopped by dispose().
+   * The bench process is then only the load generator.
+   */
+  startApiProcesses(overrides?: Record<string, string>): Promise<{ url: string; http: ManagedProcess; worker: ManagedProcess }>;
   /**
    * Starts Ponder on this chain and database (views schema `chain`); stopped by dispose(). `polling`:
    * new blocks by polling instead of the node's websocket, whose feed can go silent under a long
@@ -90,6 +96,16 @@ export async function createBenchContext(): Promise<BenchContext> {
       disposers.push(() => api.close());
       return api;
     },
+    async startApiProcesses(overrides = {}) {
+      const port = await freePort();
+      const url = `http://127.0.0.1:${port}`;
+      const settings = ctx.apiSettings({ PORT: String(port), PUBLIC_BASE_URL: url, ...overrides });
+      const http = await startApiProcess("http", "api/src/server.ts", settings, /^API listening on (\S+)$/m, path.join(dir, "http.log"));
+      disposers.push(async () => void (await http.child.stop("SIGTERM", 15_000)));
+      const worker = await startApiProcess("worker", "api/src/worker.ts", settings, /^Worker running/m, path.join(dir, "worker.log"));
+      disposers.push(async () => void (await worker.child.stop("SIGTERM", 15_000)));
+      return { url, http: http.child, worker: worker.child };
+    },
     async startIndexer(options = {}) {
       const indexer = await startIndexer({
         databaseUrl,
@@ -121,6 +137,13 @@ export async function createBenchContext(): Promise<BenchContext> {
     },
   };
   return ctx;
+}
+
+/** Starts `script` (api/src/server.ts or api/src/worker.ts) as a child on Node 22 + tsx; resolves once its log says it is ready. */
+export async function startApiProcess(name: string, script: string, settings: Record<string, string>, ready: RegExp, logFile: string): Promise<{ child: ManagedProcess; match: RegExpExecArray }> {
+  const child = spawnManaged({ name, command: binPath("node"), args: ["--import", "tsx", script], logFile, detached: false, env: childEnv(settings) });
+  const match = await waitUntil(async () => ready.exec(readFileSync(logFile, "utf8")) ?? undefined, { timeoutMs: 90_000, intervalMs: 100, what: `${name} (log ${logFile})`, abort: child.exited });
+  return { child, match };
 }
 
 /** JSON over HTTP for setting up benchmark data. */

@@ -14,9 +14,9 @@ import os from "node:os";
 import path from "node:path";
 import { sql } from "kysely";
 import { createDb } from "../../api/src/db/connection.ts";
-import { binPath, childEnv, freePort, type ManagedProcess, spawnManaged, waitUntil } from "../../tools/stack/processes.ts";
+import { freePort, type ManagedProcess, waitUntil } from "../../tools/stack/processes.ts";
 import { artworkForm, submitArtwork } from "./certification.ts";
-import { BENCH_ADMIN_KEY, call, createBenchContext, percentile, table } from "./context.ts";
+import { BENCH_ADMIN_KEY, call, createBenchContext, percentile, startApiProcess, table } from "./context.ts";
 import { checkInvariants, type Purchases } from "./soak-invariants.ts";
 
 const MINUTES = Number(process.env.SOAK_MINUTES ?? 10);
@@ -85,13 +85,6 @@ function vmRssKb(pid: number): number | null {
   } catch {
     return null;
   }
-}
-
-/** Starts `script` (api/src/server.ts or api/src/worker.ts) as a child on Node 22 + tsx; resolves once its log says it is ready. */
-async function startApiProcess(name: string, script: string, settings: Record<string, string>, ready: RegExp, logFile: string): Promise<{ child: ManagedProcess; match: RegExpExecArray }> {
-  const child = spawnManaged({ name, command: binPath("node"), args: ["--import", "tsx", script], logFile, detached: false, env: childEnv(settings) });
-  const match = await waitUntil(async () => ready.exec(readFileSync(logFile, "utf8")) ?? undefined, { timeoutMs: 90_000, intervalMs: 100, what: `${name} (log ${logFile})`, abort: child.exited });
-  return { child, match };
 }
 
 class Stats {

@@ -45,6 +45,8 @@ export interface SendContext {
    * awaited: a crash after it resumes from the hash instead of sending again.
    */
   recordSent(keys: readonly string[], hash: Hash): Promise<void>;
+  /** What the kind's `onAttempt` returned for this attempt (e.g. the row it updated), so `send` need not read it again. */
+  started: unknown;
 }
 
 /**
@@ -56,6 +58,12 @@ export interface ChainOperationKind<F = unknown> {
   /** Decodes reverts of a resumed transaction. */
   readonly abi: Abi;
   readonly maxAttempts: number;
+  /**
+   * Attempts of this kind one process runs at once (default: the component's `concurrency`). A kind
+   * that gathers its attempts into batched transactions wants enough to fill the batches on their
+   * way and the next one.
+   */
+  readonly concurrency?: number | undefined;
   /** Backoff of the n-th retry: retryBaseMs * 2^(n-1), capped at one hour, jittered. */
   readonly retryBaseMs: number;
   /** Sends the operation's transaction (alone or batched) and resolves once it is mined; calls `ctx.recordSent` when it is in the pool. */
@@ -74,8 +82,8 @@ export interface ChainOperationKind<F = unknown> {
   onIndexed?(trx: Transaction<Database>, indexed: { op: ChainOperation; facts: F }[]): Promise<void>;
   /** The operation failed for good, in the transaction that records it. */
   onFailed(trx: Transaction<Database>, op: ChainOperation, reason: string): Promise<void>;
-  /** An attempt begins (the module may keep its own record of attempts). */
-  onAttempt?(db: Db, op: ChainOperation): Promise<void>;
+  /** An attempt begins (the module may keep its own record of attempts); its result reaches `send` as `ctx.started`. */
+  onAttempt?(db: Db, op: ChainOperation): Promise<unknown>;
   /** An attempt failed and is retried in `delayMs`, in the transaction that schedules it. */
   onRetry?(trx: Transaction<Database>, op: ChainOperation, reason: string, delayMs: number): Promise<void>;
 }
@@ -93,7 +101,7 @@ export interface ChainOperationsDeps {
   /** How long an attempt may run before the sweep takes it for lost. */
   leaseMs: number;
   sweepIntervalMs: number;
-  /** Attempts this process runs at once (they mostly wait on the chain); default 32. */
+  /** Attempts of one kind this process runs at once (they mostly wait on the chain), unless the kind says otherwise; default 32. */
   concurrency?: number | undefined;
   /** How often a worker looks for operations whose backoff ended (new ones are announced by NOTIFY); default 1 s. */
   duePollMs?: number | undefined;
@@ -104,7 +112,11 @@ export interface ChainOperationsDeps {
 /** An expired lease counts as lost only after this much more (a re-enqueued live attempt is harmless anyway). */
 const LEASE_GRACE_MS = 2_000;
 const MAX_RETRY_DELAY_MS = 3_600_000;
-/** Blocks come in bursts (one per transaction on a local chain): a short pause lets one pass take several. */
+/**
+ * Blocks come in bursts (one per transaction on a local chain): a pass asked for while another ran
+ * waits this long first, so that one pass takes several. The first pass after a quiet spell runs at
+ * once: a lone certification is not delayed.
+ */
 const CONFIRM_PAUSE_MS = 15;
 /** Blocks read per cursor step (one transaction each). */
 const CURSOR_SPAN = 5_000n;
@@ -145,6 +157,8 @@ export class ChainOperations {
   });
   /** Attempts under way in this process. */
   private readonly attempts = new Set<Promise<void>>();
+  /** How many of them per kind. */
+  private readonly attemptsOfKind = new Map<string, number>();
   /**
    * Operations whose attempt here ended on a database error (so neither its outcome nor a retry
    * could be recorded), with the lease they took: made due again as soon as the database answers,
@@ -153,9 +167,9 @@ export class ChainOperations {
   private readonly interrupted = new Map<string, Date>();
   private sweepTimer: NodeJS.Timeout | null = null;
   private sweeping: Promise<void> | null = null;
-  /** Cursor passes, one at a time, each after a short pause (CONFIRM_PAUSE_MS). */
-  private readonly cursorPasses = new CoalescedPasses(() => !this.stopped, async () => {
-    await new Promise((resolve) => setTimeout(resolve, CONFIRM_PAUSE_MS));
+  /** Cursor passes, one at a time; one asked for during another runs after a short pause (CONFIRM_PAUSE_MS). */
+  private readonly cursorPasses = new CoalescedPasses(() => !this.stopped, async (again) => {
+    if (again) await new Promise((resolve) => setTimeout(resolve, CONFIRM_PAUSE_MS));
     await this.advanceCursors().catch((err: Error) => {
       if (err instanceof IndexerNotReadyError || isUndefinedTable(err)) this.log.debug("indexer views not published yet");
       else this.log.error({ err }, "confirmation pass failed");
@@ -269,11 +283,11 @@ export class ChainOperations {
     this.waitingForNode.delete(op.key);
     const kind = this.kindOf(op);
     try {
-      await kind.onAttempt?.(db, op);
+      const started = await kind.onAttempt?.(db, op);
       // Sent and mined: the indexer's notification confirms it. Should it never come, the sweep
       // looks again once the lease has run out, and a lagging indexer makes the chain confirm it.
       if (op.tx_hash && (await this.resume(kind, op, op.tx_hash as Hash))) return;
-      await kind.send(op, { recordSent: (keys, hash) => this.recordSent(keys, hash) });
+      await kind.send(op, { recordSent: (keys, hash) => this.recordSent(keys, hash), started });
     } catch (err) {
       if (kind.settled?.(err)) return;
       await this.recordFailure(kind, op, err);
@@ -301,14 +315,16 @@ export class ChainOperations {
     }
   }
 
-  /** Claims due operations of this process's kinds while it has free slots, and starts their attempts. */
+  /** Claims due operations of this process's kinds while they have free slots, and starts their attempts. */
   private async claimDue(): Promise<void> {
-    const concurrency = this.deps.concurrency ?? 32;
-    const kinds = [...this.kinds.keys()];
-    while (!this.stopped && this.attempts.size < concurrency) {
-      const free = concurrency - this.attempts.size;
-      const ops = await this.claim(sql`status in ('pending', 'sent') and due_at <= now() and kind = any(${kinds}::text[])`, free);
+    while (!this.stopped) {
+      const slots = [...this.kinds.values()]
+        .map((kind) => ({ kind: kind.kind, free: (kind.concurrency ?? this.deps.concurrency ?? 32) - (this.attemptsOfKind.get(kind.kind) ?? 0) }))
+        .filter((slot) => slot.free > 0);
+      if (slots.length === 0) return;
+      const ops = await this.claimPerKind(slots);
       for (const op of ops) {
+        this.attemptsOfKind.set(op.kind, (this.attemptsOfKind.get(op.kind) ?? 0) + 1);
         const attempt: Promise<void> = this.attempt(op)
           .catch((err: Error) => {
             this.interrupted.set(op.key, op.lease_until!);
@@ -316,12 +332,33 @@ export class ChainOperations {
           })
           .finally(() => {
             this.attempts.delete(attempt);
+            this.attemptsOfKind.set(op.kind, this.attemptsOfKind.get(op.kind)! - 1);
             this.wakeClaims();
           });
         this.attempts.add(attempt);
       }
-      if (ops.length < free) return;
+      if (ops.length < slots.reduce((sum, slot) => sum + slot.free, 0)) return;
     }
+  }
+
+  /** Leases due operations for an attempt each, at most `free` of each kind (lower priority first within a kind), in one statement. */
+  private async claimPerKind(slots: { kind: string; free: number }[]): Promise<ChainOperation[]> {
+    const { rows } = await sql<ChainOperation>`
+      update chain_operations as o set
+        attempts = o.attempts + 1, due_at = null, updated_at = now(),
+        lease_until = now() + ${this.deps.leaseMs} * interval '1 millisecond'
+      from (
+        select d.id
+        from unnest(${slots.map((s) => s.kind)}::text[], ${slots.map((s) => s.free)}::int[]) as k(kind, free)
+        cross join lateral (
+          select id from chain_operations
+          where kind = k.kind and status in ('pending', 'sent') and due_at <= now()
+          order by priority, due_at, id limit k.free for update skip locked
+        ) as d
+      ) as c
+      where o.id = c.id
+      returning o.*`.execute(this.deps.db);
+    return rows;
   }
 
   /** Waits for the transaction of an earlier attempt; false when the node does not know it (send again). */
@@ -693,14 +730,17 @@ function describe(err: unknown): string {
   return String(err);
 }
 
-/** Runs passes of `pass` one at a time while `active()`: a request during a pass runs one more after it. */
+/**
+ * Runs passes of `pass` one at a time while `active()`: a request during a pass runs one more after
+ * it (`again` true for that one).
+ */
 class CoalescedPasses {
   running: Promise<void> | null = null;
   private again = false;
 
   constructor(
     private readonly active: () => boolean,
-    private readonly pass: () => Promise<void>,
+    private readonly pass: (again: boolean) => Promise<void>,
   ) {}
 
   request(): void {
@@ -710,9 +750,11 @@ class CoalescedPasses {
       return;
     }
     this.running = (async () => {
+      let again = false;
       do {
         this.again = false;
-        await this.pass();
+        await this.pass(again);
+        again = true;
       } while (this.again && this.active());
     })().finally(() => {
       this.running = null;

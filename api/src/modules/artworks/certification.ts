@@ -4,7 +4,7 @@ import { type Address, decodeEventLog, getAddress, type Hash, type Hex, keccak25
 import { artCertificateAbi } from "../../chain/abi/ArtCertificate.ts";
 import type { IndexedCertificate, IndexedCertificates } from "../../chain/certificates.ts";
 import { PermanentChainError } from "../../chain/errors.ts";
-import { ChainOperationFailure, type ChainOperationKind, type ChainOperations, type KeyedFacts } from "../../chain/operations.ts";
+import { ChainOperationFailure, type ChainOperationKind, type ChainOperations, type KeyedFacts, type SendContext } from "../../chain/operations.ts";
 import { isAlreadyCertified, type Relayer } from "../../chain/relayer.ts";
 import type { Config } from "../../config.ts";
 import type { ChainOperation, Database, Db } from "../../db/database.ts";
@@ -75,6 +75,12 @@ export class CertificationPipeline implements ChainOperationKind<ChainCertificat
   readonly abi = artCertificateAbi;
   readonly maxAttempts: number;
   readonly retryBaseMs: number;
+  /**
+   * Enough attempts at once to fill the batches on their way and the next one: with the default 32,
+   * a burst's transactions alternated between a batch of about 30 and a lone `certify` (the 2 or 3
+   * attempts left), and took three times as many blocks.
+   */
+  readonly concurrency: number;
   private readonly log: Logger;
   private batcher: CertifyBatcher | null = null;
   private sweepTimer: NodeJS.Timeout | null = null;
@@ -85,6 +91,7 @@ export class CertificationPipeline implements ChainOperationKind<ChainCertificat
     this.log = deps.logger.child({ component: "certification" });
     this.maxAttempts = deps.config.certification.maxAttempts;
     this.retryBaseMs = deps.config.certification.retryBaseMs;
+    this.concurrency = Math.max(deps.config.certification.concurrency, (BATCHES_IN_FLIGHT + 1) * deps.config.certification.batchSize);
   }
 
   /**
@@ -145,15 +152,17 @@ export class CertificationPipeline implements ChainOperationKind<ChainCertificat
 
   // ---- the operation kind ----
 
-  async onAttempt(db: Db, op: ChainOperation): Promise<void> {
-    await repo.startAttempt(db, artworkIdOf(op), this.deps.config.certification.leaseMs);
+  /** Counts the attempt on the artwork; the artwork (with its artist's wallet) goes on to `send`, undefined unless pending. */
+  onAttempt(db: Db, op: ChainOperation): Promise<(Artwork & { artist_wallet: string }) | undefined> {
+    return repo.startAttempt(db, artworkIdOf(op), this.deps.config.certification.leaseMs);
   }
 
-  async send(op: ChainOperation): Promise<void> {
+  async send(op: ChainOperation, ctx: SendContext): Promise<void> {
     const { config } = this.deps;
     const address = config.chain.artCertificateAddress;
     if (!address) throw new CertificationError("transient", "no ArtCertificate address is configured (ART_CERTIFICATE_ADDRESS)");
-    const artwork = await repo.findWithArtistWallet(this.deps.db, artworkIdOf(op));
+    // Pending: as the attempt's start returned it; anything else (certified meanwhile, deleted) is read again.
+    const artwork = (ctx.started as (Artwork & { artist_wallet: string }) | undefined) ?? (await repo.findWithArtistWallet(this.deps.db, artworkIdOf(op)));
     if (!artwork) throw new CertificationError("permanent", "the artwork does not exist");
     if (artwork.status === "certified") return;
     if (!artwork.image_sha256) throw new CertificationError("permanent", "the artwork has no image");

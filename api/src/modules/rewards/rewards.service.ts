@@ -46,35 +46,38 @@ export class RewardsService {
 
   // ---- earning ----
 
-  /** The outbox handler: the event's earnings, each once (its source key), in one transaction. */
+  /** The outbox handler: the event's earnings, each once (its source key), in one statement. */
   readonly onEvent = async (event: OutboxEvent): Promise<void> => {
     const earnings = await earningsOf(event, async (artworkId) => (await this.deps.db.selectFrom("artworks").select("artist_id").where("id", "=", artworkId).executeTakeFirst())?.artist_id ?? null);
     if (earnings.length === 0) return;
-    await this.deps.db.transaction().execute(async (trx) => {
-      for (const earning of earnings) await this.earn(trx, event.id, earning);
-    });
+    await this.earn(event.id, earnings);
   };
 
   /**
-   * Writes one earning unless its source key was written before; the user's sums move with it
-   * (`updated_at` stays the profile's: points have their own timestamps in the ledger).
+   * Writes each earning unless its source key was written before, and moves the users' sums by what
+   * was written, in one statement (atomic without a transaction; one round trip instead of four).
+   * `updated_at` stays the profile's: points have their own timestamps in the ledger.
    */
-  private async earn(trx: Transaction<Database>, eventId: string, e: Earning): Promise<void> {
-    const inserted = await trx
-      .insertInto("reward_ledger")
-      .values({ id: newId("rewardEvent"), user_id: e.userId, type: "earned", points: e.points, reason: e.reason, reference_id: e.referenceId, source_key: `${eventId}:${e.rule}:${e.userId}` })
-      .onConflict((oc) => oc.column("source_key").doNothing())
-      .returning("id")
-      .executeTakeFirst();
-    if (!inserted) return;
-    await trx
+  private async earn(eventId: string, earnings: Earning[]): Promise<void> {
+    await this.deps.db
+      .with("written", (db) =>
+        db
+          .insertInto("reward_ledger")
+          .values(
+            earnings.map((e) => ({ id: newId("rewardEvent"), user_id: e.userId, type: "earned" as const, points: e.points, reason: e.reason, reference_id: e.referenceId, source_key: `${eventId}:${e.rule}:${e.userId}` })),
+          )
+          .onConflict((oc) => oc.column("source_key").doNothing())
+          .returning(["user_id", "points"]),
+      )
+      .with("earned", (db) => db.selectFrom("written").select(["user_id", sql<number>`sum(points)::int`.as("points")]).groupBy("user_id"))
       .updateTable("users")
+      .from("earned")
       .set({
-        service_points: sql<number>`service_points + ${e.points}`,
-        lifetime_points: sql<number>`lifetime_points + ${e.points}`,
-        tier: tierCase(sql`lifetime_points + ${e.points}`) as never,
+        service_points: sql<number>`users.service_points + earned.points`,
+        lifetime_points: sql<number>`users.lifetime_points + earned.points`,
+        tier: tierCase(sql`users.lifetime_points + earned.points`) as never,
       })
-      .where("id", "=", e.userId)
+      .whereRef("users.id", "=", "earned.user_id")
       .execute();
   }
 

@@ -7,6 +7,8 @@
 import os from "node:os";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
+import { loadConfig } from "../../api/src/config.ts";
+import { certificationAttemptsAtOnce } from "../../api/src/modules/artworks/certification.ts";
 import { BENCH_ADMIN_KEY, type BenchContext, blockNumber, call, percentile, table } from "./context.ts";
 
 const SEQUENTIAL = Number(process.env.BENCH_CERT_SEQUENTIAL ?? 200);
@@ -99,10 +101,8 @@ export async function benchCertification(ctx: BenchContext): Promise<string> {
   }
 
   const fmt = (ms: number) => (ms / 1000).toFixed(2);
-  const batchSize = Number(tuning.CERTIFICATION_BATCH_SIZE ?? 40);
   const batch = tuning.CERTIFICATION_BATCH_SIZE ?? "40 (default)";
-  // As the certification kind sets it (api/src/modules/artworks/certification.ts): enough for the batches on their way and the next.
-  const concurrency = `${Math.max(Number(tuning.CERTIFICATION_CONCURRENCY ?? 32), 3 * batchSize)} attempts at once`;
+  const concurrency = `${certificationAttemptsAtOnce(loadConfig(ctx.apiSettings(tuning)).certification)} attempts at once`;
   return [
     `Certification: ${os.cpus().length} cores, Hardhat node (automine), Ponder over websocket, CERTIFICATION_BATCH_SIZE=${batch} (${concurrency}); multipart uploads of small PNGs; ${LAYOUT === "processes" ? "an HTTP process and a worker process, as npm start runs them (BENCH_CERT_LAYOUT=processes)" : "HTTP and worker in the bench's process"}`,
     "",

@@ -261,17 +261,17 @@ export class ChainOperations {
    * only for database trouble.
    */
   async run(key: string): Promise<void> {
-    const [op] = await this.claim(sql`key = ${key} and status in ('pending', 'sent')`, 1);
+    const [op] = await this.lease(sql`select id from chain_operations where key = ${key} and status in ('pending', 'sent') for update skip locked`);
     if (op) await this.attempt(op);
   }
 
-  /** Leases up to `limit` operations matching `where` for an attempt each: attempts + 1, no longer due. */
-  private async claim(where: ReturnType<typeof sql>, limit: number): Promise<ChainOperation[]> {
+  /** Leases the operations `picked` selects (ids, locked) for an attempt each: attempts + 1, no longer due. */
+  private async lease(picked: ReturnType<typeof sql>): Promise<ChainOperation[]> {
     const { rows } = await sql<ChainOperation>`
       update chain_operations as o set
         attempts = o.attempts + 1, due_at = null, updated_at = now(),
         lease_until = now() + ${this.deps.leaseMs} * interval '1 millisecond'
-      from (select id from chain_operations where ${where} order by priority, due_at, id limit ${limit} for update skip locked) as c
+      from (${picked}) as c
       where o.id = c.id
       returning o.*`.execute(this.deps.db);
     return rows;
@@ -342,23 +342,15 @@ export class ChainOperations {
   }
 
   /** Leases due operations for an attempt each, at most `free` of each kind (lower priority first within a kind), in one statement. */
-  private async claimPerKind(slots: { kind: string; free: number }[]): Promise<ChainOperation[]> {
-    const { rows } = await sql<ChainOperation>`
-      update chain_operations as o set
-        attempts = o.attempts + 1, due_at = null, updated_at = now(),
-        lease_until = now() + ${this.deps.leaseMs} * interval '1 millisecond'
-      from (
-        select d.id
-        from unnest(${slots.map((s) => s.kind)}::text[], ${slots.map((s) => s.free)}::int[]) as k(kind, free)
-        cross join lateral (
-          select id from chain_operations
-          where kind = k.kind and status in ('pending', 'sent') and due_at <= now()
-          order by priority, due_at, id limit k.free for update skip locked
-        ) as d
-      ) as c
-      where o.id = c.id
-      returning o.*`.execute(this.deps.db);
-    return rows;
+  private claimPerKind(slots: { kind: string; free: number }[]): Promise<ChainOperation[]> {
+    return this.lease(sql`
+      select d.id
+      from unnest(${slots.map((s) => s.kind)}::text[], ${slots.map((s) => s.free)}::int[]) as k(kind, free)
+      cross join lateral (
+        select id from chain_operations
+        where kind = k.kind and status in ('pending', 'sent') and due_at <= now()
+        order by priority, due_at, id limit k.free for update skip locked
+      ) as d`);
   }
 
   /** Waits for the transaction of an earlier attempt; false when the node does not know it (send again). */

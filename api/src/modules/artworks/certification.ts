@@ -29,6 +29,15 @@ export class CertificationError extends ChainOperationFailure {
 
 /** certifyBatch transactions on their way at once; requests arriving meanwhile form the next batch. */
 const BATCHES_IN_FLIGHT = 2;
+
+/**
+ * Certification attempts a worker runs at once: enough to fill the batches on their way and the next
+ * one (with `CERTIFICATION_CONCURRENCY`'s default 32, a burst's transactions alternated between a
+ * batch of about 30 and a lone `certify` of the 2 or 3 attempts left, in three times as many blocks).
+ */
+export function certificationAttemptsAtOnce(certification: { concurrency: number; batchSize: number }): number {
+  return Math.max(certification.concurrency, (BATCHES_IN_FLIGHT + 1) * certification.batchSize);
+}
 /** An expired image-download lease counts as lost only after this much more. */
 const LEASE_GRACE_MS = 2_000;
 const MAX_RETRY_DELAY_MS = 3_600_000;
@@ -75,11 +84,7 @@ export class CertificationPipeline implements ChainOperationKind<ChainCertificat
   readonly abi = artCertificateAbi;
   readonly maxAttempts: number;
   readonly retryBaseMs: number;
-  /**
-   * Enough attempts at once to fill the batches on their way and the next one: with the default 32,
-   * a burst's transactions alternated between a batch of about 30 and a lone `certify` (the 2 or 3
-   * attempts left), and took three times as many blocks.
-   */
+  /** certificationAttemptsAtOnce. */
   readonly concurrency: number;
   private readonly log: Logger;
   private batcher: CertifyBatcher | null = null;
@@ -91,7 +96,7 @@ export class CertificationPipeline implements ChainOperationKind<ChainCertificat
     this.log = deps.logger.child({ component: "certification" });
     this.maxAttempts = deps.config.certification.maxAttempts;
     this.retryBaseMs = deps.config.certification.retryBaseMs;
-    this.concurrency = Math.max(deps.config.certification.concurrency, (BATCHES_IN_FLIGHT + 1) * deps.config.certification.batchSize);
+    this.concurrency = certificationAttemptsAtOnce(deps.config.certification);
   }
 
   /**

@@ -311,6 +311,39 @@ describe("claiming due operations", () => {
     }
   });
 
+  it("run(key) makes its attempt even while the row is locked by a concurrent lease, and each of several calls at once makes one", async () => {
+    const sent: string[] = [];
+    const { kind } = scriptedKind({
+      async send(operation) {
+        sent.push(operation.key);
+      },
+    });
+    const operations = component([kind]);
+    const key = `${kind.kind}:run`;
+    await operations.request(handle.db, { key, kind: kind.kind, payload: {} });
+    // Another lease holds the row (a claim, or a second run of the same key): run waits for it, then attempts.
+    let unlock!: () => void;
+    const unlocked = new Promise<void>((resolve) => (unlock = resolve));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((resolve) => (locked = resolve));
+    const holder = handle.db.transaction().execute(async (trx) => {
+      await sql`select id from chain_operations where key = ${key} for update`.execute(trx);
+      locked();
+      await unlocked;
+    });
+    await isLocked;
+    const running = operations.run(key);
+    await sleep(100);
+    expect(sent).toEqual([]);
+    unlock();
+    await holder;
+    await running;
+    expect(sent).toEqual([key]);
+    await Promise.all([operations.run(key), operations.run(key), operations.run(key)]);
+    expect(sent).toEqual([key, key, key, key]);
+    expect(await op(key)).toMatchObject({ attempts: 4 });
+  });
+
   it("claims lower priority numbers first, and a failed attempt again once its backoff has run out", async () => {
     const sent: string[] = [];
     let failOnce = true;

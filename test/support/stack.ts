@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll } from "vitest";
@@ -17,6 +17,8 @@ export interface BootedStack {
   ports: { api: number; postgres: number; hardhat: number; ponder: number };
   /** Everything the stack printed so far (stdout and stderr). */
   output(): string;
+  /** For a failed test's report: the output and the last lines of each log in DATA_DIR/logs. */
+  diagnostics(lines?: number): string;
   /** The stack's processes (its own and its children's), from DATA_DIR/run/processes.json. */
   processes: ProcessRecord[];
   /** Settles when the stack process exits, for whatever reason. */
@@ -121,6 +123,15 @@ export async function bootStack(options: BootStackOptions = {}): Promise<BootedS
     dataDir,
     ports,
     output: () => output,
+    diagnostics(lines = 40) {
+      const logDir = path.join(dataDir, "logs");
+      const logs = existsSync(logDir) ? readdirSync(logDir).filter((name) => name.endsWith(".log")).sort() : [];
+      const tails = logs.map((name) => {
+        const text = readFileSync(path.join(logDir, name), "utf8").trimEnd().split("\n").slice(-lines).join("\n");
+        return `--- ${name} (last ${lines} lines)\n${text}`;
+      });
+      return [`--- the stack's output\n${output}`, ...tails].join("\n");
+    },
     processes: readProcessRecords(dataDir),
     exited,
     stop(signal = "SIGINT") {

@@ -258,10 +258,11 @@ export class ChainOperations {
   /**
    * One attempt of `key` now, whether due or not (if it is still on its way): leases it, then
    * waits for its stored transaction or sends it. Never throws for a chain failure (it records it),
-   * only for database trouble.
+   * only for database trouble. Waits for a concurrent lease of the same row (one statement) rather
+   * than skipping it: each call makes its attempt.
    */
   async run(key: string): Promise<void> {
-    const [op] = await this.lease(sql`select id from chain_operations where key = ${key} and status in ('pending', 'sent') for update skip locked`);
+    const [op] = await this.lease(sql`select id from chain_operations where key = ${key} and status in ('pending', 'sent') for update`);
     if (op) await this.attempt(op);
   }
 

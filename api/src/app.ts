@@ -6,6 +6,7 @@ import express, { type Express } from "express";
 import { pinoHttp } from "pino-http";
 import { IdempotencyStore } from "./http/idempotency.ts";
 import { bodyErrors, checkJsonBytes, errorHandler, notFound, requestId, requireJsonBody } from "./http/problem.ts";
+import type { PublicReadCache } from "./http/public-read-cache.ts";
 import type { RateLimiter } from "./http/rate-limit.ts";
 import { ApiRouter } from "./http/route.ts";
 import type { IndexerProbe } from "./modules/health/health.routes.ts";
@@ -20,6 +21,8 @@ export interface AppDeps {
   services: Services;
   /** The modules whose routes the app serves (api/src/modules/index.ts). */
   modules: readonly FeatureModule<any, any>[];
+  /** Anonymous public reads kept per URL; none when null or absent. */
+  publicReads?: PublicReadCache | null;
 }
 
 const require = createRequire(import.meta.url);
@@ -55,6 +58,7 @@ export function createApp(deps: AppDeps): Express {
     rateLimiter: deps.rateLimiter,
     idempotency: new IdempotencyStore(deps.deps.db, { crashAfterCommit: config.idempotency.crashAfterCommit }),
     checkResponses: config.env === "test",
+    publicReads: deps.publicReads ?? null,
   });
   // Each module declares its routes (health's on the bare app, before the /v1 pipeline is mounted).
   for (const module of deps.modules) module.routes?.({ api, app, deps: deps.deps, indexer: deps.indexer }, services);

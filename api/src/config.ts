@@ -93,6 +93,9 @@ const envSchema = z.object({
   MARKETPLACE_CHARGE_ATTEMPTS: z.coerce.number().int().min(1).max(25).default(10),
   // How long a process serves its ranking of GET /v1/community/discussions?order=popular before recomputing it (0: every request).
   COMMUNITY_POPULAR_CACHE_MS: z.coerce.number().int().min(0).max(3_600_000).default(5_000),
+  // Anonymous public reads kept per URL by each HTTP process (0: none), forgotten on every change.
+  PUBLIC_READ_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
+  PUBLIC_READ_CACHE_MAX_MB: z.coerce.number().int().min(1).max(4_096).default(64),
   // How long POST /v1/fractional/:id/purchase (and fractionalizing) waits for the chain before answering 202.
   FRACTIONAL_PURCHASE_WAIT_MS: z.coerce.number().int().min(0).max(30_000).default(5_000),
   TICKET_HOLD_SECONDS: z.coerce.number().int().min(1).max(86_400).default(900),
@@ -200,6 +203,8 @@ export interface Config {
   events: { ticketHoldMs: number };
   /** How long a process serves its popular-discussions ranking. */
   community: { popularCacheMs: number };
+  /** Anonymous public reads kept per URL (api/src/http/public-read-cache.ts); ttlMs 0: none. */
+  publicReadCache: { ttlMs: number; maxBytes: number };
 }
 
 export class ConfigError extends Error {
@@ -341,6 +346,7 @@ export function loadConfig(source: NodeJS.ProcessEnv | Record<string, string | u
     fractional: { purchaseWaitMs: e.FRACTIONAL_PURCHASE_WAIT_MS },
     events: { ticketHoldMs: e.TICKET_HOLD_SECONDS * 1000 },
     community: { popularCacheMs: e.COMMUNITY_POPULAR_CACHE_MS },
+    publicReadCache: { ttlMs: e.PUBLIC_READ_CACHE_TTL_MS, maxBytes: e.PUBLIC_READ_CACHE_MAX_MB * 1024 * 1024 },
   };
 }
 

@@ -16,6 +16,7 @@ import type { Database } from "./db/database.ts";
 import { migrateToLatest } from "./db/migrate.ts";
 import { IdempotencyStore } from "./http/idempotency.ts";
 import { answerClientError } from "./http/problem.ts";
+import { PublicReadCache } from "./http/public-read-cache.ts";
 import { createRateLimiter } from "./http/rate-limit.ts";
 import { OUTBOX_DISPATCH_TASK, OutboxDispatcher, redispatchStaleEvents } from "./jobs/outbox.ts";
 import { migrateJobQueue, startJobQueue, survivingDatabaseRestarts, type TaskList } from "./jobs/queue.ts";
@@ -151,6 +152,8 @@ export interface RunningHttp {
   url: string;
   /** The generated admin API key when this start created the first admin; print it once. */
   bootstrapAdminKey: string | null;
+  /** The anonymous public reads this process keeps (null when PUBLIC_READ_CACHE_TTL_MS is 0). */
+  publicReads: PublicReadCache | null;
   close(): Promise<void>;
 }
 
@@ -173,7 +176,10 @@ export async function startHttp(platform: Platform, options: { indexerLag?: Inde
 
   // Resolved credentials are kept a few seconds; a change anywhere makes every process forget them.
   const stopCredentialCache = services.auth.cacheCredentials({ databaseUrl: config.database.url, logger });
-  const app = createApp({ deps: platform.deps, rateLimiter, indexer, services, modules });
+  // Anonymous public reads are kept a moment per URL; every change anywhere makes every process forget them.
+  const publicReads = config.publicReadCache.ttlMs > 0 ? new PublicReadCache(config.publicReadCache) : null;
+  publicReads?.start({ databaseUrl: config.database.url, viewsSchema: config.indexer.viewsSchema, logger });
+  const app = createApp({ deps: platform.deps, rateLimiter, indexer, services, modules, publicReads });
   const server = app.listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => {
     server.once("listening", resolve);
@@ -191,6 +197,7 @@ export async function startHttp(platform: Platform, options: { indexerLag?: Inde
   return {
     url,
     bootstrapAdminKey: bootstrap?.apiKey ?? null,
+    publicReads,
     close() {
       closing ??= (async () => {
         await new Promise<void>((resolve) => {
@@ -200,6 +207,7 @@ export async function startHttp(platform: Platform, options: { indexerLag?: Inde
         await ownLag?.stop();
         await rateLimiter.close();
         await stopCredentialCache();
+        await publicReads?.stop();
       })();
       return closing;
     },
@@ -309,6 +317,8 @@ export interface RunningPlatform {
   url: string;
   bootstrapAdminKey: string | null;
   platform: Platform;
+  /** The HTTP half's kept public reads (null without it, or when PUBLIC_READ_CACHE_TTL_MS is 0). */
+  publicReads: PublicReadCache | null;
   close(): Promise<void>;
 }
 
@@ -341,6 +351,7 @@ export async function startPlatform(config: Config, halves: { http: boolean; wor
     url: http?.url ?? "",
     bootstrapAdminKey: http?.bootstrapAdminKey ?? null,
     platform,
+    publicReads: http?.publicReads ?? null,
     close() {
       closing ??= close();
       return closing;

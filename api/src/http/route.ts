@@ -9,6 +9,7 @@ import type { AuthContext } from "../modules/auth/auth.context.ts";
 import { type Scope, scopeCovers } from "../modules/auth/scopes.ts";
 import { type ClaimedKey, IdempotencyClaimLost, type IdempotencyStore, requestFingerprint } from "./idempotency.ts";
 import { type MultipartSpec, parseMultipart, type UploadedFile } from "./multipart.ts";
+import type { PublicReadCache } from "./public-read-cache.ts";
 import type { RateLimitDecision, RateLimiter } from "./rate-limit.ts";
 import { problemResponses } from "./problem.ts";
 
@@ -107,6 +108,8 @@ export interface ApiRouterDeps {
   idempotency: IdempotencyStore;
   /** Validate every response against its schema (tests): the documentation can never drift. */
   checkResponses: boolean;
+  /** Anonymous public reads kept per URL (null: none kept); write requests invalidate it before they answer. */
+  publicReads?: PublicReadCache | null;
 }
 
 /**
@@ -149,6 +152,20 @@ export class ApiRouter {
     }
 
     enforceRateLimit(res, auth ? await rateLimiter.consume("user", auth.principal) : await rateLimiter.consume("anonymous", `ip:${req.ip}`));
+
+    // An anonymous public read: the same answer for every caller, kept per URL for a moment.
+    const publicReads = this.deps.publicReads;
+    const cacheable = publicReads && def.method === "get" && "public" in def.auth && !auth && !req.headers.authorization;
+    const generation = cacheable ? publicReads.generation : 0;
+    if (cacheable) {
+      const kept = publicReads.lookup(req.originalUrl);
+      if (kept) {
+        res.setHeader("X-Cache", "hit");
+        sendJson(req, res, kept.json, kept.etag, true);
+        return;
+      }
+      res.setHeader("X-Cache", "miss");
+    }
 
     if (!("public" in def.auth)) {
       if (!auth) throw ApiError.unauthenticated();
@@ -209,7 +226,12 @@ export class ApiRouter {
     let result: unknown;
     let answer: { status: number; body: unknown };
     try {
-      result = await def.handler({ req, res, body, query, params, auth, file, files, transaction } as HandlerContext<A, B, Q, P>);
+      try {
+        result = await def.handler({ req, res, body, query, params, auth, file, files, transaction } as HandlerContext<A, B, Q, P>);
+      } finally {
+        // Whatever it changed, before anything is answered: this process never serves a kept read older than its own write.
+        if (def.method !== "get") publicReads?.invalidate();
+      }
       if (result instanceof Reply && result.raw) {
         // Bytes are not stored for replay: a key used with such a route stays free for a retry.
         if (claim && !committed) await idempotency.release(claim);
@@ -229,7 +251,10 @@ export class ApiRouter {
     const stored = committed as { result: unknown } | null;
     if (claim && (!stored || stored.result !== result)) await idempotency.complete(claim, answer.status, answer.body ?? null);
     if (def.method === "get" && answer.status === 200 && answer.body !== undefined) {
-      sendConditional(req, res, answer.body, "public" in def.auth);
+      const json = JSON.stringify(answer.body);
+      const etag = etagOf(json);
+      if (cacheable) publicReads.store(req.originalUrl, generation, json, etag);
+      sendJson(req, res, json, etag, "public" in def.auth);
       return;
     }
     sendResult(res, answer.status, answer.body);
@@ -320,9 +345,7 @@ function enforceRateLimit(res: Response, decision: RateLimitDecision): void {
  * must revalidate each time (`max-age=0`: the data changes with every write); anything read with a
  * token is private to the client.
  */
-function sendConditional(req: Request, res: Response, body: unknown, isPublic: boolean): void {
-  const json = JSON.stringify(body);
-  const tag = `W/"${createHash("sha1").update(json).digest("base64url")}"`;
+function sendJson(req: Request, res: Response, json: string, tag: string, isPublic: boolean): void {
   res.setHeader("ETag", tag);
   res.setHeader("Cache-Control", isPublic && !req.headers.authorization ? "public, max-age=0, must-revalidate" : "private, no-cache");
   if (isPublic) res.setHeader("Vary", "Authorization");
@@ -332,6 +355,10 @@ function sendConditional(req: Request, res: Response, body: unknown, isPublic: b
     return;
   }
   res.status(200).type("application/json").send(json);
+}
+
+function etagOf(json: string): string {
+  return `W/"${createHash("sha1").update(json).digest("base64url")}"`;
 }
 
 function sendResult(res: Response, status: number, body: unknown): void {

@@ -17,6 +17,7 @@ export function buildOpenApiDocument(registry: OpenAPIRegistry, serverUrl: strin
         "Errors are RFC 9457 problem+json with a stable `code`. Every POST accepts an `Idempotency-Key` header (Stripe semantics: a retry replays the stored response; the same key with a different body is 422; while the first is running, 409).",
         "Idempotency keys belong to the user, whichever of its tokens sends them; a token with other scopes gets 422, not a replay (anonymous requests: keys per IP).",
         "Responses carry `X-Request-Id` and `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`; a 429 carries `Retry-After`. Rate limits are per user: one budget shared by all of a user's tokens and keys; anonymous calls and refused credentials count against the caller's IP.",
+        "Reads answering JSON carry a weak `ETag` and answer 304 to `If-None-Match`. A public read made without a credential may be served from the answering process's cache (`X-Cache: hit`): kept at most `PUBLIC_READ_CACHE_TTL_MS` (default 1 s) and forgotten on any change to the data it shows; a write never leaves its own process serving the old state.",
         "Lists take `page` (from 1) and `limit` and answer `{data, pagination: {page, limit, total, has_more}}`.",
         "String fields (body, query, path, form) refuse control characters (newline and tab are allowed in multiline text: descriptions, bio, reasons) and lone UTF-16 surrogates.",
       ].join("\n"),

@@ -3,7 +3,7 @@ import path from "node:path";
 import { OpenAPIRegistry } from "@asteasolutions/zod-to-openapi";
 import type { Config } from "./config.ts";
 import express, { type Express } from "express";
-import { pinoHttp } from "pino-http";
+import { accessLog } from "./http/access-log.ts";
 import { IdempotencyStore } from "./http/idempotency.ts";
 import { bodyErrors, checkJsonBytes, errorHandler, notFound, requestId, requireJsonBody } from "./http/problem.ts";
 import type { PublicReadCache } from "./http/public-read-cache.ts";
@@ -38,19 +38,10 @@ export function createApp(deps: AppDeps): Express {
   app.set("query parser", "simple");
 
   app.use(requestId);
-  app.use(
-    pinoHttp({
-      logger: deps.deps.logger,
-      genReqId: (_req, res) => String(res.getHeader("X-Request-Id")),
-      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? "error" : res.statusCode >= 400 ? "info" : "debug"),
-      serializers: { req: (req) => ({ method: req.method, url: req.url }), res: (res) => ({ statusCode: res.statusCode }) },
-    }),
-  );
+  app.use(accessLog(deps.deps.logger));
 
   const registry = new OpenAPIRegistry();
   const router = express.Router();
-  router.use(requireJsonBody);
-  router.use(bodyErrors(express.json({ limit: "1mb", strict: true, type: ["application/json", "application/*+json"], verify: checkJsonBytes })));
   const api = new ApiRouter({
     router,
     registry,
@@ -60,6 +51,9 @@ export function createApp(deps: AppDeps): Express {
     checkResponses: config.env === "test",
     publicReads: deps.publicReads ?? null,
   });
+  router.use(api.keptPublicReads);
+  router.use(requireJsonBody);
+  router.use(bodyErrors(express.json({ limit: "1mb", strict: true, type: ["application/json", "application/*+json"], verify: checkJsonBytes })));
   // Each module declares its routes (health's on the bare app, before the /v1 pipeline is mounted).
   for (const module of deps.modules) module.routes?.({ api, app, deps: deps.deps, indexer: deps.indexer }, services);
 

@@ -179,6 +179,23 @@ describe("the public read cache", () => {
     expect((await kept(path)).body.title).toBe("During the loss");
   });
 
+  it("rate limits kept reads like the route: the caller's address pays for each, and gets 429 past its budget", async () => {
+    const limited = await startTestApi({ DATABASE_URL: database.databaseUrl, PUBLIC_READ_CACHE_TTL_MS: "60000", RATE_LIMIT_ANONYMOUS_PER_MINUTE: "4" });
+    try {
+      await waitFor(async () => limited.server.publicReads!.active, { what: "the cache listening" });
+      const path = `/v1/events?location=Limited-${Date.now()}`;
+      const answers = [];
+      for (let i = 0; i < 5; i++) answers.push(await limited.request("GET", path));
+      expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 429]);
+      expect(answers.map((a) => a.headers.get("x-cache"))).toEqual(["miss", "hit", "hit", "hit", null]);
+      expect(answers.map((a) => a.headers.get("ratelimit-remaining"))).toEqual(["3", "2", "1", "0", "0"]);
+      expect(answers[4]!.body.code).toBe("rate_limited");
+      expect(answers[4]!.headers.get("retry-after")).toMatch(/^\d+$/);
+    } finally {
+      await limited.close();
+    }
+  });
+
   it("covers every table: each has the trigger or is one no public read shows", async () => {
     const tables = (await sql<{ name: string }>`select tablename as name from pg_tables where schemaname = 'public'`.execute(api.db)).rows.map((r) => r.name);
     const triggered = (

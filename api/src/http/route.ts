@@ -131,6 +131,32 @@ export interface ApiRouterDeps {
 export class ApiRouter {
   constructor(private readonly deps: ApiRouterDeps) {}
 
+  /**
+   * Serves an anonymous public read kept by `publicReads` before any route is matched (the router's
+   * first middleware): a kept URL was answered by a public route, which would answer it again. The
+   * caller's address is rate limited as the route would; anything else goes on to the routes.
+   */
+  readonly keptPublicReads = async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+    const publicReads = this.deps.publicReads;
+    if (!publicReads || (req.method !== "GET" && req.method !== "HEAD") || req.headers.authorization || req.headers["content-length"] || req.headers["transfer-encoding"]) {
+      next();
+      return;
+    }
+    const kept = publicReads.lookup(req.originalUrl);
+    if (!kept) {
+      next();
+      return;
+    }
+    try {
+      enforceRateLimit(res, await this.deps.rateLimiter.consume("anonymous", `ip:${req.ip}`));
+    } catch (err) {
+      next(err);
+      return;
+    }
+    res.setHeader("X-Cache", "hit");
+    sendJson(req, res, kept.json, kept.etag, true);
+  };
+
   route<const A extends RouteAuth, B = undefined, Q = undefined, P = undefined>(def: RouteDef<A, B, Q, P>): void {
     this.document(def);
     const { router } = this.deps;
@@ -153,19 +179,12 @@ export class ApiRouter {
 
     enforceRateLimit(res, auth ? await rateLimiter.consume("user", auth.principal) : await rateLimiter.consume("anonymous", `ip:${req.ip}`));
 
-    // An anonymous public read: the same answer for every caller, kept per URL for a moment.
+    // An anonymous public read: the same answer for every caller, kept per URL for a moment
+    // (served by `keptPublicReads` ahead of the routes while kept).
     const publicReads = this.deps.publicReads;
     const cacheable = publicReads && def.method === "get" && "public" in def.auth && !auth && !req.headers.authorization;
     const generation = cacheable ? publicReads.generation : 0;
-    if (cacheable) {
-      const kept = publicReads.lookup(req.originalUrl);
-      if (kept) {
-        res.setHeader("X-Cache", "hit");
-        sendJson(req, res, kept.json, kept.etag, true);
-        return;
-      }
-      res.setHeader("X-Cache", "miss");
-    }
+    if (cacheable) res.setHeader("X-Cache", "miss");
 
     if (!("public" in def.auth)) {
       if (!auth) throw ApiError.unauthenticated();
@@ -354,7 +373,11 @@ function sendJson(req: Request, res: Response, json: string, tag: string, isPubl
     res.status(304).end();
     return;
   }
-  res.status(200).type("application/json").send(json);
+  // What Express's send would do for a string it was given, less its content negotiation.
+  res.statusCode = 200;
+  res.setHeader("Content-Type", "application/json; charset=utf-8");
+  res.setHeader("Content-Length", Buffer.byteLength(json));
+  res.end(json);
 }
 
 function etagOf(json: string): string {

@@ -22,6 +22,27 @@ describe("POST /v1/auth/token", () => {
     expect(rows.flatMap((r) => Object.values(r).map(String)).some((v) => v.includes(res.body.token))).toBe(false);
   });
 
+  it("records the key's last use and the user's last login with the exchange, once a minute however many exchanges", async () => {
+    const user = await createUser(api);
+    const key = () => api.db.selectFrom("api_keys").select(["id", "last_used_at"]).where("user_id", "=", user.id).executeTakeFirstOrThrow();
+    const login = async () => (await api.db.selectFrom("users").select("last_login_at").where("id", "=", user.id).executeTakeFirstOrThrow()).last_login_at;
+    // As if the last exchange was two minutes ago.
+    const earlier = new Date(Date.now() - 120_000);
+    await api.db.updateTable("api_keys").set({ last_used_at: earlier }).where("user_id", "=", user.id).execute();
+    await api.db.updateTable("users").set({ last_login_at: earlier }).where("id", "=", user.id).execute();
+    const exchange = async () => expect((await api.request("POST", "/v1/auth/token", { body: { api_key: user.apiKey, scope: ["read"] } })).status).toBe(201);
+    await exchange();
+    const used = (await key()).last_used_at!;
+    const loggedIn = (await login())!;
+    expect(used.getTime()).toBeGreaterThan(earlier.getTime() + 60_000);
+    expect(loggedIn.getTime()).toBeGreaterThan(earlier.getTime() + 60_000);
+    // Within the minute: the token is issued, the rows are not written again.
+    await exchange();
+    expect((await key()).last_used_at).toEqual(used);
+    expect(await login()).toEqual(loggedIn);
+    expect(await api.db.selectFrom("access_tokens").select("id").where("user_id", "=", user.id).where("api_key_id", "=", (await key()).id).execute()).toHaveLength(3);
+  });
+
   it("refuses an unknown API key with 401 and issues nothing", async () => {
     const before = await api.db.selectFrom("access_tokens").select((eb) => eb.fn.countAll<string>().as("n")).executeTakeFirstOrThrow();
     const res = await api.request("POST", "/v1/auth/token", { body: { api_key: "sk_not_a_real_key_at_all_000000", scope: ["read"] } });

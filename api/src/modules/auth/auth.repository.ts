@@ -55,19 +55,35 @@ export async function revokeToken(db: Db, tokenId: string): Promise<Date> {
  */
 const TOUCH_GRANULARITY = sql`interval '1 minute'`;
 
-export async function touchApiKeyExchange(db: Db, apiKeyId: string, userId: string): Promise<void> {
-  await db
-    .updateTable("api_keys")
-    .set({ last_used_at: sql<Date>`now()` })
-    .where("id", "=", apiKeyId)
-    .where((eb) => eb.or([eb("last_used_at", "is", null), eb("last_used_at", "<", sql<Date>`now() - ${TOUCH_GRANULARITY}`)]))
-    .execute();
-  await db
-    .updateTable("users")
-    .set({ last_login_at: sql<Date>`now()` })
-    .where("id", "=", userId)
-    .where((eb) => eb.or([eb("last_login_at", "is", null), eb("last_login_at", "<", sql<Date>`now() - ${TOUCH_GRANULARITY}`)]))
-    .execute();
+/**
+ * A token exchanged for an API key, and the key's last use and its user's last login recorded (to
+ * the minute: a key exchanged many times a minute writes its rows once), in one statement.
+ */
+export async function insertTokenForApiKey(
+  db: Db,
+  row: { id: string; user_id: string; api_key_id: string; token_hash: string; scopes: string[]; expires_at: Date },
+) {
+  return db
+    .with("key_used", (q) =>
+      q
+        .updateTable("api_keys")
+        .set({ last_used_at: sql<Date>`now()` })
+        .where("id", "=", row.api_key_id)
+        .where((eb) => eb.or([eb("last_used_at", "is", null), eb("last_used_at", "<", sql<Date>`now() - ${TOUCH_GRANULARITY}`)]))
+        .returning("id"),
+    )
+    .with("logged_in", (q) =>
+      q
+        .updateTable("users")
+        .set({ last_login_at: sql<Date>`now()` })
+        .where("id", "=", row.user_id)
+        .where((eb) => eb.or([eb("last_login_at", "is", null), eb("last_login_at", "<", sql<Date>`now() - ${TOUCH_GRANULARITY}`)]))
+        .returning("id"),
+    )
+    .insertInto("access_tokens")
+    .values(row)
+    .returning(["id", "created_at", "expires_at"])
+    .executeTakeFirstOrThrow();
 }
 
 export async function touchLogin(db: Db, userId: string): Promise<void> {

@@ -161,11 +161,7 @@ export class AuthService {
     assertActive(key.status);
     assertScopesAllowed(key.role, scopes);
     if (key.scopes) assertWithinCap(key.scopes, scopes, "This API key");
-    return transact(async (trx) => {
-      const issued = await this.issueToken(trx, key.user_id, key.id, scopes);
-      await repo.touchApiKeyExchange(trx, key.id, key.user_id);
-      return issued;
-    });
+    return transact((trx) => this.issueToken(trx, key.user_id, key.id, scopes));
   }
 
   async revoke(auth: AuthContext): Promise<{ revoked: true; revoked_at: Date }> {
@@ -279,14 +275,9 @@ export class AuthService {
   private async issueToken(db: Db, userId: string, apiKeyId: string | null, scopes: Scope[]): Promise<IssuedToken> {
     const token = newSecret("at");
     const unique = [...new Set(scopes)];
-    const row = await repo.insertToken(db, {
-      id: newId("accessToken"),
-      user_id: userId,
-      api_key_id: apiKeyId,
-      token_hash: hashSecret(token),
-      scopes: unique,
-      expires_at: new Date(Date.now() + TOKEN_TTL_MS),
-    });
+    const fields = { id: newId("accessToken"), user_id: userId, token_hash: hashSecret(token), scopes: unique, expires_at: new Date(Date.now() + TOKEN_TTL_MS) };
+    // For an API key, its last use and the user's login are recorded by the same statement.
+    const row = apiKeyId ? await repo.insertTokenForApiKey(db, { ...fields, api_key_id: apiKeyId }) : await repo.insertToken(db, { ...fields, api_key_id: null });
     return { token, token_type: "Bearer", expires_at: iso(row.expires_at as Date), scope: unique };
   }
 }

@@ -53,33 +53,18 @@ export async function revokeToken(db: Db, tokenId: string): Promise<Date> {
  * second does not serialize every exchange on those rows' locks (nor write a row version each
  * time). A SIWE sign-in records its login exactly (`touchLogin`).
  */
+/** A use or login is recorded to the minute: a key exchanged many times a minute writes its rows once. */
 const TOUCH_GRANULARITY = sql`interval '1 minute'`;
+const notSinceAMinute = (column: string) => sql<boolean>`(${sql.ref(column)} is null or ${sql.ref(column)} < now() - ${TOUCH_GRANULARITY})`;
 
-/**
- * A token exchanged for an API key, and the key's last use and its user's last login recorded (to
- * the minute: a key exchanged many times a minute writes its rows once), in one statement.
- */
+/** A token exchanged for an API key, and the key's last use and its user's last login recorded, in one statement. */
 export async function insertTokenForApiKey(
   db: Db,
   row: { id: string; user_id: string; api_key_id: string; token_hash: string; scopes: string[]; expires_at: Date },
 ) {
   return db
-    .with("key_used", (q) =>
-      q
-        .updateTable("api_keys")
-        .set({ last_used_at: sql<Date>`now()` })
-        .where("id", "=", row.api_key_id)
-        .where((eb) => eb.or([eb("last_used_at", "is", null), eb("last_used_at", "<", sql<Date>`now() - ${TOUCH_GRANULARITY}`)]))
-        .returning("id"),
-    )
-    .with("logged_in", (q) =>
-      q
-        .updateTable("users")
-        .set({ last_login_at: sql<Date>`now()` })
-        .where("id", "=", row.user_id)
-        .where((eb) => eb.or([eb("last_login_at", "is", null), eb("last_login_at", "<", sql<Date>`now() - ${TOUCH_GRANULARITY}`)]))
-        .returning("id"),
-    )
+    .with("key_used", (q) => q.updateTable("api_keys").set({ last_used_at: sql<Date>`now()` }).where("id", "=", row.api_key_id).where(notSinceAMinute("last_used_at")).returning("id"))
+    .with("logged_in", (q) => q.updateTable("users").set({ last_login_at: sql<Date>`now()` }).where("id", "=", row.user_id).where(notSinceAMinute("last_login_at")).returning("id"))
     .insertInto("access_tokens")
     .values(row)
     .returning(["id", "created_at", "expires_at"])

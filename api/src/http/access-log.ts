@@ -11,7 +11,7 @@ export function accessLog(logger: Logger): RequestHandler {
     const started = performance.now();
     const done = (aborted: boolean) => {
       const status = res.statusCode;
-      const level = aborted || status >= 500 ? (aborted ? "warn" : "error") : status >= 400 ? "info" : "debug";
+      const level = aborted ? "warn" : status >= 500 ? "error" : status >= 400 ? "info" : "debug";
       if (!logger.isLevelEnabled(level)) return;
       logger[level](
         {

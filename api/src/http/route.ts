@@ -182,7 +182,7 @@ export class ApiRouter {
     // An anonymous public read: the same answer for every caller, kept per URL for a moment
     // (served by `keptPublicReads` ahead of the routes while kept).
     const publicReads = this.deps.publicReads;
-    const cacheable = publicReads && def.method === "get" && "public" in def.auth && !auth && !req.headers.authorization;
+    const cacheable = publicReads && def.method === "get" && "public" in def.auth && !auth;
     const generation = cacheable ? publicReads.generation : 0;
     if (cacheable) res.setHeader("X-Cache", "miss");
 

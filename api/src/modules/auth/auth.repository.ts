@@ -53,7 +53,6 @@ export async function revokeToken(db: Db, tokenId: string): Promise<Date> {
  * second does not serialize every exchange on those rows' locks (nor write a row version each
  * time). A SIWE sign-in records its login exactly (`touchLogin`).
  */
-/** A use or login is recorded to the minute: a key exchanged many times a minute writes its rows once. */
 const TOUCH_GRANULARITY = sql`interval '1 minute'`;
 const notSinceAMinute = (column: string) => sql<boolean>`(${sql.ref(column)} is null or ${sql.ref(column)} < now() - ${TOUCH_GRANULARITY})`;
 

@@ -50,10 +50,10 @@ const envSchema = z.object({
     .regex(/^\s*\d+(\.\d+)?\s*(,\s*\d+(\.\d+)?\s*)*$/, "must be comma-separated seconds, e.g. 5,30,120")
     .default("5,30,120,600,3600,21600,86400,86400"),
   WEBHOOK_TIMEOUT_SECONDS: z.coerce.number().positive().max(60).default(10),
-  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(200).default(10),
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(64),
   // Unset: half of WEBHOOK_CONCURRENCY (at least 1), so one user's slow receivers leave the rest to others.
-  WEBHOOK_MAX_IN_FLIGHT_PER_USER: z.coerce.number().int().min(1).max(200).optional(),
-  WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION: z.coerce.number().int().min(1).max(200).default(4),
+  WEBHOOK_MAX_IN_FLIGHT_PER_USER: z.coerce.number().int().min(1).max(1000).optional(),
+  WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION: z.coerce.number().int().min(1).max(1000).default(16),
   SIWE_DOMAINS: z.string().optional(),
   JOBS_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(10),
   JOBS_FETCH_BATCH: z.coerce.number().int().min(1).max(100).default(1),

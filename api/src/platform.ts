@@ -18,7 +18,7 @@ import { IdempotencyStore } from "./http/idempotency.ts";
 import { answerClientError } from "./http/problem.ts";
 import { PublicReadCache } from "./http/public-read-cache.ts";
 import { createRateLimiter } from "./http/rate-limit.ts";
-import { OUTBOX_DISPATCH_TASK, OutboxDispatcher, redispatchStaleEvents } from "./jobs/outbox.ts";
+import { OUTBOX_DISPATCH_TASK, OutboxDispatcher } from "./jobs/outbox.ts";
 import { migrateJobQueue, startJobQueue, survivingDatabaseRestarts, type TaskList } from "./jobs/queue.ts";
 import { LocalDiskStorage } from "./lib/storage.ts";
 import type { IndexerProbe } from "./modules/health/health.routes.ts";
@@ -221,10 +221,11 @@ export interface RunningWorker {
 }
 
 /**
- * The worker half: the job runners (`general`: outbox dispatch and maintenance; and each module's
- * tasks and runners of its own), the chain operations (claimed from their table, confirmed by the
- * indexer listener, swept), and the modules' background loops.
- * Any number of workers may run on one database: jobs are claimed in it, and the relayer's nonces
+ * The worker half: the outbox dispatcher (events claimed from their table), the job runners
+ * (`general`: maintenance and earlier versions' jobs; and each module's tasks and runners of its
+ * own), the chain operations (claimed from their table, confirmed by the indexer listener, swept),
+ * and the modules' background loops (the webhook senders among them).
+ * Any number of workers may run on one database: work is claimed in it, and the relayer's nonces
  * are serialised across processes.
  */
 export async function startWorker(platform: Platform, options: { indexerLag?: IndexerLagMonitor } = {}): Promise<RunningWorker> {
@@ -235,7 +236,7 @@ export async function startWorker(platform: Platform, options: { indexerLag?: In
   const parts: WorkerPart[] = (modules as readonly AnyModule[]).map((m) => m.worker?.(services, platform.deps) ?? {});
   const outbox = new OutboxDispatcher(db, logger.child({ component: "outbox" }));
   for (const module of modules as readonly AnyModule[]) {
-    for (const { type, handler } of module.outboxHandlers?.(services) ?? []) outbox.subscribe(type, handler);
+    for (const { type, handler, batch } of module.outboxHandlers?.(services) ?? []) outbox.subscribe(type, handler, batch);
   }
 
   const runners: (JobRunnerSpec & { tasks: TaskList; crontab?: string })[] = [
@@ -244,18 +245,18 @@ export async function startWorker(platform: Platform, options: { indexerLag?: In
       concurrency: config.jobs.concurrency,
       fetchBatch: config.jobs.fetchBatch,
       tasks: {
+        // Jobs an earlier version queued per recorded event: each dispatches its events.
         [OUTBOX_DISPATCH_TASK]: outbox.task,
         maintenance_purge: async () => {
           await idempotency.purgeExpired();
           for (const part of parts) await part.maintenance?.();
         },
-        outbox_redispatch: async () => {
-          await redispatchStaleEvents(db);
-        },
+        // The cron entry an earlier version ran every minute (stale events are the dispatcher's own now).
+        outbox_redispatch: async () => {},
         // Jobs an earlier version queued per chain operation: each runs its operation once.
         [CHAIN_OPERATION_TASK]: platform.chainOperations.task,
       },
-      crontab: "17 * * * * maintenance_purge\n* * * * * outbox_redispatch\n",
+      crontab: "17 * * * * maintenance_purge\n",
     },
     ...parts.flatMap((part) => (part.runners ?? []).map((spec) => ({ ...spec, tasks: {} }))),
   ];
@@ -269,8 +270,8 @@ export async function startWorker(platform: Platform, options: { indexerLag?: In
 
   // The queue's bookkeeping runs on connections of its own (pg's default type parsers, see
   // createPool), shared by the runners: a LISTEN connection each, and as many for claiming and
-  // completing jobs as the busiest of them runs at once (fewer starved the webhook runner, 27
-  // deliveries a second against 150).
+  // completing jobs as the busiest of them runs at once (fewer starved the runner that then sent
+  // webhooks, 27 deliveries a second against 150).
   const active = runners.filter((runner) => Object.keys(runner.tasks).length > 0);
   const queuePool = createPool(config.database.url, active.length + Math.max(2, ...active.map((runner) => runner.concurrency)), "queue");
   const started: { stop(): Promise<void> }[] = [];
@@ -287,6 +288,7 @@ export async function startWorker(platform: Platform, options: { indexerLag?: In
       }),
     );
   }
+  outbox.start(config.database.url);
   for (const part of parts) part.start?.();
   platform.chainOperations.start();
   indexerLag.start();
@@ -297,6 +299,7 @@ export async function startWorker(platform: Platform, options: { indexerLag?: In
     indexerLag,
     close() {
       closing ??= (async () => {
+        await outbox.stop();
         for (const part of [...parts].reverse()) await part.stop?.();
         await indexerLag.stop();
         await platform.chainOperations.stop();

@@ -7,7 +7,7 @@ import { sql } from "kysely";
 import { describe, expect, it } from "vitest";
 import { recordEvent } from "../../api/src/jobs/outbox.ts";
 import { attemptLeaseMs } from "../../api/src/modules/webhooks/webhooks.delivery.ts";
-import { claimAttempt, startWaitingAttempts, strandedDeliveryIds } from "../../api/src/modules/webhooks/webhooks.repository.ts";
+import { claimAttempts } from "../../api/src/modules/webhooks/webhooks.repository.ts";
 import { createDb } from "../../api/src/db/connection.ts";
 import { newId } from "../../api/src/lib/ids.ts";
 import { waitFor } from "../support/wait.ts";
@@ -59,7 +59,7 @@ function holdingReceiver() {
   return { script, stats, release };
 }
 
-describe("fair sharing of the webhook runner", () => {
+describe("fair sharing of the webhook senders", () => {
   it("delivers another user's event while one user's receiver hangs, and never has more than the caps in flight", async () => {
     const slowUser = await createUser(api);
     const otherUser = await createUser(api);
@@ -102,11 +102,11 @@ describe("fair sharing of the webhook runner", () => {
         expect(d.next_retry_at!.getTime()).toBe(d.created_at.getTime());
       }
 
-      // Even long overdue, they are not the recovery sweep's: the hanging attempts' ends start them.
+      // Even long overdue, a claim starts none of them while the user is at its cap.
       const waitingIds = waiting.map((d) => d.id);
       await api.db.updateTable("webhook_deliveries").set({ next_retry_at: sql<Date>`now() - interval '10 minutes'` }).where("id", "in", waitingIds).execute();
-      const stranded = await strandedDeliveryIds(api.db, attemptLeaseMs(api.config.webhooks.timeoutMs), 5 * 60_000, 500);
-      expect(stranded.filter((id) => waitingIds.includes(id))).toEqual([]);
+      expect(await claimAttempts(api.db, 10, attemptLeaseMs(api.config.webhooks.timeoutMs), { perUser: PER_USER, perSubscription: PER_SUBSCRIPTION })).toEqual([]);
+      expect((await deliveriesOf(slowSubscriptions)).filter((d) => d.in_flight_since !== null)).toHaveLength(PER_USER);
     } finally {
       slow.release();
     }
@@ -123,56 +123,79 @@ describe("fair sharing of the webhook runner", () => {
     expect(slow.stats.maxOpenPerPath).toBe(PER_SUBSCRIPTION);
   });
 
-  it("records a success while a claim of the same delivery, older than its start, holds the owner's lock (no deadlock)", async () => {
-    // The claim's snapshot sees the delivery unclaimed; it waits for the owner's lock (held here),
-    // the delivery's attempt starts and is answered meanwhile, and its success is recorded while the
-    // claim still waits. The lock goes to the claim first, which then meets the started attempt's row.
+  it("never starts more than the caps when claims race (each claim counts under the one lock)", async () => {
+    // A user's deliveries to receivers that hold every request: whatever starts stays in flight.
     const owner = await createUser(api, { role: "artist" });
-    const subscriptionId = await subscribe(owner, receiver.endpoint());
-    const [eventId, otherEventId] = [await emit(newId("offer"), []), await emit(newId("offer"), [])];
-    // The delivery, and another of the owner's waiting for a slot (so the success hands its slot on under the owner's lock).
-    const [deliveryId, waitingId] = [newId("webhookDelivery"), newId("webhookDelivery")];
+    const held = holdingReceiver();
+    const urls = [receiver.endpoint(held.script), receiver.endpoint(held.script), receiver.endpoint(held.script)];
+    const subscriptions: string[] = [];
+    for (const url of urls) subscriptions.push(await subscribe(owner, url));
+    const events = [];
+    for (let n = 0; n < 8; n++) events.push(await emit(newId("offer"), []));
+    // Inserted due, not fanned out: the API's own sender races the claims below for them.
     await api.db
       .insertInto("webhook_deliveries")
-      .values([
-        { id: deliveryId, subscription_id: subscriptionId, event_id: eventId, status: "pending", next_retry_at: sql<Date>`now() + interval '1 hour'`, created_at: sql<Date>`now()`, updated_at: sql<Date>`now()` },
-        { id: waitingId, subscription_id: subscriptionId, event_id: otherEventId, status: "pending", next_retry_at: sql<Date>`now()`, created_at: sql<Date>`now()`, updated_at: sql<Date>`now()` },
-      ])
+      .values(
+        events.flatMap((eventId) =>
+          subscriptions.map((subscriptionId) => ({ id: newId("webhookDelivery"), subscription_id: subscriptionId, event_id: eventId, status: "pending" as const, next_retry_at: sql<Date>`now()` })),
+        ),
+      )
       .execute();
-    // Connections of the test's own: four sessions wait on each other here, beside the API's own use of its pool.
-    const db = createDb(api.config.database.url, 6);
-    const leaseMs = attemptLeaseMs(api.config.webhooks.timeoutMs);
-    const caps = { perUser: 4, perSubscription: 4 };
-    const ownerLockWaiters = async () =>
-      Number((await sql<{ n: string }>`select count(*) as n from pg_locks where locktype = 'advisory' and not granted and database = (select oid from pg_database where datname = current_database())`.execute(db)).rows[0]!.n);
-
-    let releaseOwnerLock!: () => void;
-    const ownerLockReleased = new Promise<void>((resolve) => (releaseOwnerLock = resolve));
-    let ownerLockTaken!: () => void;
-    const ownerLockHeld = new Promise<void>((resolve) => (ownerLockTaken = resolve));
-    const holder = db.transaction().execute(async (trx) => {
-      await sql`select pg_advisory_xact_lock(hashtextextended(${`webhook_attempts:${owner.id}`}, 0))`.execute(trx);
-      ownerLockTaken();
-      await ownerLockReleased;
-    });
-    await ownerLockHeld;
+    // Claims from connections of the test's own, all at once, with the API's caps.
+    const db = createDb(api.config.database.url, 7);
+    const caps = { perUser: PER_USER, perSubscription: PER_SUBSCRIPTION };
+    const claimedIds: string[] = [];
     try {
-      const claim = claimAttempt(db, deliveryId, leaseMs, caps);
-      await waitFor(async () => ((await ownerLockWaiters()) === 1 ? true : null), { timeoutMs: 10_000, what: "the claim to wait for the owner's lock" });
-      // The attempt starts elsewhere (as a slot handed on would start it), and its receiver answers 200.
-      await db.updateTable("webhook_deliveries").set({ attempts: 1, in_flight_since: sql<Date>`now()`, next_retry_at: null }).where("id", "=", deliveryId).execute();
-      const success = startWaitingAttempts(db, owner.id, leaseMs, caps, false, { id: deliveryId, attempts: 1, responseCode: 200, responseBody: "ok" });
-      await waitFor(async () => ((await ownerLockWaiters()) === 2 ? true : null), { timeoutMs: 10_000, what: "the success to wait for the owner's lock" });
-      releaseOwnerLock();
-      const [claimed, started] = await Promise.all([claim, success]);
-      expect(claimed).toBeUndefined();
-      expect(started.map((d) => [d.id, d.attempts])).toEqual([[waitingId, 1]]);
-    } finally {
-      releaseOwnerLock();
+      // The deliveries' rows are held while the claims start, so every claim has read them as waiting
+      // before any of them can start one: without the lock each would start the same oldest ones.
+      let releaseRows!: () => void;
+      const rowsReleased = new Promise<void>((resolve) => (releaseRows = resolve));
+      let rowsHeld!: () => void;
+      const rowsLocked = new Promise<void>((resolve) => (rowsHeld = resolve));
+      const holder = db.transaction().execute(async (trx) => {
+        await trx.selectFrom("webhook_deliveries").select("id").where("subscription_id", "in", subscriptions).forUpdate().execute();
+        rowsHeld();
+        await rowsReleased;
+      });
+      await rowsLocked;
+      const claims = Promise.all(Array.from({ length: 6 }, () => claimAttempts(db, 10, attemptLeaseMs(api.config.webhooks.timeoutMs), caps)));
+      const waiting = async () =>
+        Number((await sql<{ n: string }>`select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(api.db)).rows[0]!.n);
+      await waitFor(async () => ((await waiting()) >= 6 ? true : null), { timeoutMs: 10_000, what: "the claims to wait" });
+      releaseRows();
       await holder;
+      const claimed = (await claims).flat();
+      const rows = await waitFor(async () => {
+        const all = await deliveriesOf(subscriptions);
+        return all.filter((d) => d.in_flight_since !== null).length === PER_USER ? all : null;
+      }, { what: `${PER_USER} attempts in flight` });
+      const inFlight = rows.filter((d) => d.in_flight_since !== null);
+      expect(new Set(inFlight.map((d) => d.subscription_id)).size).toBe(PER_USER);
+      // Every attempt started once: no delivery counted twice, none started beside those in flight.
+      expect(rows.map((d) => d.attempts).sort()).toEqual([...Array(24 - PER_USER).fill(0), ...Array(PER_USER).fill(1)]);
+      claimedIds.push(...claimed.map((attempt) => attempt.id));
+      for (const id of claimedIds) expect(inFlight.map((d) => d.id)).toContain(id);
+      // Nothing more starts while they hang, however often claims come.
+      expect(await claimAttempts(db, 10, attemptLeaseMs(api.config.webhooks.timeoutMs), caps)).toEqual([]);
+      expect(held.stats.maxOpen).toBeLessThanOrEqual(PER_USER);
+    } finally {
+      // The test's own claims sent nothing: their attempts are made to look abandoned (lease long
+      // expired, as a dead process leaves them), and the sender takes them up again.
+      await api.db.updateTable("webhook_deliveries").set({ in_flight_since: sql<Date>`now() - interval '1 hour'` }).where("id", "in", [...claimedIds, "none"]).execute();
+      held.release();
       await db.destroy();
     }
-    const delivery = await api.db.selectFrom("webhook_deliveries").selectAll().where("id", "=", deliveryId).executeTakeFirstOrThrow();
-    expect(delivery).toMatchObject({ status: "succeeded", attempts: 1, in_flight_since: null, last_response_code: 200 });
+    const done = await waitFor(async () => {
+      const rows = await deliveriesOf(subscriptions);
+      return rows.every((d) => d.status === "succeeded") ? rows : null;
+    }, { timeoutMs: 30_000, what: "every delivery to succeed once released" });
+    // Sent once each: an attempt the test's claims started (and never sent) was sent after its lease,
+    // as a dead process's is, so it counts two attempts and one request.
+    const sent = urls.flatMap((url) => receiver.requests(url)).map((r) => r.headers["webhook-id"]);
+    expect(sent).toHaveLength(24);
+    for (const d of done) expect(d.attempts).toBe(claimedIds.includes(d.id) ? 2 : 1);
+    expect(held.stats.maxOpen).toBeLessThanOrEqual(PER_USER);
+    expect(held.stats.maxOpenPerPath).toBe(PER_SUBSCRIPTION);
+    expect(done.map((d) => d.id).sort()).toEqual([...new Set(sent)].sort());
   });
 });

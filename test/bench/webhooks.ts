@@ -23,6 +23,7 @@ interface Scenario {
 const SCENARIOS: Scenario[] = [
   { name: "burst", events: 1000, subscriptions: 1 },
   { name: "burst", events: 200, subscriptions: 5 },
+  { name: "burst", events: 1000, subscriptions: 5 },
   { name: "steady 50 events/s", events: 200, subscriptions: 1, rate: 50 },
   { name: "backlog drained after start", events: 1000, subscriptions: 1, backlog: true },
 ];
@@ -30,6 +31,7 @@ const PRODUCERS = 4;
 
 export async function benchWebhooks(ctx: BenchContext): Promise<string> {
   let api: RunningPlatform = await ctx.startApi();
+  const { concurrency, maxInFlightPerUser, maxInFlightPerSubscription } = api.platform.config.webhooks;
   const db = createDb(ctx.databaseUrl, PRODUCERS + 1);
   ctx.onDispose(() => db.destroy());
   const admin = await call(api.url, "POST", "/v1/auth/token", { api_key: BENCH_ADMIN_KEY, scope: ["admin"] });
@@ -107,6 +109,7 @@ export async function benchWebhooks(ctx: BenchContext): Promise<string> {
       scenario.events,
       scenario.subscriptions,
       `${arrivals.size}/${expected}`,
+      scenario.rate ? scenario.rate : Math.round((scenario.events / (Math.max(...committed.values()) - Math.min(...committed.values()))) * 1000),
       Math.round((arrivals.size / (Math.max(...times) - from)) * 1000),
       scenario.backlog ? "–" : Math.round(percentile(latencies, 50)),
       scenario.backlog ? "–" : Math.round(percentile(latencies, 99)),
@@ -116,8 +119,8 @@ export async function benchWebhooks(ctx: BenchContext): Promise<string> {
   }
 
   return [
-    `Webhooks: API, job workers (JOBS_CONCURRENCY=10, WEBHOOK_CONCURRENCY=10), receiver and producers (${PRODUCERS} connections, one when paced) in one process, ${os.cpus().length} cores`,
+    `Webhooks: API, worker (WEBHOOK_CONCURRENCY=${concurrency}, caps ${maxInFlightPerUser} per user and ${maxInFlightPerSubscription} per subscription), receiver and producers (${PRODUCERS} connections, one when paced) in one process, ${os.cpus().length} cores; one user owns the subscriptions`,
     "",
-    table(["scenario", "events", "subscriptions", "delivered", "deliveries/s", "p50 ms", "p99 ms", "duplicates"], rows),
+    table(["scenario", "events", "subscriptions", "delivered", "events committed/s", "deliveries/s", "p50 ms", "p99 ms", "duplicates"], rows),
   ].join("\n");
 }

@@ -51,6 +51,10 @@ export interface OutboxEventsTable {
   audience: string[];
   created_at: Timestamp;
   dispatched_at: NullableTimestamp;
+  /** Dispatches that failed (a subscriber threw); the event waits until `dispatch_after` before the next. */
+  dispatch_attempts: Generated<number>;
+  dispatch_after: NullableTimestamp;
+  dispatch_error: string | null;
 }
 
 export interface ChainDeploymentTable {

@@ -1,10 +1,14 @@
-import { type Kysely, sql } from "kysely";
+import { type Kysely, type Selectable, sql } from "kysely";
 import type { Logger } from "pino";
-import type { Database, Db } from "../db/database.ts";
+import type { Database, Db, OutboxEventsTable } from "../db/database.ts";
 import { newId } from "../lib/ids.ts";
-import { enqueue, type Task } from "./queue.ts";
+import { ClaimLoop } from "./claim-loop.ts";
+import type { Task } from "./queue.ts";
 
+/** Jobs an earlier version queued per recorded event or list of events (still run: see OutboxDispatcher.task). */
 export const OUTBOX_DISPATCH_TASK = "outbox_dispatch";
+/** NOTIFY'd by every transaction that records events: the dispatchers claim them once it commits. */
+export const OUTBOX_CHANNEL = "outbox_events_recorded";
 
 export interface OutboxEvent {
   id: string;
@@ -22,12 +26,9 @@ export interface NewEvent {
   audience: readonly string[];
 }
 
-/** Events recorded together share one dispatch job, up to this many. */
-const EVENTS_PER_DISPATCH = 100;
-
 /**
- * Records a domain event in the caller's transaction, with the job that dispatches it: both exist
- * exactly when the change commits, so no event is lost to a crash and none reports a rolled-back change.
+ * Records a domain event in the caller's transaction: it exists, and is dispatched, exactly when the
+ * change commits, so no event is lost to a crash and none reports a rolled-back change.
  * `audience` names the users the event concerns (ids): only their webhook subscriptions, and admins'
  * all-users ones, receive it; an empty audience keeps the event from every other user.
  */
@@ -37,20 +38,19 @@ export async function recordEvent(db: Db, type: string, payload: Record<string, 
 }
 
 /**
- * Records several events in the caller's transaction (one statement), dispatched in order by one
- * job per EVENTS_PER_DISPATCH: a transaction that confirms a block's worth of changes writes its
- * events at the cost of one. The ids, in the order given.
+ * Records several events in the caller's transaction, in one statement that also tells the
+ * dispatchers (NOTIFY, delivered on commit): a transaction that confirms a block's worth of changes
+ * writes its events at the cost of one. They are dispatched in the order given. The ids, in that order.
  */
 export async function recordEvents(db: Db, events: readonly NewEvent[]): Promise<string[]> {
   if (events.length === 0) return [];
+  // Ids are ULIDs: their order is the order given, and the dispatchers hand events out by (created_at, id).
   const rows = events.map((e) => eventRow(e, false));
-  await db.insertInto("outbox_events").values(rows).execute();
-  const ids = rows.map((r) => r.id);
-  for (let i = 0; i < ids.length; i += EVENTS_PER_DISPATCH) {
-    const chunk = ids.slice(i, i + EVENTS_PER_DISPATCH);
-    await enqueue(db, OUTBOX_DISPATCH_TASK, chunk.length === 1 ? { event_id: chunk[0] } : { event_ids: chunk }, { maxAttempts: 25 });
-  }
-  return ids;
+  await db
+    .with("recorded", (qc) => qc.insertInto("outbox_events").values(rows))
+    .selectNoFrom(sql`pg_notify(${OUTBOX_CHANNEL}, '')`.as("notified"))
+    .execute();
+  return rows.map((r) => r.id);
 }
 
 /**
@@ -78,52 +78,129 @@ function eventRow(e: NewEvent, dispatched: boolean) {
   };
 }
 
-/** An undispatched event older than this is handed out again (its job may sit behind a dead worker). */
-const STALE_DISPATCH_MINUTES = 2;
-
-/**
- * The safety net of the outbox: graphile-worker keeps a crashed worker's jobs locked for hours, so
- * events still undispatched after a few minutes get a fresh dispatch job. Dispatch is idempotent per
- * event, so a job that later wakes up again does no harm.
- */
-export async function redispatchStaleEvents(db: Kysely<Database>): Promise<number> {
-  const stale = await db
-    .selectFrom("outbox_events")
-    .select("id")
-    .where("dispatched_at", "is", null)
-    .where("created_at", "<", sql<Date>`now() - make_interval(mins => ${STALE_DISPATCH_MINUTES})`)
-    .orderBy("created_at")
-    .limit(1000)
-    .execute();
-  for (const { id } of stale) {
-    await enqueue(db, OUTBOX_DISPATCH_TASK, { event_id: id }, { maxAttempts: 25, jobKey: `outbox_redispatch:${id}` });
-  }
-  return stale.length;
-}
-
 export type OutboxHandler = (event: OutboxEvent, db: Kysely<Database>) => Promise<void>;
+/** A subscriber's work for several events at once (in the order recorded); idempotent per event id, as a handler is. */
+export type OutboxBatchHandler = (events: OutboxEvent[], db: Kysely<Database>) => Promise<void>;
+
+/** Events one claim hands out, in one transaction. */
+const EVENTS_PER_CLAIM = 100;
+/** How often a dispatcher claims without being told (an event whose retry is due, a lost notification). */
+const POLL_MS = 1000;
+/** A failed event waits 2^(attempts-1) seconds before the next dispatch, at most this long. */
+const RETRY_CAP_MS = 3600_000;
 
 /**
- * Hands each committed event to the subscribers registered by features (webhook fan-out, rewards);
- * a failing subscriber fails the job, which the queue retries with backoff: delivery is at least once.
+ * Hands each committed event to the subscribers registered by features (webhook fan-out, rewards).
+ * The outbox table is the queue: a dispatcher claims the oldest undispatched events, up to
+ * EVENTS_PER_CLAIM, in a transaction that locks them (`FOR NO KEY UPDATE SKIP LOCKED`: any number of
+ * worker processes share the work, and a subscriber's rows may still reference the events), hands them
+ * to the subscribers in order, and marks them dispatched as it commits. A dispatcher that dies
+ * mid-batch leaves its events undispatched and unlocked: they are handed out again (at least once;
+ * subscribers are idempotent per event id). A failing subscriber stops the batch: the events before
+ * it are dispatched, the failed one waits (2^(attempts-1) s, at most an hour, its error kept on it),
+ * and the ones after it are claimed again at once. Dispatchers claim when told that events were
+ * recorded (NOTIFY on commit), after a full batch, and every second.
  */
 export class OutboxDispatcher {
-  private readonly handlers: { type: string; handler: OutboxHandler }[] = [];
+  private readonly handlers: { type: string; handler: OutboxHandler; batch?: OutboxBatchHandler }[] = [];
+  private readonly loop: ClaimLoop;
 
   constructor(
     private readonly db: Kysely<Database>,
     private readonly logger: Logger,
-  ) {}
-
-  /** `type` is an event name or `*`. Handlers must be idempotent per event id. */
-  subscribe(type: string, handler: OutboxHandler): void {
-    this.handlers.push({ type, handler });
+  ) {
+    this.loop = new ClaimLoop({ name: "outbox dispatcher", channel: OUTBOX_CHANNEL, pollMs: POLL_MS, logger, claim: async () => (await this.dispatchBatch()) === "more" });
   }
 
   /**
-   * Dispatches the job's events (`event_id`, or `event_ids` for events recorded together) in order.
+   * `type` is an event name or `*`. Handlers must be idempotent per event id. With `batch`, a claim's
+   * events go to it together; should anything fail, the claim's events are handed out again one by
+   * one (to `handler`), so the failure is the failing event's alone.
+   */
+  subscribe(type: string, handler: OutboxHandler, batch?: OutboxBatchHandler): void {
+    this.handlers.push({ type, handler, ...(batch ? { batch } : {}) });
+  }
+
+  start(databaseUrl: string): void {
+    this.loop.start(databaseUrl);
+  }
+
+  /** Claims no more, and waits for the batch being handed out. */
+  stop(): Promise<void> {
+    return this.loop.stop();
+  }
+
+  /** One claim: the oldest due events, handed out in order and marked dispatched (or the failed one delayed) as it commits. */
+  async dispatchBatch(): Promise<"more" | "done"> {
+    return this.db.transaction().execute(async (trx) => {
+      const rows = await trx
+        .selectFrom("outbox_events")
+        .selectAll()
+        .where("dispatched_at", "is", null)
+        .where((eb) => eb.or([eb("dispatch_after", "is", null), eb("dispatch_after", "<=", sql<Date>`now()`)]))
+        .orderBy("created_at")
+        .orderBy("id")
+        .limit(EVENTS_PER_CLAIM)
+        .forNoKeyUpdate()
+        .skipLocked()
+        .execute();
+      const { done, failed } = await this.handOutInOrder(rows);
+      if (done.length > 0) {
+        await trx.updateTable("outbox_events").set({ dispatched_at: sql<Date>`now()`, dispatch_error: null }).where("id", "in", done).execute();
+      }
+      if (failed) {
+        const attempts = failed.row.dispatch_attempts + 1;
+        const delayMs = Math.min(1000 * 2 ** (attempts - 1), RETRY_CAP_MS);
+        this.logger.error({ err: failed.err, event_id: failed.row.id, attempts, retry_in_ms: delayMs }, "an outbox subscriber failed; the event is dispatched again later");
+        await trx
+          .updateTable("outbox_events")
+          .set({ dispatch_attempts: attempts, dispatch_after: new Date(Date.now() + delayMs), dispatch_error: failed.err.message.slice(0, 2000) })
+          .where("id", "=", failed.row.id)
+          .execute();
+      }
+      return rows.length === EVENTS_PER_CLAIM || (failed && done.length + 1 < rows.length) ? "more" : "done";
+    });
+  }
+
+  /** Hands out a claim's events: together to the batch subscribers, else (or after a failure) one by one until one fails. */
+  private async handOutInOrder(rows: OutboxRow[]): Promise<{ done: string[]; failed?: { row: OutboxRow; err: Error } }> {
+    if (rows.length > 1 && this.handlers.some((h) => h.batch)) {
+      const events = rows.map(eventOf);
+      try {
+        for (const { type, handler, batch } of this.handlers) {
+          const theirs = events.filter((event) => type === "*" || type === event.type);
+          if (theirs.length === 0) continue;
+          if (batch) await batch(theirs, this.db);
+          else for (const event of theirs) await handler(event, this.db);
+        }
+        return { done: rows.map((row) => row.id) };
+      } catch (err) {
+        this.logger.warn({ err, events: rows.length }, "outbox events handed out together failed; handing them out one by one");
+      }
+    }
+    const done: string[] = [];
+    for (const row of rows) {
+      try {
+        await this.handOut(eventOf(row));
+        done.push(row.id);
+      } catch (err) {
+        return { done, failed: { row, err: err as Error } };
+      }
+    }
+    return { done };
+  }
+
+  private async handOut(event: OutboxEvent): Promise<void> {
+    for (const { type, handler } of this.handlers) {
+      if (type === "*" || type === event.type) await handler(event, this.db);
+    }
+  }
+
+  /**
+   * The job of an earlier version (`event_id`, or `event_ids` for events recorded together):
+   * dispatches those events in order, dispatched or not (subscribers are idempotent per event id).
    * A failing subscriber fails the job after the events before it are marked dispatched; the retry
-   * hands out the whole list again (handlers are idempotent per event id).
+   * hands out the whole list again.
    */
   readonly task: Task = async (payload) => {
     const { event_id: one, event_ids: many } = payload as { event_id?: string; event_ids?: string[] };
@@ -138,20 +215,17 @@ export class OutboxDispatcher {
       for (const id of ids) {
         const row = byId.get(id);
         if (!row) continue;
-        const event: OutboxEvent = {
-          id: row.id,
-          type: row.event_type,
-          payload: row.payload as Record<string, unknown>,
-          audience: row.audience,
-          createdAt: row.created_at,
-        };
-        for (const { type, handler } of this.handlers) {
-          if (type === "*" || type === event.type) await handler(event, this.db);
-        }
+        await this.handOut(eventOf(row));
         done.push(id);
       }
     } finally {
       if (done.length > 0) await this.db.updateTable("outbox_events").set({ dispatched_at: sql<Date>`now()` }).where("id", "in", done).execute();
     }
   };
+}
+
+type OutboxRow = Selectable<OutboxEventsTable>;
+
+function eventOf(row: OutboxRow): OutboxEvent {
+  return { id: row.id, type: row.event_type, payload: row.payload as Record<string, unknown>, audience: row.audience, createdAt: row.created_at };
 }

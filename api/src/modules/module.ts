@@ -11,7 +11,7 @@ import type { Relayer } from "../chain/relayer.ts";
 import type { Config } from "../config.ts";
 import type { Database } from "../db/database.ts";
 import type { ApiRouter } from "../http/route.ts";
-import type { OutboxHandler } from "../jobs/outbox.ts";
+import type { OutboxBatchHandler, OutboxHandler } from "../jobs/outbox.ts";
 import type { TaskList } from "../jobs/queue.ts";
 import type { ObjectStorage } from "../lib/storage.ts";
 import type { IndexerProbe } from "./health/health.routes.ts";
@@ -74,6 +74,8 @@ export interface HttpContext {
 export interface OutboxSubscription {
   type: string;
   handler: OutboxHandler;
+  /** The same work for several events at once (a claim's events of this type, in order); `handler` still serves single events. */
+  batch?: OutboxBatchHandler;
 }
 
 /**

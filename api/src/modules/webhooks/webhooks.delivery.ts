@@ -1,15 +1,18 @@
 import type { IncomingHttpHeaders } from "node:http";
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
 import type { Logger } from "pino";
 import type { Database, Db } from "../../db/database.ts";
-import { enqueue, type Task } from "../../jobs/queue.ts";
+import { ClaimLoop } from "../../jobs/claim-loop.ts";
 import { OutboundError, type OutboundPolicy, outboundRequest, UnsafeUrlError } from "../../lib/outbound.ts";
 import { iso } from "../../lib/time.ts";
 import { signWebhook } from "./signature.ts";
 import * as repo from "./webhooks.repository.ts";
 
+/** Jobs an earlier version queued per delivery attempt (their deliveries are claimed from the table now). */
 export const WEBHOOK_DELIVER_TASK = "webhook_deliver";
 export const WEBHOOK_USER_AGENT = "ArtPlatform-Webhooks/1.0";
+/** NOTIFY'd by every transaction that makes a delivery due now: the senders claim at once. */
+export const DELIVERIES_CHANNEL = "webhook_deliveries_due";
 
 /** Bytes of a receiver's response body kept in the delivery log. */
 const RESPONSE_BODY_LIMIT = 4096;
@@ -19,10 +22,8 @@ export const RETRY_JITTER = 0.1;
 const RETRY_AFTER_CAP_MS = 24 * 3600_000;
 /** A subscription with no success since its first failure this long ago is disabled. */
 export const FAILING_DISABLE_AFTER_MS = 3 * 24 * 3600_000;
-/** A pending delivery this far past its due time has lost its job: the sweep queues it again. */
-const OVERDUE_MS = 5 * 60_000;
-/** Attempts one job sends, passing its owner's slot on, before it hands the slot to the queue (a bounded job). */
-const SENDS_PER_JOB = 20;
+/** How often a sender claims without being told (scheduled retries, a lost notification, a slot freed elsewhere). */
+const POLL_MS = 1000;
 
 /**
  * How long an attempt may stay in flight before it counts as abandoned by a dead process: past the
@@ -32,21 +33,9 @@ export function attemptLeaseMs(timeoutMs: number): number {
   return 2 * timeoutMs + 5_000;
 }
 
-/**
- * Queues the next attempt of a delivery in the caller's transaction. The job key is the delivery
- * id: a new schedule replaces a waiting job, and a job that already started (or whose worker died)
- * is superseded rather than doubled. `reserved`: the attempt was already started (it holds a slot of
- * its owner), so its job runs before any job that still has to take one.
- */
-export async function enqueueDelivery(db: Db, deliveryId: string, runAt?: Date, reserved?: { attempts: number }): Promise<void> {
-  const payload: DeliveryJob = reserved ? { delivery_id: deliveryId, attempt: reserved.attempts } : { delivery_id: deliveryId };
-  await enqueue(db, WEBHOOK_DELIVER_TASK, payload, { jobKey: deliveryId, runAt, maxAttempts: 10, priority: reserved ? -1 : undefined });
-}
-
-interface DeliveryJob {
-  delivery_id: string;
-  /** Set when the attempt was started by the end of another attempt of the same owner (its slot passed on). */
-  attempt?: number;
+/** Makes the senders claim now, once the caller's transaction commits (a delivery became due). */
+export async function notifyDeliveriesDue(db: Db): Promise<void> {
+  await sql`select pg_notify(${DELIVERIES_CHANNEL}, '')`.execute(db);
 }
 
 export interface DeliverySettings {
@@ -54,6 +43,8 @@ export interface DeliverySettings {
   /** Delay before retry n (seconds); after the last one a delivery is failed. */
   retryScheduleSeconds: readonly number[];
   timeoutMs: number;
+  /** Attempts this process sends at once. */
+  concurrency: number;
   /** Attempts in flight at once, in every process, for one user's subscriptions together. */
   maxInFlightPerUser: number;
   /** Attempts in flight at once, in every process, for one subscription (at most the per-user cap). */
@@ -65,20 +56,26 @@ type AttemptResult =
   | { kind: "error"; message: string };
 
 /**
- * Sends deliveries: one job per attempt, the next attempt scheduled by the job itself (exact
- * delays, visible in `next_retry_at`) rather than by the queue's backoff. A user's attempts in
- * flight are capped (per user and per subscription, across processes), so a slow receiver holds at
- * most its owner's share of the runner's slots: a delivery over a cap waits without a job, and
- * each attempt of that user that ends starts the oldest waiting ones in the slots now free (the
- * first in the same job, which keeps the slot it had; any other through the queue).
+ * Sends deliveries. The deliveries table is the queue: a sender claims due deliveries in batches, as
+ * many as it has free sockets (`concurrency`), each claim one statement that starts their attempts
+ * within the users' and subscriptions' caps of attempts in flight, across processes
+ * (webhook_claim_attempts); so a slow receiver holds at most its owner's share, and a user's backlog
+ * never hides another user's deliveries. Each answer is recorded as it arrives: successes that arrive
+ * together in one statement, a failure with its next attempt's time (exact delays, visible in
+ * `next_retry_at`). A sender claims when told that deliveries became due (NOTIFY on commit), when an
+ * attempt of its own ends (a slot is free), and every second (scheduled retries, slots freed
+ * elsewhere). An attempt is counted and marked in flight before it is sent: if its process dies, its
+ * lease expires and the next claim sends it again (at least once, with the same delivery id).
  */
 export class WebhookSender {
   private readonly leaseMs: number;
   private readonly caps: repo.InFlightCaps;
-  private recoveryTimer: NodeJS.Timeout | null = null;
-  private recovering: Promise<unknown> | null = null;
-  /** Set on shutdown: a job then ends after its current send instead of sending the next one. */
-  private stopping = false;
+  private readonly loop: ClaimLoop;
+  /** Attempts sent or being recorded by this process. */
+  private inFlight = 0;
+  private readonly idle = new Set<() => void>();
+  private successes: { attempt: repo.SucceededAttempt; recorded: () => void }[] = [];
+  private recordingSuccesses = false;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -87,71 +84,74 @@ export class WebhookSender {
   ) {
     this.leaseMs = attemptLeaseMs(settings.timeoutMs);
     this.caps = { perUser: settings.maxInFlightPerUser, perSubscription: settings.maxInFlightPerSubscription };
+    this.loop = new ClaimLoop({ name: "webhook sender", channel: DELIVERIES_CHANNEL, pollMs: POLL_MS, logger, claim: () => this.claim() });
   }
 
-  readonly task: Task = async (payload) => {
-    const job = payload as DeliveryJob;
-    await this.attempt(job.delivery_id, job.attempt);
-  };
-
-  /**
-   * One attempt of a delivery, unless it is settled, in flight elsewhere, or its subscription is
-   * disabled; or none yet when its owner is at a cap (no attempt counted, `next_retry_at` untouched).
-   * `reservedAttempt`: the attempt number already started for it by passSlots.
-   */
-  async attempt(deliveryId: string, reservedAttempt?: number): Promise<void> {
-    let next: repo.ClaimedAttempt | undefined;
-    if (reservedAttempt !== undefined) {
-      // Undefined when settled, or when its lease expired and the sweep queued a newer attempt.
-      next = await repo.reservedAttempt(this.db, deliveryId, reservedAttempt, this.leaseMs);
-    } else {
-      // None: settled, in flight elsewhere, its subscription disabled (then failed by the claim), or
-      // its owner at a cap: it waits with no job, and the end of one of its owner's attempts starts it.
-      next = await repo.claimAttempt(this.db, deliveryId, this.leaseMs, this.caps);
-    }
-    for (let sends = 1; next; sends++) {
-      const current: repo.ClaimedAttempt = next;
-      let succeeded: repo.SucceededAttempt | undefined;
-      let sent = false;
-      try {
-        const result = await this.send(current);
-        succeeded = successOf(current, result);
-        // A success is recorded by the statement that hands the slot on (one round trip).
-        if (!succeeded) await this.recordFailure(current, result);
-        sent = true;
-      } finally {
-        const keepOne = sent && sends < SENDS_PER_JOB && !this.stopping;
-        next = succeeded ? await this.succeedAndPassSlots(current.user_id, keepOne, succeeded) : await this.passSlots(current.user_id, keepOne);
-      }
-    }
+  start(databaseUrl: string): void {
+    this.loop.start(databaseUrl);
   }
 
-  /**
-   * Hands the slots the user has free now to its oldest waiting deliveries: their attempts start
-   * here (so no other ending attempt hands out the same slot). With `keepOne`, the oldest is
-   * answered for this job to send (its queued job removed); the others' jobs are queued right after
-   * (one statement starts them all). A hand-off lost to a crash or an error is the sweep's once the
-   * attempt's lease expires.
-   */
-  private async passSlots(userId: string, keepOne: boolean): Promise<repo.ClaimedAttempt | undefined> {
+  /** Claims no more and waits for the attempts under way to be sent and recorded (each within its timeout). */
+  async stop(): Promise<void> {
+    await this.loop.stop();
+    if (this.inFlight > 0) await new Promise<void>((resolve) => this.idle.add(resolve));
+  }
+
+  /** Claims as many due deliveries as this process has free sockets and sends them; true when all were taken (more may be due). */
+  private async claim(): Promise<boolean> {
+    const free = this.settings.concurrency - this.inFlight;
+    if (free <= 0) return false; // the end of an attempt wakes the loop
+    const claimed = await repo.claimAttempts(this.db, free, this.leaseMs, this.caps);
+    for (const attempt of claimed) void this.attempt(attempt);
+    return claimed.length === free;
+  }
+
+  /** Sends one claimed attempt and records its answer; the slot it held is then free for the next claim. */
+  private async attempt(claimed: repo.ClaimedAttempt): Promise<void> {
+    this.inFlight++;
     try {
-      return await this.startWaiting(await repo.startWaitingAttempts(this.db, userId, this.leaseMs, this.caps, keepOne), keepOne);
+      const result = await this.send(claimed);
+      const succeeded = successOf(claimed, result);
+      if (succeeded) await this.recordSuccess(succeeded);
+      else await this.recordFailure(claimed, result);
     } catch (err) {
-      this.logger.error({ err, user_id: userId }, "could not start the deliveries waiting for a slot");
-      return undefined;
+      // Unrecorded: the attempt stays in flight until its lease expires, then it is sent again.
+      this.logger.error({ err, delivery_id: claimed.id }, "could not record a webhook attempt; it is sent again once its lease expires");
+    } finally {
+      this.inFlight--;
+      if (this.inFlight === 0) {
+        for (const resolve of this.idle) resolve();
+        this.idle.clear();
+      }
+      this.loop.wake();
     }
   }
 
-  /** Records a success and passes the slots on in one statement; a failure to record it fails the job (as record does). */
-  private async succeedAndPassSlots(userId: string, keepOne: boolean, succeeded: repo.SucceededAttempt): Promise<repo.ClaimedAttempt | undefined> {
-    return this.startWaiting(await repo.startWaitingAttempts(this.db, userId, this.leaseMs, this.caps, keepOne, succeeded), keepOne);
+  /** Successes that arrive while one is being recorded are recorded together next (one statement). */
+  private recordSuccess(attempt: repo.SucceededAttempt): Promise<void> {
+    return new Promise<void>((recorded) => {
+      this.successes.push({ attempt, recorded });
+      if (!this.recordingSuccesses) void this.recordSuccesses();
+    });
   }
 
-  /** Keeps the first started attempt for this job (with `keepOne`) and queues the others' jobs. */
-  private async startWaiting(started: repo.ClaimedAttempt[], keepOne: boolean): Promise<repo.ClaimedAttempt | undefined> {
-    const kept = keepOne ? started.shift() : undefined;
-    for (const attempt of started) await enqueueDelivery(this.db, attempt.id, undefined, { attempts: attempt.attempts });
-    return kept;
+  private async recordSuccesses(): Promise<void> {
+    this.recordingSuccesses = true;
+    try {
+      while (this.successes.length > 0) {
+        const batch = this.successes;
+        this.successes = [];
+        try {
+          await repo.recordSuccesses(this.db, batch.map((s) => s.attempt));
+        } catch (err) {
+          // Unrecorded: sent again once their leases expire (at least once).
+          this.logger.error({ err, delivery_ids: batch.map((s) => s.attempt.id) }, "could not record webhook successes; they are sent again once their leases expire");
+        }
+        for (const s of batch) s.recorded();
+      }
+    } finally {
+      this.recordingSuccesses = false;
+    }
   }
 
   private async send(claimed: repo.ClaimedAttempt): Promise<AttemptResult> {
@@ -218,7 +218,6 @@ export class WebhookSender {
         { attempts },
       );
       if (!updated) return; // a newer attempt took over
-      if (nextAt) await enqueueDelivery(trx, deliveryId, nextAt);
       if (gone) {
         await repo.disableSubscription(trx, subscriptionId, "The endpoint answered 410 Gone");
         return;
@@ -228,37 +227,6 @@ export class WebhookSender {
         await repo.disableSubscription(trx, subscriptionId, `Every delivery failed since ${iso(failingSince)} (3 days or more)`);
       }
     });
-  }
-
-  /**
-   * Queues again the deliveries whose sending process died mid-attempt (lease expired) or whose
-   * job was lost: at least once, with the same delivery id.
-   */
-  async recoverStranded(): Promise<number> {
-    const ids = await repo.strandedDeliveryIds(this.db, this.leaseMs, OVERDUE_MS, 500);
-    for (const id of ids) await enqueueDelivery(this.db, id);
-    if (ids.length > 0) this.logger.warn({ count: ids.length }, "re-queued stranded webhook deliveries");
-    return ids.length;
-  }
-
-  /** Sweeps now and then periodically (every half lease, at most every 30 s). */
-  startRecovery(): void {
-    const sweep = () => {
-      this.recovering ??= this.recoverStranded()
-        .catch((err: Error) => this.logger.error({ err }, "webhook recovery sweep failed"))
-        .finally(() => (this.recovering = null));
-    };
-    sweep();
-    this.recoveryTimer = setInterval(sweep, Math.min(Math.max(this.leaseMs / 2, 1000), 30_000));
-    this.recoveryTimer.unref();
-  }
-
-  /** Stops the sweep, and jobs from sending more than their current attempt (so the runner stops soon). */
-  async stopRecovery(): Promise<void> {
-    this.stopping = true;
-    if (this.recoveryTimer) clearInterval(this.recoveryTimer);
-    this.recoveryTimer = null;
-    await this.recovering;
   }
 }
 

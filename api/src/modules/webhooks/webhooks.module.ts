@@ -5,7 +5,7 @@ import { WebhooksService } from "./webhooks.service.ts";
 
 /**
  * Webhook subscriptions and deliveries: every committed outbox event fans out to the matching
- * subscriptions; sends run in a runner of their own. Tables: webhooks.tables.ts.
+ * subscriptions; senders claim the due deliveries from their table. Tables: webhooks.tables.ts.
  */
 export const webhooksModule = defineModule({
   name: "webhooks",
@@ -14,16 +14,14 @@ export const webhooksModule = defineModule({
     webhooks: new WebhooksService(db, { policy: { allowPrivate: config.allowPrivateWebhookUrls }, attemptLeaseMs: attemptLeaseMs(config.webhooks.timeoutMs) }),
   }),
   routes: ({ api }, { webhooks }) => registerWebhooksRoutes(api, webhooks),
-  outboxHandlers: ({ webhooks }) => [{ type: "*", handler: webhooks.fanOut }],
+  outboxHandlers: ({ webhooks }) => [{ type: "*", handler: webhooks.fanOut, batch: webhooks.fanOutAll }],
   worker: (_services, { db, config, logger }) => {
     const sender = new WebhookSender(db, { policy: { allowPrivate: config.allowPrivateWebhookUrls }, ...config.webhooks }, logger.child({ component: "webhooks" }));
     return {
-      // Sends wait on other people's servers (up to the timeout each): a runner of their own keeps
-      // them from starving the other jobs. Its poll interval bounds how late a scheduled retry starts.
-      runners: [{ name: "webhooks", concurrency: config.webhooks.concurrency, pollIntervalMs: 1000, fetchBatch: config.jobs.fetchBatch }],
-      tasks: { webhooks: { [WEBHOOK_DELIVER_TASK]: sender.task } },
-      start: () => sender.startRecovery(),
-      stop: () => sender.stopRecovery(),
+      // Jobs an earlier version queued per attempt: their deliveries are claimed from the table, the job just ends.
+      tasks: { general: { [WEBHOOK_DELIVER_TASK]: async () => {} } },
+      start: () => sender.start(config.database.url),
+      stop: () => sender.stop(),
     };
   },
 });

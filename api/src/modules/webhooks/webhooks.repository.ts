@@ -1,4 +1,4 @@
-import { type RawBuilder, sql, type Transaction, type Updateable } from "kysely";
+import { sql, type Transaction, type Updateable } from "kysely";
 import { lockNamed } from "../../db/locks.ts";
 import type { Database, Db } from "../../db/database.ts";
 import type { WebhookDelivery, WebhookDeliveriesTable, WebhookDeliveryStatus, WebhookSubscription, WebhookSubscriptionsTable } from "./webhooks.tables.ts";
@@ -80,35 +80,48 @@ export async function deleteSubscription(db: Db, userId: string, id: string): Pr
   return result.numDeletedRows > 0n;
 }
 
-/**
- * Active subscriptions that name `eventType` or `*`, existed when the event happened, and belong to
- * a user of the event's audience, or are an all-users subscription of a user who is still an admin.
- */
-export async function matchingSubscriptionIds(db: Db, eventType: string, eventCreatedAt: Date, audience: readonly string[]): Promise<string[]> {
-  const rows = await db
-    .selectFrom("webhook_subscriptions as s")
-    .innerJoin("users as u", "u.id", "s.user_id")
-    .select("s.id")
-    .where("s.status", "=", "active")
-    .where("s.events", "&&", sql<string[]>`array[${eventType}, '*']::text[]`)
-    .where("s.created_at", "<=", eventCreatedAt)
-    .where((eb) =>
-      eb.or([
-        eb("s.user_id", "=", sql<string>`any(${[...audience]}::text[])`),
-        eb.and([eb("s.all_users", "=", true), eb("u.role", "=", "admin")]),
-      ]),
-    )
-    .execute();
-  return rows.map((r) => r.id);
+/** A delivery to create: an event for a subscription. */
+export interface NewDelivery {
+  eventId: string;
+  subscriptionId: string;
 }
 
-/** One pending delivery per subscription; (event, subscription) pairs that exist already are skipped. */
-export async function insertDeliveries(db: Db, eventId: string, subscriptionIds: string[]): Promise<WebhookDelivery[]> {
-  if (subscriptionIds.length === 0) return [];
+/**
+ * For each of the events (outbox rows), the active subscriptions that name its type or `*`, existed
+ * when it happened, and belong to a user of its audience, or are an all-users subscription of a user
+ * who is still an admin: in the events' order, then by subscription (one statement for all).
+ */
+export async function matchingSubscriptions(db: Db, eventIds: readonly string[]): Promise<NewDelivery[]> {
+  if (eventIds.length === 0) return [];
+  const rows = await db
+    .selectFrom("outbox_events as e")
+    .innerJoin("webhook_subscriptions as s", (join) =>
+      join
+        .on("s.status", "=", "active")
+        .on(sql<boolean>`s.events && array[e.event_type, '*']::text[]`)
+        .onRef("s.created_at", "<=", "e.created_at"),
+    )
+    .innerJoin("users as u", "u.id", "s.user_id")
+    .select(["e.id as eventId", "s.id as subscriptionId"])
+    .where("e.id", "=", sql<string>`any(${[...eventIds]}::text[])`)
+    .where((eb) => eb.or([sql<boolean>`s.user_id = any(e.audience)`, eb.and([eb("s.all_users", "=", true), eb("u.role", "=", "admin")])]))
+    .orderBy("e.created_at")
+    .orderBy("e.id")
+    .orderBy("s.id")
+    .execute();
+  return rows;
+}
+
+/**
+ * One pending delivery per (event, subscription), due now, in the order given (their ids follow it,
+ * and so does the order they are claimed in); pairs that exist already are skipped.
+ */
+export async function insertDeliveries(db: Db, deliveries: readonly NewDelivery[]): Promise<WebhookDelivery[]> {
+  if (deliveries.length === 0) return [];
   return db
     .insertInto("webhook_deliveries")
     .values(
-      subscriptionIds.map((subscriptionId) => ({
+      deliveries.map(({ eventId, subscriptionId }) => ({
         id: newId("webhookDelivery"),
         subscription_id: subscriptionId,
         event_id: eventId,
@@ -167,89 +180,20 @@ export interface InFlightCaps {
   perSubscription: number;
 }
 
-/** Live attempts (lease not expired) of the user in `userId` (a column or a value), all its subscriptions. */
-const userInFlight = (userId: RawBuilder<unknown>, leaseMs: number) => sql<string>`webhook_user_in_flight(${userId}, ${leaseExpired(leaseMs)})`;
-
 /**
- * Starts an attempt in one statement: counts it and marks it in flight, if the delivery is pending,
- * its subscription active, no live attempt holds it (none, or one older than the lease), and its
- * owner and subscription are under their caps of attempts in flight (webhook_take_slot: counted
- * under the owner's advisory lock, held until this statement commits, so the caps hold across
- * processes). A delivery of a disabled subscription fails in the same statement (a manual retry can
- * revive it). None: settled, in flight elsewhere, disabled, or its owner at a cap (it waits).
+ * Starts the attempts of up to `limit` due deliveries in one statement (webhook_claim_attempts): the
+ * oldest first, within each user's and each subscription's caps of attempts in flight (counted under
+ * one advisory lock, held until the statement commits, so the caps hold across processes). The same
+ * statement makes an attempt abandoned by a dead process (lease expired) wait again, and fails the due
+ * deliveries of disabled subscriptions. Each attempt is counted and marked in flight as it starts.
  */
-export async function claimAttempt(db: Db, deliveryId: string, leaseMs: number, caps: InFlightCaps): Promise<ClaimedAttempt | undefined> {
-  const unheld = sql<boolean>`(d.in_flight_since is null or d.in_flight_since < ${leaseExpired(leaseMs)})`;
-  return db
-    .with("failed_disabled", (qc) =>
-      qc
-        .updateTable("webhook_deliveries as d")
-        .from("webhook_subscriptions as s")
-        .set({ status: "failed", last_error: "The subscription is disabled", next_retry_at: null, in_flight_since: null, updated_at: sql<Date>`now()` })
-        .whereRef("s.id", "=", "d.subscription_id")
-        .where("d.id", "=", deliveryId)
-        .where("d.status", "=", "pending")
-        .where("s.status", "=", "disabled")
-        .where(unheld)
-        .returning("d.id"),
-    )
-    .updateTable("webhook_deliveries as d")
-    .from(["webhook_subscriptions as s", "outbox_events as e"])
-    .set(startAttempt)
-    .whereRef("s.id", "=", "d.subscription_id")
-    .whereRef("e.id", "=", "d.event_id")
-    .where("d.id", "=", deliveryId)
-    .where("d.status", "=", "pending")
-    .where("s.status", "=", "active")
-    .where(unheld)
-    .where(sql<boolean>`webhook_take_slot(s.user_id, d.subscription_id, ${leaseMs / 1000}::float8, ${caps.perUser}::int, ${caps.perSubscription}::int)`)
-    .returning(CLAIMED_COLUMNS)
-    .executeTakeFirst();
+export async function claimAttempts(db: Db, limit: number, leaseMs: number, caps: InFlightCaps): Promise<ClaimedAttempt[]> {
+  const { rows } = await sql<ClaimedAttempt>`
+    select * from webhook_claim_attempts(${limit}::int, ${leaseMs / 1000}::float8, ${caps.perUser}::int, ${caps.perSubscription}::int)`.execute(db);
+  return rows;
 }
 
-/** What starting an attempt writes: counted, in flight from now, no longer waiting for a time. */
-const startAttempt = {
-  attempts: sql<number>`d.attempts + 1`,
-  in_flight_since: sql<Date>`now()`,
-  last_attempt_at: sql<Date>`now()`,
-  next_retry_at: null,
-  updated_at: sql<Date>`now()`,
-};
-
-const CLAIMED_COLUMNS = [
-  "d.id",
-  "d.attempts",
-  "d.subscription_id",
-  "s.user_id",
-  "s.url",
-  "s.secret",
-  "s.previous_secret",
-  "s.previous_secret_expires_at",
-  "s.failing_since",
-  "d.event_id",
-  "e.event_type",
-  "e.payload",
-  "e.created_at as event_created_at",
-] as const;
-
-/**
- * An attempt started for a delivery by startWaitingAttempts, if it is still that delivery's live
- * attempt (not settled, not superseded by a newer attempt after its lease expired).
- */
-export function reservedAttempt(db: Db, deliveryId: string, attempts: number, leaseMs: number): Promise<ClaimedAttempt | undefined> {
-  return db
-    .selectFrom("webhook_deliveries as d")
-    .innerJoin("webhook_subscriptions as s", "s.id", "d.subscription_id")
-    .innerJoin("outbox_events as e", "e.id", "d.event_id")
-    .select(CLAIMED_COLUMNS)
-    .where("d.id", "=", deliveryId)
-    .where("d.attempts", "=", attempts)
-    .where("d.status", "=", "pending")
-    .where("d.in_flight_since", ">=", leaseExpired(leaseMs))
-    .executeTakeFirst();
-}
-
-/** A successful attempt to record as its owner's slot is handed on (webhook_succeed_attempt). */
+/** A successful attempt to record. */
 export interface SucceededAttempt {
   id: string;
   attempts: number;
@@ -258,34 +202,29 @@ export interface SucceededAttempt {
 }
 
 /**
- * Starts attempts of a user's deliveries waiting for a slot, oldest first, as many as the user's
- * free slots and each subscription's free slots allow, in one statement (webhook_start_waiting:
- * nothing and no lock when none waits, which is most calls); with `succeeded`, the same statement
- * first records that attempt's success (if it is still the delivery's live attempt) and marks its
- * subscription healthy. With `keepFirst` the caller sends the first itself: its queued job, which
- * would only find it in flight, is removed in the same statement (so it does not wait ahead of
- * other users' jobs). The caller queues the others' jobs; one lost to a crash is the sweep's once
- * its lease expires.
+ * Records successful attempts in one statement, each only if it is still its delivery's live attempt
+ * (not superseded after its lease expired), and marks their subscriptions healthy (locked in id
+ * order, so two processes recording at once never wait on each other in a cycle).
  */
-export async function startWaitingAttempts(
-  db: Db,
-  userId: string,
-  leaseMs: number,
-  caps: InFlightCaps,
-  keepFirst: boolean,
-  succeeded?: SucceededAttempt,
-): Promise<ClaimedAttempt[]> {
-  const slots = sql`${userId}, ${leaseMs / 1000}::float8, ${caps.perUser}::int, ${caps.perSubscription}::int`;
-  const started = succeeded
-    ? sql`webhook_succeed_attempt(${succeeded.id}, ${succeeded.attempts}::int, ${succeeded.responseCode}::int, ${succeeded.responseBody}::text, ${slots})`
-    : sql`webhook_start_waiting(${slots})`;
-  const { rows } = await sql<ClaimedAttempt>`
-    select w.id, w.attempts, w.subscription_id, w.user_id, w.url, w.secret, w.previous_secret, w.previous_secret_expires_at,
-      w.failing_since, w.event_id, w.event_type, w.payload, w.event_created_at,
-      case when ${keepFirst} and w.ordinality = 1 then (graphile_worker.remove_job(w.id)).id end as removed_job_id
-    from ${started} with ordinality w
-    order by w.ordinality`.execute(db);
-  return rows;
+export async function recordSuccesses(db: Db, succeeded: readonly SucceededAttempt[]): Promise<void> {
+  if (succeeded.length === 0) return;
+  await sql`
+    with answers as (
+      select * from unnest(${succeeded.map((s) => s.id)}::text[], ${succeeded.map((s) => s.attempts)}::int[],
+        ${succeeded.map((s) => s.responseCode)}::int[], ${succeeded.map((s) => s.responseBody)}::text[]) as a(id, attempts, code, body)
+    ), done as (
+      update webhook_deliveries d
+      set status = 'succeeded', in_flight_since = null, next_retry_at = null, last_error = null,
+        last_response_code = a.code, last_response_body = a.body, updated_at = now()
+      from answers a
+      where d.id = a.id and d.attempts = a.attempts and d.status = 'pending'
+      returning d.subscription_id
+    ), recovered as (
+      select s.id from webhook_subscriptions s
+      where s.id in (select subscription_id from done) and s.failing_since is not null
+      order by s.id for update
+    )
+    update webhook_subscriptions s set failing_since = null from recovered r where s.id = r.id`.execute(db);
 }
 
 export function updateDelivery(
@@ -320,35 +259,4 @@ export async function disableSubscription(db: Db, id: string, reason: string): P
     .where("id", "=", id)
     .where("status", "=", "active")
     .execute();
-}
-
-/**
- * Pending deliveries whose attempt outlived its lease (the sending process died) or whose attempt
- * is long overdue (its job was lost): the recovery sweep queues them again. An overdue delivery of
- * an active subscription whose owner has an attempt in flight is left out: it waits for a slot, and
- * that attempt's end starts it (reserveWaitingAttempts), so the sweep does not churn a slow user's backlog.
- */
-export async function strandedDeliveryIds(db: Db, leaseMs: number, overdueMs: number, limit: number): Promise<string[]> {
-  const rows = await db
-    .selectFrom("webhook_deliveries as d")
-    .innerJoin("webhook_subscriptions as s", "s.id", "d.subscription_id")
-    .select("d.id")
-    .where("d.status", "=", "pending")
-    .where((eb) =>
-      eb.or([
-        eb("d.in_flight_since", "<", leaseExpired(leaseMs)),
-        eb.and([
-          eb("d.in_flight_since", "is", null),
-          eb("d.next_retry_at", "<", sql<Date>`now() - make_interval(secs => ${overdueMs / 1000})`),
-          eb.or([
-            eb("s.status", "<>", "active"),
-            sql<boolean>`${userInFlight(sql.ref("s.user_id"), leaseMs)} = 0`,
-          ]),
-        ]),
-      ]),
-    )
-    .orderBy("d.next_retry_at")
-    .limit(limit)
-    .execute();
-  return rows.map((r) => r.id);
 }

@@ -4,7 +4,7 @@ import { type Transact, transactOn } from "../../db/transact.ts";
 import type { Database } from "../../db/database.ts";
 import type { Role } from "../users/users.tables.ts";
 import type { WebhookDelivery, WebhookDeliveryStatus, WebhookSubscription, WebhookSubscriptionStatus } from "./webhooks.tables.ts";
-import { type OutboxHandler, recordUndispatchedEvent } from "../../jobs/outbox.ts";
+import { type OutboxBatchHandler, type OutboxHandler, recordUndispatchedEvent } from "../../jobs/outbox.ts";
 import { ApiError, found } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
 import { type OutboundPolicy, resolveTarget, UnsafeUrlError } from "../../lib/outbound.ts";
@@ -13,7 +13,7 @@ import { iso, isoOrNull } from "../../lib/time.ts";
 import { scopeSatisfies } from "../auth/scopes.ts";
 import { isWebhookEvent, PING_EVENT } from "./events.ts";
 import { WEBHOOK_SECRET_PREFIX } from "./signature.ts";
-import { enqueueDelivery } from "./webhooks.delivery.ts";
+import { notifyDeliveriesDue } from "./webhooks.delivery.ts";
 import * as repo from "./webhooks.repository.ts";
 
 /** A rotated-out secret keeps signing beside the new one this long. */
@@ -124,7 +124,7 @@ export class WebhooksService {
       const subscription = await this.owned(trx, userId, id);
       if (subscription.status !== "active") throw ApiError.conflict("invalid_state", "The subscription is disabled; re-enable it first");
       const event = await recordUndispatchedEvent(trx, PING_EVENT, { subscription_id: subscription.id }, [subscription.user_id]);
-      const [delivery] = await createDeliveries(trx, event.id, [subscription.id]);
+      const [delivery] = await createDeliveries(trx, [{ eventId: event.id, subscriptionId: subscription.id }]);
       return toDeliveryView({ ...delivery!, event_type: event.type });
     });
   }
@@ -156,20 +156,25 @@ export class WebhooksService {
       if (subscription.status !== "active") throw ApiError.conflict("invalid_state", "The subscription is disabled; re-enable it first");
       if (delivery.in_flight) throw ApiError.conflict("invalid_state", "An attempt of this delivery is in flight; retry once it has finished");
       await repo.updateDelivery(trx, delivery.id, { status: "pending", next_retry_at: new Date() });
-      await enqueueDelivery(trx, delivery.id);
+      await notifyDeliveriesDue(trx);
       return toDeliveryView((await repo.findDelivery(trx, subscription.id, delivery.id))!);
     });
   }
 
   /**
    * Outbox subscriber: a delivery per active subscription to the event whose owner is in the
-   * event's audience (or that is an admin's all-users subscription), with its job, in one
-   * transaction. Idempotent per event: a retried dispatch finds its deliveries and adds none.
+   * event's audience (or that is an admin's all-users subscription), written with the notification
+   * that wakes the senders. Idempotent per event: a retried dispatch finds its deliveries and adds none.
    */
-  readonly fanOut: OutboxHandler = async (event) => {
-    if (!isWebhookEvent(event.type)) return;
-    await this.db.transaction().execute(async (trx) => {
-      await createDeliveries(trx, event.id, await repo.matchingSubscriptionIds(trx, event.type, event.createdAt, event.audience));
+  readonly fanOut: OutboxHandler = async (event, db) => this.fanOutAll([event], db);
+
+  /** fanOut for several events: one statement finds every event's subscriptions, one writes their deliveries. */
+  readonly fanOutAll: OutboxBatchHandler = async (events, db = this.db) => {
+    const ids = events.filter((event) => isWebhookEvent(event.type)).map((event) => event.id);
+    const deliveries = await repo.matchingSubscriptions(db, ids);
+    if (deliveries.length === 0) return;
+    await db.transaction().execute(async (trx) => {
+      await createDeliveries(trx, deliveries);
     });
   };
 
@@ -197,9 +202,9 @@ function checkAllUsersAllowed(actor: WebhooksActor): void {
   }
 }
 
-async function createDeliveries(trx: Transaction<Database>, eventId: string, subscriptionIds: string[]): Promise<WebhookDelivery[]> {
-  const created = await repo.insertDeliveries(trx, eventId, subscriptionIds);
-  for (const delivery of created) await enqueueDelivery(trx, delivery.id);
+async function createDeliveries(trx: Transaction<Database>, deliveries: readonly repo.NewDelivery[]): Promise<WebhookDelivery[]> {
+  const created = await repo.insertDeliveries(trx, deliveries);
+  if (created.length > 0) await notifyDeliveriesDue(trx);
   return created;
 }
 

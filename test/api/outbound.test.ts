@@ -137,4 +137,22 @@ describe("outboundRequest", () => {
     expect(slow).toBeInstanceOf(OutboundError);
     expect(slow.reason).toBe("timeout");
   });
+
+  it("keeps a connection open for the next request to the host when asked, and still checks the address before using it", async () => {
+    const connections = new Set<unknown>();
+    const onConnection = (socket: unknown) => connections.add(socket);
+    server.on("connection", onConnection);
+    try {
+      const send = (policy = dev) => outboundRequest({ url: `${base}/echo`, method: "POST", body: "kept", timeoutMs: 2_000, maxResponseBytes: 1024, onOversize: "truncate", policy, keepAlive: true });
+      for (let i = 0; i < 3; i++) expect((await send()).body.toString()).toBe("POST kept");
+      expect(connections.size).toBe(1);
+      // The kept connection leads to loopback: a request the policy refuses (plain http to loopback) never reaches it.
+      await expect(send(strict)).rejects.toBeInstanceOf(UnsafeUrlError);
+      // Without keepAlive, a connection per request.
+      await outboundRequest({ url: `${base}/echo`, method: "POST", body: "once", timeoutMs: 2_000, maxResponseBytes: 1024, onOversize: "truncate", policy: dev });
+      expect(connections.size).toBe(2);
+    } finally {
+      server.off("connection", onConnection);
+    }
+  });
 });

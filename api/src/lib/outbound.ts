@@ -142,6 +142,8 @@ export interface OutboundRequest {
   /** `truncate` keeps the first bytes (webhook logs); `error` refuses larger bodies (downloads). */
   onOversize: "truncate" | "error";
   policy: OutboundPolicy;
+  /** Reuse connections to the same host (see KEEP_ALIVE); otherwise one connection per request. */
+  keepAlive?: boolean;
 }
 
 export interface OutboundResponse {
@@ -163,6 +165,16 @@ export class OutboundError extends Error {
   }
 }
 
+/**
+ * Connections kept open between requests to the same host (webhook sends: a receiver gets many).
+ * Every connection is opened to an address checked and pinned for the request that opened it, and
+ * every request checks its URL's addresses again first, so a kept connection never reaches an address
+ * the policy refuses. An idle one is closed after 4 s, or a second before the receiver's own
+ * `Keep-Alive: timeout=`, so that a request rarely meets a connection the receiver is closing.
+ */
+const KEEP_ALIVE = { keepAlive: true, maxSockets: 256, maxFreeSockets: 64, timeout: 4000 };
+const keptConnections = { "http:": new http.Agent(KEEP_ALIVE), "https:": new https.Agent(KEEP_ALIVE) };
+
 /** One request, pinned to a checked address, with a deadline and a body cap; 3xx are returned as is. */
 export async function outboundRequest(req: OutboundRequest): Promise<OutboundResponse> {
   const target = await resolveTarget(req.url, req.policy);
@@ -173,7 +185,7 @@ export async function outboundRequest(req: OutboundRequest): Promise<OutboundRes
       {
         method: req.method ?? "GET",
         headers: req.headers,
-        agent: false,
+        agent: req.keepAlive ? keptConnections[target.url.protocol as "http:" | "https:"] : false,
         lookup: (_host, options, callback) => {
           // Node asks with {all: true} on newer versions: answer in the shape it asked for.
           if ((options as { all?: boolean }).all) (callback as (e: null, a: { address: string; family: number }[]) => void)(null, [{ address: target.address, family: target.family }]);

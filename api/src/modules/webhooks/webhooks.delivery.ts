@@ -184,6 +184,7 @@ export class WebhookSender {
         maxResponseBytes: RESPONSE_BODY_LIMIT,
         onOversize: "truncate",
         policy: this.settings.policy,
+        keepAlive: true,
       });
       // Postgres text cannot hold NUL.
       const text = res.body.toString("utf8").replaceAll("\u0000", "");

@@ -70,4 +70,34 @@ describe("the credential cache", () => {
     expect(suspended.status).toBe(200);
     expect((await api.request("GET", "/v1/users/me", { token: target.token })).status).toBe(403);
   });
+
+  it("serves the token exchange from the kept key, and forgets it at once when the key is revoked or its user suspended", async () => {
+    const exchange = (apiKey: string) => api.request("POST", "/v1/auth/token", { body: { api_key: apiKey, scope: ["read"] } });
+    const user = await createUser(api, { scope: ["read"] });
+    expect((await exchange(user.apiKey)).status).toBe(201);
+    // Kept: a revocation the trigger does not announce is not seen by the next exchange.
+    await sql`alter table api_keys disable trigger api_keys_credentials_changed`.execute(api.db);
+    try {
+      await api.db.updateTable("api_keys").set({ revoked_at: new Date() }).where("user_id", "=", user.id).execute();
+      expect((await exchange(user.apiKey)).status).toBe(201);
+    } finally {
+      await sql`alter table api_keys enable trigger api_keys_credentials_changed`.execute(api.db);
+    }
+    // Announced: refused at once.
+    const revoked = await createUser(api, { scope: ["read"] });
+    expect((await exchange(revoked.apiKey)).status).toBe(201);
+    await api.db.updateTable("api_keys").set({ revoked_at: new Date() }).where("user_id", "=", revoked.id).execute();
+    await waitUntil(async () => ((await exchange(revoked.apiKey)).status === 401 ? true : undefined), { timeoutMs: 2_000, intervalMs: 20, what: "the revoked key refused" });
+    expectProblem(await exchange(revoked.apiKey), 401, "unauthenticated");
+
+    const suspended = await createUser(api, { scope: ["read"] });
+    expect((await exchange(suspended.apiKey)).status).toBe(201);
+    await api.db.updateTable("users").set({ status: "suspended" }).where("id", "=", suspended.id).execute();
+    await waitUntil(async () => ((await exchange(suspended.apiKey)).status === 403 ? true : undefined), { timeoutMs: 2_000, intervalMs: 20, what: "the suspended user's key refused" });
+
+    // A kept token is not an API key.
+    const holder = await createUser(api, { scope: ["read"] });
+    expect((await api.request("GET", "/v1/users/me", { token: holder.token })).status).toBe(200);
+    expectProblem(await exchange(holder.token), 401, "unauthenticated");
+  });
 });

@@ -1,5 +1,5 @@
 import type { Kysely, Transaction } from "kysely";
-import type { Database } from "./database.ts";
+import type { Database, Db } from "./database.ts";
 
 /**
  * A unit of work: runs `work` in one database transaction and returns what it returned. A service
@@ -7,9 +7,19 @@ import type { Database } from "./database.ts";
  * layer can hand it the request's, which also stores the idempotent answer in the same
  * transaction (`ctx.transaction`, see api/src/http/route.ts). What `work` returns is that answer.
  */
-export type Transact = <T>(work: (trx: Transaction<Database>) => Promise<T>) => Promise<T>;
+export interface Transact {
+  <T>(work: (trx: Transaction<Database>) => Promise<T>): Promise<T>;
+  /**
+   * The same, for work that is one statement (atomic on its own): run without BEGIN and COMMIT
+   * (two round trips) when nothing else must commit with it, else in the transaction (the request's,
+   * which stores an Idempotency-Key's answer with it). Absent: use the transaction.
+   */
+  oneStatement?<T>(work: (db: Db) => Promise<T>): Promise<T>;
+}
 
-/** A unit of work that is only a transaction. */
+/** A unit of work that is only a transaction (or, for one statement, not even that). */
 export function transactOn(db: Kysely<Database>): Transact {
-  return (work) => db.transaction().execute(work);
+  const transact: Transact = (work) => db.transaction().execute(work);
+  transact.oneStatement = (work) => work(db);
+  return transact;
 }

@@ -1,6 +1,6 @@
 import canonicalize from "canonicalize";
 import { type Kysely, sql, type Transaction } from "kysely";
-import type { Database } from "../db/database.ts";
+import type { Database, Db } from "../db/database.ts";
 import { ApiError } from "../lib/errors.ts";
 import { sha256Hex } from "../lib/secrets.ts";
 
@@ -139,6 +139,14 @@ export class IdempotencyStore {
     // The test hook: a crash after the commit, before the answer is sent (IDEMPOTENCY_CRASH_AFTER_COMMIT).
     if (this.options.crashAfterCommit) process.kill(process.pid, "SIGKILL");
     return result;
+  }
+
+  /**
+   * A unit of work of one statement: with a claim, in the transaction that stores its answer (as
+   * `transaction`); without one, on its own (a statement is atomic: no BEGIN and COMMIT round trips).
+   */
+  async oneStatement<T>(claim: ClaimedKey | null, work: (db: Db) => Promise<T>, answerOf: (result: T) => { status: number; body: unknown }): Promise<T> {
+    return claim ? this.transaction(claim, work, answerOf) : work(this.db);
   }
 
   /**

@@ -234,13 +234,15 @@ export class ApiRouter {
     // Set once the unit of work committed: its answer is stored, and nothing after it may free the key.
     let committed: { result: unknown } | null = null;
     let used = false;
-    const transaction: Transact = async (work) => {
+    const unitOfWork = async <T>(run: (answerOf: (value: T) => { status: number; body: unknown }) => Promise<T>): Promise<T> => {
       if (used) throw new Error(`${def.method.toUpperCase()} ${def.path} ran a second unit of work: one transaction per request`);
       used = true;
-      const result = await idempotency.transaction(claim, work, (value) => this.answer(def, value));
+      const result = await run((value) => this.answer(def, value));
       committed = claim ? { result } : null;
       return result;
     };
+    const transaction: Transact = (work) => unitOfWork((answerOf) => idempotency.transaction(claim, work, answerOf));
+    transaction.oneStatement = (work) => unitOfWork((answerOf) => idempotency.oneStatement(claim, work, answerOf));
 
     let result: unknown;
     let answer: { status: number; body: unknown };

@@ -43,11 +43,19 @@ export interface IssuedToken {
   scope: string[];
 }
 
+/** A resolved bearer credential; an API key's own scope cap (null: its role's) beside its context. */
+interface Credential {
+  context: AuthContext;
+  kind: "token" | "api_key";
+  keyScopes?: string[] | null;
+  expiresAt: number;
+}
+
 export class AuthService {
   /** Origins a SIWE message's `URI:` may name: this service's (PUBLIC_BASE_URL's, or a SIWE domain's). */
   private readonly siweOrigins: Set<string>;
   /** Resolved credentials by secret hash (see cacheCredentials); null: none are kept. */
-  private credentials: Map<string, { context: AuthContext; kind: "token" | "api_key"; expiresAt: number; until: number }> | null = null;
+  private credentials: Map<string, Credential & { until: number }> | null = null;
   /** Counts changes, so that a credential read before one is not kept after it. */
   private generation = 0;
 
@@ -67,12 +75,15 @@ export class AuthService {
     if (header === undefined) return null;
     const match = /^Bearer[ ]+([^\s]+)\s*$/i.exec(header);
     if (!match?.[1]) throw new ApiError(401, "token_invalid", "The Authorization header must be `Bearer <token>`", bearerChallenge("invalid_token"));
-    const hash = hashSecret(match[1]);
+    const credential = await this.credentialOf(hashSecret(match[1]), opts);
+    if (credential.expiresAt <= Date.now()) throw new ApiError(401, "token_expired", "This token has expired; exchange your API key for a new one", bearerChallenge("invalid_token"));
+    return credential.context;
+  }
+
+  /** The credential of a secret's hash: kept (see cacheCredentials), else resolved and kept. Refusals throw. */
+  private async credentialOf(hash: string, opts: { allowApiKey: boolean; apiKeyOnly?: boolean }): Promise<Credential> {
     const cached = this.credentials?.get(hash);
-    if (cached && cached.until > Date.now() && (cached.kind === "token" || opts.allowApiKey)) {
-      if (cached.expiresAt <= Date.now()) throw new ApiError(401, "token_expired", "This token has expired; exchange your API key for a new one", bearerChallenge("invalid_token"));
-      return cached.context;
-    }
+    if (cached && cached.until > Date.now() && (cached.kind === "token" ? !opts.apiKeyOnly : opts.allowApiKey)) return cached;
     const generation = this.generation;
     const resolved = await this.resolve(hash, opts);
     // Kept unless a change arrived while it was being read (it may have read the state before).
@@ -81,7 +92,7 @@ export class AuthService {
       this.credentials.set(hash, { ...resolved, until: Date.now() + CREDENTIAL_CACHE_MS });
       if (this.credentials.size > CREDENTIAL_CACHE_ENTRIES) this.credentials.delete(this.credentials.keys().next().value!);
     }
-    return resolved.context;
+    return resolved;
   }
 
   /**
@@ -120,8 +131,8 @@ export class AuthService {
   }
 
   /** The credential of a secret's hash, from the database; refusals throw (and are never kept). */
-  private async resolve(hash: string, opts: { allowApiKey: boolean }): Promise<{ context: AuthContext; kind: "token" | "api_key"; expiresAt: number }> {
-    const token = await repo.findTokenByHash(this.db, hash);
+  private async resolve(hash: string, opts: { allowApiKey: boolean; apiKeyOnly?: boolean }): Promise<Credential> {
+    const token = opts.apiKeyOnly ? undefined : await repo.findTokenByHash(this.db, hash);
     if (token) {
       if (token.revoked_at || token.api_key_revoked_at) throw new ApiError(401, "token_revoked", "This token has been revoked", bearerChallenge("invalid_token"));
       if (token.expires_at.getTime() <= Date.now()) throw new ApiError(401, "token_expired", "This token has expired; exchange your API key for a new one", bearerChallenge("invalid_token"));
@@ -138,6 +149,7 @@ export class AuthService {
         assertActive(key.status);
         return {
           kind: "api_key",
+          keyScopes: key.scopes,
           expiresAt: Number.POSITIVE_INFINITY,
           context: {
             userId: key.user_id,
@@ -156,12 +168,18 @@ export class AuthService {
 
   /** POST /v1/auth/token: an API key and the scopes wanted, for a 24 h bearer token. */
   async exchangeApiKey(apiKey: string, scopes: Scope[], transact: Transact = transactOn(this.db)): Promise<IssuedToken> {
-    const key = await repo.findApiKeyByHash(this.db, hashSecret(apiKey));
-    if (!key || key.revoked_at) throw new ApiError(401, "unauthenticated", "The API key is not valid or has been revoked");
-    assertActive(key.status);
-    assertScopesAllowed(key.role, scopes);
-    if (key.scopes) assertWithinCap(key.scopes, scopes, "This API key");
-    return transact((trx) => this.issueToken(trx, key.user_id, key.id, scopes));
+    // The key as kept for its use as a bearer (forgotten on any change to keys or users, see cacheCredentials).
+    const key = await this.credentialOf(hashSecret(apiKey), { allowApiKey: true, apiKeyOnly: true }).catch((err: unknown) => {
+      if (err instanceof ApiError && err.code === "token_invalid") throw new ApiError(401, "unauthenticated", "The API key is not valid or has been revoked");
+      throw err;
+    });
+    if (key.kind !== "api_key") throw new ApiError(401, "unauthenticated", "The API key is not valid or has been revoked");
+    const { userId, role, apiKeyId } = key.context;
+    assertScopesAllowed(role, scopes);
+    if (key.keyScopes) assertWithinCap(key.keyScopes, scopes, "This API key");
+    // One statement: without an Idempotency-Key, no transaction around it.
+    const run = transact.oneStatement ?? transact;
+    return run((db) => this.issueToken(db, userId, apiKeyId, scopes));
   }
 
   async revoke(auth: AuthContext): Promise<{ revoked: true; revoked_at: Date }> {

@@ -9,6 +9,7 @@ import { bodyErrors, checkJsonBytes, errorHandler, notFound, requestId, requireJ
 import type { PublicReadCache } from "./http/public-read-cache.ts";
 import type { RateLimiter } from "./http/rate-limit.ts";
 import { ApiRouter } from "./http/route.ts";
+import { SharedReads } from "./http/shared-reads.ts";
 import type { IndexerProbe } from "./modules/health/health.routes.ts";
 import type { Services } from "./modules/index.ts";
 import type { FeatureModule, PlatformDeps } from "./modules/module.ts";
@@ -23,6 +24,8 @@ export interface AppDeps {
   modules: readonly FeatureModule<any, any>[];
   /** Anonymous public reads kept per URL; none when null or absent. */
   publicReads?: PublicReadCache | null;
+  /** Identical reads in flight computed once (default: a new SharedReads; null: each computed alone). */
+  sharedReads?: SharedReads | null;
 }
 
 const require = createRequire(import.meta.url);
@@ -50,8 +53,10 @@ export function createApp(deps: AppDeps): Express {
     idempotency: new IdempotencyStore(deps.deps.db, { crashAfterCommit: config.idempotency.crashAfterCommit }),
     checkResponses: config.env === "test",
     publicReads: deps.publicReads ?? null,
+    sharedReads: deps.sharedReads === undefined ? new SharedReads() : deps.sharedReads,
   });
   router.use(api.keptPublicReads);
+  router.use(api.joinSharedReads);
   router.use(requireJsonBody);
   router.use(bodyErrors(express.json({ limit: "1mb", strict: true, type: ["application/json", "application/*+json"], verify: checkJsonBytes })));
   // Each module declares its routes (health's on the bare app, before the /v1 pipeline is mounted).

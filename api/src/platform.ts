@@ -17,6 +17,7 @@ import { migrateToLatest } from "./db/migrate.ts";
 import { IdempotencyStore } from "./http/idempotency.ts";
 import { answerClientError } from "./http/problem.ts";
 import { PublicReadCache } from "./http/public-read-cache.ts";
+import { SharedReads } from "./http/shared-reads.ts";
 import { createRateLimiter } from "./http/rate-limit.ts";
 import { OUTBOX_DISPATCH_TASK, OutboxDispatcher } from "./jobs/outbox.ts";
 import { migrateJobQueue, startJobQueue, survivingDatabaseRestarts, type TaskList } from "./jobs/queue.ts";
@@ -154,6 +155,8 @@ export interface RunningHttp {
   bootstrapAdminKey: string | null;
   /** The anonymous public reads this process keeps (null when PUBLIC_READ_CACHE_TTL_MS is 0). */
   publicReads: PublicReadCache | null;
+  /** Identical reads in flight computed once (its counts, for tests). */
+  sharedReads: SharedReads;
   close(): Promise<void>;
 }
 
@@ -179,7 +182,9 @@ export async function startHttp(platform: Platform, options: { indexerLag?: Inde
   // Anonymous public reads are kept a moment per URL; every change anywhere makes every process forget them.
   const publicReads = config.publicReadCache.ttlMs > 0 ? new PublicReadCache(config.publicReadCache) : null;
   publicReads?.start({ databaseUrl: config.database.url, viewsSchema: config.indexer.viewsSchema, logger });
-  const app = createApp({ deps: platform.deps, rateLimiter, indexer, services, modules, publicReads });
+  // Identical reads in flight are computed once per round.
+  const sharedReads = new SharedReads();
+  const app = createApp({ deps: platform.deps, rateLimiter, indexer, services, modules, publicReads, sharedReads });
   const server = app.listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => {
     server.once("listening", resolve);
@@ -198,6 +203,7 @@ export async function startHttp(platform: Platform, options: { indexerLag?: Inde
     url,
     bootstrapAdminKey: bootstrap?.apiKey ?? null,
     publicReads,
+    sharedReads,
     close() {
       closing ??= (async () => {
         await new Promise<void>((resolve) => {
@@ -322,6 +328,8 @@ export interface RunningPlatform {
   platform: Platform;
   /** The HTTP half's kept public reads (null without it, or when PUBLIC_READ_CACHE_TTL_MS is 0). */
   publicReads: PublicReadCache | null;
+  /** The HTTP half's shared reads (null without it). */
+  sharedReads: SharedReads | null;
   close(): Promise<void>;
 }
 
@@ -355,6 +363,7 @@ export async function startPlatform(config: Config, halves: { http: boolean; wor
     bootstrapAdminKey: http?.bootstrapAdminKey ?? null,
     platform,
     publicReads: http?.publicReads ?? null,
+    sharedReads: http?.sharedReads ?? null,
     close() {
       closing ??= close();
       return closing;

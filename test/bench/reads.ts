@@ -19,6 +19,8 @@ const SMALL = Number(process.env.BENCH_READS_SMALL ?? 1_000);
 const LARGE = Number(process.env.BENCH_READS_LARGE ?? 100_000);
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 8);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
+/** Only the rows whose name contains one of these (comma-separated), e.g. `users/me,auth/token`; default every row. */
+const ROWS = (process.env.BENCH_READS_ROWS ?? "").split(",").map((s) => s.trim()).filter(Boolean);
 
 interface Endpoint {
   name: string;
@@ -67,7 +69,7 @@ export async function benchReads(ctx: BenchContext): Promise<string> {
     const sample = await call(api.url, "GET", "/v1/artworks?limit=1&verified=true");
     const artwork = sample.data[0];
     const detail = await call(api.url, "GET", `/v1/artworks/${artwork.id}`);
-    const endpoints: Endpoint[] = [
+    const endpoints: Endpoint[] = ([
       { name: "GET /v1/artworks?limit=20", method: "GET", path: "/v1/artworks?limit=20", goal: 0.6 },
       { name: "… &verified=true", method: "GET", path: "/v1/artworks?limit=20&verified=true", goal: 0.6 },
       { name: "… &medium=oil", method: "GET", path: "/v1/artworks?limit=20&medium=oil", goal: 0.6 },
@@ -83,7 +85,7 @@ export async function benchReads(ctx: BenchContext): Promise<string> {
       { name: "GET /v1/users/me", method: "GET", path: "/v1/users/me", token: reader.token, goal: 0.5 },
       { name: "GET /v1/marketplace/transactions", method: "GET", path: "/v1/marketplace/transactions", token: reader.token, goal: 0.5 },
       { name: "POST /v1/auth/token", method: "POST", path: "/v1/auth/token", body: tokenBody, goal: 0.4 },
-    ];
+    ] satisfies Endpoint[]).filter((e) => ROWS.length === 0 || ROWS.some((r) => e.name.includes(r)));
     // The bare handlers answer each endpoint's bytes as the API answered them.
     const answers = new Map<string, { status: number; type: string; body: Buffer }>();
     for (const e of endpoints) {

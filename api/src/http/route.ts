@@ -11,6 +11,7 @@ import { type ClaimedKey, IdempotencyClaimLost, type IdempotencyStore, requestFi
 import { type MultipartSpec, parseMultipart, type UploadedFile } from "./multipart.ts";
 import type { PublicReadCache } from "./public-read-cache.ts";
 import type { RateLimitDecision, RateLimiter } from "./rate-limit.ts";
+import { type Computed, sameCredential, SharedReads } from "./shared-reads.ts";
 import { problemResponses } from "./problem.ts";
 
 export type Authenticator = (req: Request, opts: { allowApiKey: boolean }) => Promise<AuthContext | null>;
@@ -79,6 +80,12 @@ interface RouteDefBase<B, Q, P> {
    * while a certification is pending): services answer facts, the route maps them to HTTP.
    */
   statusOf?: (result: any) => number;
+  /**
+   * A GET whose handler reads the request beyond its URL and credential (headers such as Accept)
+   * or writes response headers: its answer is computed for each request, never shared with
+   * identical requests in flight (see SharedReads). Other GET handlers get no `req` or `res`.
+   */
+  perRequest?: true;
 }
 
 /**
@@ -110,6 +117,8 @@ export interface ApiRouterDeps {
   checkResponses: boolean;
   /** Anonymous public reads kept per URL (null: none kept); write requests invalidate it before they answer. */
   publicReads?: PublicReadCache | null;
+  /** Identical reads in flight computed once per round (null: each computed alone). */
+  sharedReads?: SharedReads | null;
 }
 
 /**
@@ -157,6 +166,59 @@ export class ApiRouter {
     sendJson(req, res, kept.json, kept.etag, true);
   };
 
+  /**
+   * Lets a GET join the next computation of the same read (same `Authorization` and URL) when one
+   * is under way (SharedReads), before any route is matched: the URL was answered by a route that
+   * shares its reads. The request's own credential must resolve to the context the computation
+   * uses, and its rate limit is taken as the route would; anything else goes on to the routes.
+   */
+  readonly joinSharedReads = async (req: Request, res: Response, next: NextFunction): Promise<void> => {
+    const sharedReads = this.deps.sharedReads;
+    if (!sharedReads || (req.method !== "GET" && req.method !== "HEAD") || req.headers["content-length"] || req.headers["transfer-encoding"]) {
+      next();
+      return;
+    }
+    const key = SharedReads.keyOf(req.headers.authorization, req.originalUrl);
+    const round = sharedReads.running(key);
+    if (!round) {
+      next();
+      return;
+    }
+    // Waiting from now: the computation that answers starts after this request arrived.
+    const answer = sharedReads.join(key)!;
+    let auth: AuthContext | null;
+    try {
+      auth = await this.deps.authenticate(req, { allowApiKey: round.allowApiKey });
+    } catch {
+      next(); // the route refuses it, and counts the refusal
+      return;
+    }
+    if (!sameCredential(auth, round.auth)) {
+      next();
+      return;
+    }
+    let decision: RateLimitDecision;
+    try {
+      decision = await this.consumeRateLimit(req, auth);
+      enforceRateLimit(res, decision);
+    } catch (err) {
+      next(err);
+      return;
+    }
+    const shared = await answer;
+    if (!shared) {
+      res.locals.rateLimitDecision = decision; // taken once: the route does not take it again
+      next();
+      return;
+    }
+    if (shared.cacheable) res.setHeader("X-Cache", "miss");
+    sendJson(req, res, shared.json, shared.etag, shared.isPublic);
+  };
+
+  private consumeRateLimit(req: Request, auth: AuthContext | null): Promise<RateLimitDecision> {
+    return auth ? this.deps.rateLimiter.consume("user", auth.principal) : this.deps.rateLimiter.consume("anonymous", `ip:${req.ip}`);
+  }
+
   route<const A extends RouteAuth, B = undefined, Q = undefined, P = undefined>(def: RouteDef<A, B, Q, P>): void {
     this.document(def);
     const { router } = this.deps;
@@ -177,7 +239,8 @@ export class ApiRouter {
       throw err;
     }
 
-    enforceRateLimit(res, auth ? await rateLimiter.consume("user", auth.principal) : await rateLimiter.consume("anonymous", `ip:${req.ip}`));
+    // Taken already when the request waited for a shared read that it could not use.
+    enforceRateLimit(res, (res.locals.rateLimitDecision as RateLimitDecision | undefined) ?? (await this.consumeRateLimit(req, auth)));
 
     // An anonymous public read: the same answer for every caller, kept per URL for a moment
     // (served by `keptPublicReads` ahead of the routes while kept).
@@ -212,6 +275,33 @@ export class ApiRouter {
       files = form.files;
     }
     const body = def.body ? (parse(def.body, rawBody ?? {}, "body") as B) : (undefined as B);
+
+    // A read: computed once for every identical request in flight (SharedReads).
+    let ran: Computed | null = null;
+    const sharedReads = this.deps.sharedReads;
+    if (sharedReads && def.method === "get" && !def.perRequest && !multipart) {
+      const isPublic = "public" in def.auth;
+      const compute = async (): Promise<Computed> => {
+        const computing = cacheable ? publicReads.generation : 0;
+        const result = await def.handler(this.sharedContext(def, { body, query, params, auth }) as HandlerContext<A, B, Q, P>);
+        if (result instanceof Reply && result.raw) return { answer: null, result };
+        const answer = this.answer(def, result);
+        if (answer.status !== 200 || answer.body === undefined) return { answer: null, result };
+        const json = JSON.stringify(answer.body);
+        const etag = etagOf(json);
+        if (cacheable) publicReads.store(req.originalUrl, computing, json, etag);
+        return { answer: { json, etag, isPublic, cacheable: Boolean(cacheable) }, result };
+      };
+      const allowApiKey = !isPublic && "allowApiKey" in def.auth && def.auth.allowApiKey === true;
+      const outcome = await sharedReads.lead(SharedReads.keyOf(req.headers.authorization, req.originalUrl), { compute, auth, allowApiKey });
+      const shared = outcome === null ? null : outcome.kind === "shared" ? outcome.answer : outcome.computed.answer;
+      if (shared) {
+        sendJson(req, res, shared.json, shared.etag, isPublic);
+        return;
+      }
+      // Not shared (another status, bytes): this request's own result, sent below. Null: compute it here.
+      if (outcome?.kind === "ran") ran = outcome.computed;
+    }
 
     const key = req.get("Idempotency-Key");
     const principal = auth?.principal ?? `ip:${req.ip}`;
@@ -248,7 +338,7 @@ export class ApiRouter {
     let answer: { status: number; body: unknown };
     try {
       try {
-        result = await def.handler({ req, res, body, query, params, auth, file, files, transaction } as HandlerContext<A, B, Q, P>);
+        result = ran ? ran.result : await def.handler({ req, res, body, query, params, auth, file, files, transaction } as HandlerContext<A, B, Q, P>);
       } finally {
         // Whatever it changed, before anything is answered: this process never serves a kept read older than its own write.
         if (def.method !== "get") publicReads?.invalidate();
@@ -279,6 +369,31 @@ export class ApiRouter {
       return;
     }
     sendResult(res, answer.status, answer.body);
+  }
+
+  /**
+   * A shared read's handler context: what its answer may depend on (URL, credential), with `req` and
+   * `res` refused (a handler that needs them declares `perRequest`); a fresh unit of work per run.
+   */
+  private sharedContext<A extends RouteAuth, B, Q, P>(def: RouteDef<A, B, Q, P>, parts: { body: B; query: Q; params: P; auth: AuthContext | null }): RouteContext<B, Q, P> {
+    const refuse = (what: string): never => {
+      throw new Error(`GET ${def.path} reads ${what} in its handler, but its answer is shared by identical requests: declare perRequest: true`);
+    };
+    const answerOf = (value: unknown) => this.answer(def, value);
+    const transaction: Transact = (work) => this.deps.idempotency.transaction(null, work, answerOf);
+    transaction.oneStatement = (work) => this.deps.idempotency.oneStatement(null, work, answerOf);
+    return {
+      ...parts,
+      file: undefined,
+      files: [],
+      transaction,
+      get req(): Request {
+        return refuse("req");
+      },
+      get res(): Response {
+        return refuse("res");
+      },
+    };
   }
 
   /** A handler's (or unit of work's) result as status and body, checked against its schema in tests. */
@@ -395,7 +510,12 @@ function sendResult(res: Response, status: number, body: unknown): void {
     res.status(status).type("application/problem+json").send(JSON.stringify(body));
     return;
   }
-  res.status(status).json(body);
+  // What Express's json would send, less its content negotiation and conversions.
+  const json = JSON.stringify(body);
+  res.statusCode = status;
+  res.setHeader("Content-Type", "application/json; charset=utf-8");
+  res.setHeader("Content-Length", Buffer.byteLength(json));
+  res.end(json);
 }
 
 function problemBody(err: ApiError, res: Response): unknown {

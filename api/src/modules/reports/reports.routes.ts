@@ -34,6 +34,8 @@ export function registerReportsRoutes({ api, app }: { api: ApiRouter; app: Expre
     auth: admin,
     query: s.reportQuery,
     response: s.reportSchema,
+    // Its format follows the Accept header, and it says so (Vary): computed per request.
+    perRequest: true,
     handler: async ({ req, res, query }) => {
       const format = formatOf(req, query.format);
       const report = toReportView(await reports.report(reports.period(query.period)));

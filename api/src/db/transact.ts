@@ -12,14 +12,16 @@ export interface Transact {
   /**
    * The same, for work that is one statement (atomic on its own): run without BEGIN and COMMIT
    * (two round trips) when nothing else must commit with it, else in the transaction (the request's,
-   * which stores an Idempotency-Key's answer with it). Absent: use the transaction.
+   * which stores an Idempotency-Key's answer with it). `alone` says which: when true the statement
+   * commits by itself, so it may as well be written by a statement shared with other requests'
+   * writes (GroupedWrites). Absent: use the transaction.
    */
-  oneStatement?<T>(work: (db: Db) => Promise<T>): Promise<T>;
+  oneStatement?<T>(work: (db: Db, how: { alone: boolean }) => Promise<T>): Promise<T>;
 }
 
 /** A unit of work that is only a transaction (or, for one statement, not even that). */
 export function transactOn(db: Kysely<Database>): Transact {
   const transact: Transact = (work) => db.transaction().execute(work);
-  transact.oneStatement = (work) => work(db);
+  transact.oneStatement = (work) => work(db, { alone: true });
   return transact;
 }

@@ -70,6 +70,36 @@ export async function insertTokenForApiKey(
     .executeTakeFirstOrThrow();
 }
 
+/**
+ * Tokens exchanged for API keys by many requests at once (GroupedWrites), with each key's last use
+ * and each user's last login recorded to the minute as `insertTokenForApiKey` does, in one
+ * statement; answers each row's id and expiry.
+ */
+export async function insertTokensForApiKeys(
+  db: Db,
+  rows: { id: string; user_id: string; api_key_id: string; token_hash: string; scopes: string[]; expires_at: Date }[],
+): Promise<{ id: string; expires_at: Date }[]> {
+  const result = await sql<{ id: string; expires_at: Date }>`
+    with input as (
+      select * from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+        as r(id text, user_id text, api_key_id text, token_hash text, scopes text[], expires_at timestamptz)
+    ),
+    key_used as (
+      update api_keys set last_used_at = now()
+      where id in (select api_key_id from input) and ${notSinceAMinute("last_used_at")}
+      returning id
+    ),
+    logged_in as (
+      update users set last_login_at = now()
+      where id in (select user_id from input) and ${notSinceAMinute("last_login_at")}
+      returning id
+    )
+    insert into access_tokens (id, user_id, api_key_id, token_hash, scopes, expires_at)
+    select id, user_id, api_key_id, token_hash, scopes, expires_at from input
+    returning id, expires_at`.execute(db);
+  return result.rows;
+}
+
 export async function touchLogin(db: Db, userId: string): Promise<void> {
   await db.updateTable("users").set({ last_login_at: sql<Date>`now()` }).where("id", "=", userId).execute();
 }

@@ -6,6 +6,7 @@ import type { Logger } from "pino";
 import type { Config } from "../../config.ts";
 import type { Database, Db } from "../../db/database.ts";
 import { NotificationListener, notifyLocally } from "../../db/notifications.ts";
+import { GroupedWrites } from "../../db/grouped-writes.ts";
 import { type Transact, transactOn } from "../../db/transact.ts";
 import { ApiError } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
@@ -58,6 +59,15 @@ export class AuthService {
   private credentials: Map<string, Credential & { until: number }> | null = null;
   /** Counts changes, so that a credential read before one is not kept after it. */
   private generation = 0;
+  /** Tokens of the key exchanges under way, written together (see issueToken). */
+  readonly exchanges = new GroupedWrites(async (rows: Parameters<typeof repo.insertTokensForApiKeys>[1]) => {
+    const written = new Map((await repo.insertTokensForApiKeys(this.db, rows)).map((row) => [row.id, row]));
+    return rows.map((row) => {
+      const found = written.get(row.id);
+      if (!found) throw new Error(`token ${row.id} was not written`);
+      return found;
+    });
+  });
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -177,9 +187,10 @@ export class AuthService {
     const { userId, role, apiKeyId } = key.context;
     assertScopesAllowed(role, scopes);
     if (key.keyScopes) assertWithinCap(key.keyScopes, scopes, "This API key");
-    // One statement: without an Idempotency-Key, no transaction around it.
+    // One statement: without an Idempotency-Key, no transaction around it, and written together
+    // with the exchanges of other requests under way (one statement for all of them).
     const run = transact.oneStatement ?? transact;
-    return run((db) => this.issueToken(db, userId, apiKeyId, scopes));
+    return run((db, how?: { alone: boolean }) => this.issueToken(db, userId, apiKeyId, scopes, how?.alone === true));
   }
 
   async revoke(auth: AuthContext): Promise<{ revoked: true; revoked_at: Date }> {
@@ -290,12 +301,20 @@ export class AuthService {
     return repo.purgeExpiredCredentials(this.db);
   }
 
-  private async issueToken(db: Db, userId: string, apiKeyId: string | null, scopes: Scope[]): Promise<IssuedToken> {
+  /**
+   * A new token, written on `db`; or, when `grouped` (the write commits on its own), by the next
+   * statement that writes the exchanges under way together (GroupedWrites).
+   */
+  private async issueToken(db: Db, userId: string, apiKeyId: string | null, scopes: Scope[], grouped = false): Promise<IssuedToken> {
     const token = newSecret("at");
     const unique = [...new Set(scopes)];
     const fields = { id: newId("accessToken"), user_id: userId, token_hash: hashSecret(token), scopes: unique, expires_at: new Date(Date.now() + TOKEN_TTL_MS) };
     // For an API key, its last use and the user's login are recorded by the same statement.
-    const row = apiKeyId ? await repo.insertTokenForApiKey(db, { ...fields, api_key_id: apiKeyId }) : await repo.insertToken(db, { ...fields, api_key_id: null });
+    const row = !apiKeyId
+      ? await repo.insertToken(db, { ...fields, api_key_id: null })
+      : grouped
+        ? await this.exchanges.add({ ...fields, api_key_id: apiKeyId })
+        : await repo.insertTokenForApiKey(db, { ...fields, api_key_id: apiKeyId });
     return { token, token_type: "Bearer", expires_at: iso(row.expires_at as Date), scope: unique };
   }
 }

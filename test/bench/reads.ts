@@ -27,6 +27,8 @@ interface Endpoint {
   method: "GET" | "POST";
   path: string;
   token?: string;
+  /** Requests cycle through these credentials (one per request in turn on each connection). */
+  tokens?: string[];
   body?: string;
   /** Goal: at least this share of bare Express's requests per second. */
   goal: number;
@@ -44,6 +46,12 @@ export async function benchReads(ctx: BenchContext): Promise<string> {
   const user = await call(api.url, "POST", "/v1/admin/users", { username: "bench_reader", email: "bench_reader@example.test", role: "collector" }, admin.token);
   const reader = await call(api.url, "POST", "/v1/auth/token", { api_key: user.api_key.secret, scope: ["read"] });
   const tokenBody = JSON.stringify({ api_key: user.api_key.secret, scope: ["read"] });
+  // As many readers as connections: their reads are never identical, so none is shared.
+  const readers: string[] = [];
+  for (let i = 0; i < CONNECTIONS; i++) {
+    const other = await call(api.url, "POST", "/v1/admin/users", { username: `bench_reader_${i}`, email: `bench_reader_${i}@example.test`, role: "collector" }, admin.token);
+    readers.push((await call(api.url, "POST", "/v1/auth/token", { api_key: other.api_key.secret, scope: ["read"] })).token);
+  }
 
   const seedTarget = {
     databaseUrl: ctx.databaseUrl,
@@ -83,12 +91,14 @@ export async function benchReads(ctx: BenchContext): Promise<string> {
       { name: "GET /v1/community/posts", method: "GET", path: "/v1/community/posts?limit=20", goal: 0.6 },
       { name: "GET /v1/events", method: "GET", path: "/v1/events?limit=20", goal: 0.6 },
       { name: "GET /v1/users/me", method: "GET", path: "/v1/users/me", token: reader.token, goal: 0.5 },
+      { name: `GET /v1/users/me, ${CONNECTIONS} users in turn`, method: "GET", path: "/v1/users/me", tokens: readers, goal: 0.5 },
       { name: "GET /v1/marketplace/transactions", method: "GET", path: "/v1/marketplace/transactions", token: reader.token, goal: 0.5 },
       { name: "POST /v1/auth/token", method: "POST", path: "/v1/auth/token", body: tokenBody, goal: 0.4 },
     ] satisfies Endpoint[]).filter((e) => ROWS.length === 0 || ROWS.some((r) => e.name.includes(r)));
     // The bare handlers answer each endpoint's bytes as the API answered them.
     const answers = new Map<string, { status: number; type: string; body: Buffer }>();
     for (const e of endpoints) {
+      if (answers.has(`${e.method} ${e.path}`)) continue;
       const res = await fetch(new URL(e.path, api.url), {
         method: e.method,
         headers: { ...(e.token ? { authorization: `Bearer ${e.token}` } : {}), ...(e.body ? { "content-type": "application/json" } : {}) },
@@ -111,6 +121,7 @@ export async function benchReads(ctx: BenchContext): Promise<string> {
         method: e.method,
         headers: { ...(e.token ? { authorization: `Bearer ${e.token}` } : {}), ...(e.body ? { "content-type": "application/json" } : {}) },
         ...(e.body ? { body: e.body } : {}),
+        ...(e.tokens ? { requests: e.tokens.map((token) => ({ method: e.method, path: e.path, headers: { authorization: `Bearer ${token}` } })) } : {}),
       };
       const ours = await load(`${api.url}${e.path}`, opts);
       const bare = await load(`${bareUrl}${e.path}`, opts);

@@ -7,6 +7,7 @@
 import os from "node:os";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
+import pg from "pg";
 import { loadConfig } from "../../api/src/config.ts";
 import { certificationAttemptsAtOnce } from "../../api/src/modules/artworks/certification.ts";
 import { BENCH_ADMIN_KEY, type BenchContext, blockNumber, call, percentile, table } from "./context.ts";
@@ -91,13 +92,13 @@ export async function benchCertification(ctx: BenchContext): Promise<string> {
 
   // All at once: submit BURST artworks concurrently, then count certified ones through the API.
   const crowd = await artist("bench_burst");
-  const bursts: { accepted: number; certified: number; blocks: number }[] = [];
+  const bursts: { accepted: number; certified: number; blocks: number; stages: string }[] = [];
   for (let b = 0; b < BURSTS; b++) {
     if (b > 0) await new Promise((r) => setTimeout(r, 8_000));
     const blockBefore = await blockNumber(ctx.rpcUrl);
     const { accepted, certified } = await burstInWorker({ baseUrl: api.url, token: crowd.token, artistId: crowd.id, count: BURST, first: 10_000 * (b + 1), expectedCertified: BURST * (b + 1) });
     // On the local chain each transaction is a block of its own: blocks used = certifyBatch transactions sent.
-    bursts.push({ accepted, certified, blocks: (await blockNumber(ctx.rpcUrl)) - blockBefore });
+    bursts.push({ accepted, certified, blocks: (await blockNumber(ctx.rpcUrl)) - blockBefore, stages: await burstStages(ctx.databaseUrl, crowd.id, 10_000 * (b + 1)) });
   }
 
   const fmt = (ms: number) => (ms / 1000).toFixed(2);
@@ -118,12 +119,43 @@ export async function benchCertification(ctx: BenchContext): Promise<string> {
           [`  all ${BURST} certified after`, `${fmt(burst.certified)} s`],
           ["  certifications per second", (BURST / (burst.certified / 1000)).toFixed(1)],
           ["  transactions (blocks) they took", `${burst.blocks} (${(BURST / burst.blocks).toFixed(1)} certifications each)`],
+          ["  stages, s after the first creation committed (p50 / last)", burst.stages],
         ]),
         ["estimated_certification_time answered after the sequential run", estimated],
         ["reference (published)", "2 to 5 minutes"],
       ],
     ),
   ].join("\n");
+}
+
+/**
+ * Where a burst's time went, from the database's own clock (each `now()` is its transaction's
+ * start): creations committed, chain operations confirmed (receipt) and seen by the indexer, and
+ * artworks certified, as p50 / last seconds after the first creation.
+ */
+async function burstStages(databaseUrl: string, artistId: string, first: number): Promise<string> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ stage: string; p50: number; last: number }>(
+      `with burst as (
+         select a.id, a.created_at, a.certification_confirmed_at as certified_at, o.confirmed_at, o.indexed_at
+         from artworks a join chain_operations o on o.key = 'certify:' || a.id
+         where a.artist_id = $1 and a.title like 'Bench %' and substring(a.title from 7)::int >= $2 and substring(a.title from 7)::int < $2 + 10000
+       ), start as (select min(created_at) as t0 from burst),
+       stages as (
+         select 'created' as stage, 1 as n, extract(epoch from created_at - t0) as s from burst, start
+         union all select 'confirmed', 2, extract(epoch from confirmed_at - t0) from burst, start
+         union all select 'indexed', 3, extract(epoch from indexed_at - t0) from burst, start
+         union all select 'certified', 4, extract(epoch from certified_at - t0) from burst, start
+       )
+       select stage, percentile_cont(0.5) within group (order by s) as p50, max(s) as last from stages group by stage, n order by n`,
+      [artistId, first],
+    );
+    return rows.map((r) => `${r.stage} ${Number(r.p50).toFixed(2)} / ${Number(r.last).toFixed(2)}`).join("; ");
+  } finally {
+    await client.end();
+  }
 }
 
 export interface BurstOrder {

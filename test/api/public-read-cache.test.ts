@@ -67,15 +67,27 @@ async function createEvent(location: string, title = "Cached") {
   return created.body as { event_id: string };
 }
 
-/** Two anonymous reads of `path`: the first computed (miss), the second the kept answer (hit). */
+/**
+ * Two anonymous reads of `path`: the first computed (miss), the second the kept answer (hit). A
+ * change's notification may arrive between them (a write just committed whose NOTIFY comes late, a
+ * block the indexer projects) and rightly forget the first answer: then the cache is emptied and the
+ * pair read again, at most five times. Without an invalidation in between, the second is a hit.
+ */
 async function kept(path: string) {
-  const first = await api.request("GET", path);
-  expect(first.status, first.text).toBe(200);
-  const second = await api.request("GET", path);
-  expect([first.headers.get("x-cache"), second.headers.get("x-cache")]).toEqual(["miss", "hit"]);
-  expect(second.text).toBe(first.text);
-  expect(second.headers.get("etag")).toBe(first.headers.get("etag"));
-  return second;
+  for (let attempt = 1; ; attempt++) {
+    const invalidations = cache.stats.invalidations;
+    const first = await api.request("GET", path);
+    expect(first.status, first.text).toBe(200);
+    const second = await api.request("GET", path);
+    if (cache.stats.invalidations !== invalidations && attempt < 5) {
+      cache.invalidate();
+      continue;
+    }
+    expect([first.headers.get("x-cache"), second.headers.get("x-cache")]).toEqual(["miss", "hit"]);
+    expect(second.text).toBe(first.text);
+    expect(second.headers.get("etag")).toBe(first.headers.get("etag"));
+    return second;
+  }
 }
 
 describe("the public read cache", () => {

@@ -246,7 +246,6 @@ export class ApiRouter {
     // (served by `keptPublicReads` ahead of the routes while kept).
     const publicReads = this.deps.publicReads;
     const cacheable = publicReads && def.method === "get" && "public" in def.auth && !auth;
-    const generation = cacheable ? publicReads.generation : 0;
     if (cacheable) res.setHeader("X-Cache", "miss");
 
     if (!("public" in def.auth)) {
@@ -276,31 +275,45 @@ export class ApiRouter {
     }
     const body = def.body ? (parse(def.body, rawBody ?? {}, "body") as B) : (undefined as B);
 
-    // A read: computed once for every identical request in flight (SharedReads).
-    let ran: Computed | null = null;
-    const sharedReads = this.deps.sharedReads;
-    if (sharedReads && def.method === "get" && !def.perRequest && !multipart) {
+    if (def.method === "get") {
+      // A read: its answer as JSON with its ETag (kept when cacheable), or what else it returned.
       const isPublic = "public" in def.auth;
-      const compute = async (): Promise<Computed> => {
+      const compute = async (ctx: RouteContext<B, Q, P>): Promise<Computed> => {
         const computing = cacheable ? publicReads.generation : 0;
-        const result = await def.handler(this.sharedContext(def, { body, query, params, auth }) as HandlerContext<A, B, Q, P>);
+        const result = await def.handler(ctx as HandlerContext<A, B, Q, P>);
         if (result instanceof Reply && result.raw) return { answer: null, result };
         const answer = this.answer(def, result);
-        if (answer.status !== 200 || answer.body === undefined) return { answer: null, result };
+        if (answer.status !== 200 || answer.body === undefined) return { answer: null, result: answer };
         const json = JSON.stringify(answer.body);
         const etag = etagOf(json);
         if (cacheable) publicReads.store(req.originalUrl, computing, json, etag);
-        return { answer: { json, etag, isPublic, cacheable: Boolean(cacheable) }, result };
+        return { answer: { json, etag, isPublic, cacheable: Boolean(cacheable) }, result: answer };
       };
-      const allowApiKey = !isPublic && "allowApiKey" in def.auth && def.auth.allowApiKey === true;
-      const outcome = await sharedReads.lead(SharedReads.keyOf(req.headers.authorization, req.originalUrl), { compute, auth, allowApiKey });
-      const shared = outcome === null ? null : outcome.kind === "shared" ? outcome.answer : outcome.computed.answer;
-      if (shared) {
-        sendJson(req, res, shared.json, shared.etag, isPublic);
+      const parts = { body, query, params, auth };
+      // Computed once for every identical request in flight (SharedReads), unless it is per request.
+      const sharedReads = def.perRequest ? null : this.deps.sharedReads;
+      const outcome = sharedReads
+        ? await sharedReads.lead(SharedReads.keyOf(req.headers.authorization, req.originalUrl), {
+            compute: () => compute(this.readContext(def, parts)),
+            auth,
+            allowApiKey: !isPublic && "allowApiKey" in def.auth && def.auth.allowApiKey === true,
+          })
+        : null;
+      // Null: not shared with this request (another credential context, a failure): computed here.
+      const computed = outcome?.kind === "shared" ? { answer: outcome.answer, result: null } : outcome ? outcome.computed : await compute(this.readContext(def, parts, def.perRequest ? { req, res } : undefined));
+      if (computed.answer) {
+        sendJson(req, res, computed.answer.json, computed.answer.etag, isPublic);
         return;
       }
-      // Not shared (another status, bytes): this request's own result, sent below. Null: compute it here.
-      if (outcome?.kind === "ran") ran = outcome.computed;
+      const result = computed.result;
+      if (result instanceof Reply) {
+        for (const [name, value] of Object.entries(result.raw?.headers ?? {})) res.setHeader(name, value);
+        res.status(result.status).type(result.raw!.contentType).send(result.body);
+        return;
+      }
+      const { status, body: answered } = result as { status: number; body: unknown };
+      sendResult(res, status, answered);
+      return;
     }
 
     const key = req.get("Idempotency-Key");
@@ -338,10 +351,10 @@ export class ApiRouter {
     let answer: { status: number; body: unknown };
     try {
       try {
-        result = ran ? ran.result : await def.handler({ req, res, body, query, params, auth, file, files, transaction } as HandlerContext<A, B, Q, P>);
+        result = await def.handler({ req, res, body, query, params, auth, file, files, transaction } as HandlerContext<A, B, Q, P>);
       } finally {
         // Whatever it changed, before anything is answered: this process never serves a kept read older than its own write.
-        if (def.method !== "get") publicReads?.invalidate();
+        publicReads?.invalidate();
       }
       if (result instanceof Reply && result.raw) {
         // Bytes are not stored for replay: a key used with such a route stays free for a retry.
@@ -361,21 +374,19 @@ export class ApiRouter {
     }
     const stored = committed as { result: unknown } | null;
     if (claim && (!stored || stored.result !== result)) await idempotency.complete(claim, answer.status, answer.body ?? null);
-    if (def.method === "get" && answer.status === 200 && answer.body !== undefined) {
-      const json = JSON.stringify(answer.body);
-      const etag = etagOf(json);
-      if (cacheable) publicReads.store(req.originalUrl, generation, json, etag);
-      sendJson(req, res, json, etag, "public" in def.auth);
-      return;
-    }
     sendResult(res, answer.status, answer.body);
   }
 
   /**
-   * A shared read's handler context: what its answer may depend on (URL, credential), with `req` and
-   * `res` refused (a handler that needs them declares `perRequest`); a fresh unit of work per run.
+   * A read's handler context: what its answer may depend on (URL, credential), and a fresh unit of
+   * work per run; `req` and `res` only for a route that declares `perRequest` (`own`), refused for a
+   * read that identical requests share.
    */
-  private sharedContext<A extends RouteAuth, B, Q, P>(def: RouteDef<A, B, Q, P>, parts: { body: B; query: Q; params: P; auth: AuthContext | null }): RouteContext<B, Q, P> {
+  private readContext<A extends RouteAuth, B, Q, P>(
+    def: RouteDef<A, B, Q, P>,
+    parts: { body: B; query: Q; params: P; auth: AuthContext | null },
+    own?: { req: Request; res: Response },
+  ): RouteContext<B, Q, P> {
     const refuse = (what: string): never => {
       throw new Error(`GET ${def.path} reads ${what} in its handler, but its answer is shared by identical requests: declare perRequest: true`);
     };
@@ -388,10 +399,10 @@ export class ApiRouter {
       files: [],
       transaction,
       get req(): Request {
-        return refuse("req");
+        return own?.req ?? refuse("req");
       },
       get res(): Response {
-        return refuse("res");
+        return own?.res ?? refuse("res");
       },
     };
   }
@@ -490,8 +501,12 @@ function sendJson(req: Request, res: Response, json: string, tag: string, isPubl
     res.status(304).end();
     return;
   }
-  // What Express's send would do for a string it was given, less its content negotiation.
-  res.statusCode = 200;
+  writeJson(res, 200, json);
+}
+
+/** What Express's send would do with a JSON string, less its content negotiation and conversions. */
+function writeJson(res: Response, status: number, json: string): void {
+  res.statusCode = status;
   res.setHeader("Content-Type", "application/json; charset=utf-8");
   res.setHeader("Content-Length", Buffer.byteLength(json));
   res.end(json);
@@ -510,12 +525,7 @@ function sendResult(res: Response, status: number, body: unknown): void {
     res.status(status).type("application/problem+json").send(JSON.stringify(body));
     return;
   }
-  // What Express's json would send, less its content negotiation and conversions.
-  const json = JSON.stringify(body);
-  res.statusCode = status;
-  res.setHeader("Content-Type", "application/json; charset=utf-8");
-  res.setHeader("Content-Length", Buffer.byteLength(json));
-  res.end(json);
+  writeJson(res, status, JSON.stringify(body));
 }
 
 function problemBody(err: ApiError, res: Response): unknown {

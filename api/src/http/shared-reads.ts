@@ -10,7 +10,10 @@ export interface SharedAnswer {
   cacheable: boolean;
 }
 
-/** A computation's result: the shared answer (null: not shared, e.g. not a 200), and what the handler returned. */
+/**
+ * A computation's result: the shared answer (null: not shared, e.g. not a 200), and what the request
+ * that ran it sends otherwise (the route's status and body, or the handler's bytes).
+ */
 export interface Computed {
   answer: SharedAnswer | null;
   result: unknown;

@@ -56,24 +56,10 @@ export async function revokeToken(db: Db, tokenId: string): Promise<Date> {
 const TOUCH_GRANULARITY = sql`interval '1 minute'`;
 const notSinceAMinute = (column: string) => sql<boolean>`(${sql.ref(column)} is null or ${sql.ref(column)} < now() - ${TOUCH_GRANULARITY})`;
 
-/** A token exchanged for an API key, and the key's last use and its user's last login recorded, in one statement. */
-export async function insertTokenForApiKey(
-  db: Db,
-  row: { id: string; user_id: string; api_key_id: string; token_hash: string; scopes: string[]; expires_at: Date },
-) {
-  return db
-    .with("key_used", (q) => q.updateTable("api_keys").set({ last_used_at: sql<Date>`now()` }).where("id", "=", row.api_key_id).where(notSinceAMinute("last_used_at")).returning("id"))
-    .with("logged_in", (q) => q.updateTable("users").set({ last_login_at: sql<Date>`now()` }).where("id", "=", row.user_id).where(notSinceAMinute("last_login_at")).returning("id"))
-    .insertInto("access_tokens")
-    .values(row)
-    .returning(["id", "created_at", "expires_at"])
-    .executeTakeFirstOrThrow();
-}
-
 /**
- * Tokens exchanged for API keys by many requests at once (GroupedWrites), with each key's last use
- * and each user's last login recorded to the minute as `insertTokenForApiKey` does, in one
- * statement; answers each row's id and expiry.
+ * Tokens exchanged for API keys (one, or the exchanges under way together: GroupedWrites), with each
+ * key's last use and each user's last login recorded to the minute, in one statement; answers each
+ * row's id and expiry.
  */
 export async function insertTokensForApiKeys(
   db: Db,

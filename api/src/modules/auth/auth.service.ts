@@ -314,7 +314,7 @@ export class AuthService {
       ? await repo.insertToken(db, { ...fields, api_key_id: null })
       : grouped
         ? await this.exchanges.add({ ...fields, api_key_id: apiKeyId })
-        : await repo.insertTokenForApiKey(db, { ...fields, api_key_id: apiKeyId });
+        : (await repo.insertTokensForApiKeys(db, [{ ...fields, api_key_id: apiKeyId }]))[0]!;
     return { token, token_type: "Bearer", expires_at: iso(row.expires_at as Date), scope: unique };
   }
 }

@@ -143,6 +143,29 @@ describe("POST /v1/artworks", () => {
     expect(await artworksCount(artist.id)).toBe(1);
   });
 
+  it("writes uploads that arrive together in shared transactions, each with its provenance and certification, and certifies them all", async () => {
+    const artist = await createUser(p.api, { role: "artist" });
+    const creations = p.api.server.platform.services.artworks.creations;
+    const before = { ...creations.stats };
+    const answers = await Promise.all(
+      Array.from({ length: 16 }, (_, i) => postMultipart(p.api.url, artist.token, asForm(artworkInput({ title: `Together ${i}`, for_sale: i % 2 === 0, price_usd: 100 })), { bytes: pngImage() })),
+    );
+    expect(answers.map((a) => a.status)).toEqual(Array(16).fill(201));
+    const ids = answers.map((a) => a.body.id as string);
+    expect(new Set(ids).size).toBe(16);
+    expect(creations.stats.items - before.items).toBe(16);
+    expect(creations.stats.statements - before.statements).toBeLessThan(16);
+    for (const [i, answer] of answers.entries()) {
+      expect(answer.body).toMatchObject({ title: `Together ${i}`, artist_id: artist.id, status: "pending_certification", certificate_hash: null });
+      const events = await p.db.selectFrom("artwork_provenance").select("event").where("artwork_id", "=", ids[i]!).orderBy("id").execute();
+      expect(events.map((e) => e.event)).toEqual(i % 2 === 0 ? ["created", "listed"] : ["created"]);
+    }
+    const operations = await p.db.selectFrom("chain_operations").select("key").where("key", "in", ids.map((id) => `certify:${id}`)).execute();
+    expect(operations).toHaveLength(16);
+    for (const id of ids) expect((await waitCertified(id)).token_id).toEqual(expect.any(Number));
+    expect(await artworksCount(artist.id)).toBe(16);
+  });
+
   it("refuses bad inputs and stores nothing: type by content, size, year, price, unknown fields, missing image", async () => {
     const artist = await createUser(p.api, { role: "artist" });
     const filesBefore = filesUnder(p.storageDir);

@@ -142,6 +142,36 @@ describe("ChainOperations.request", () => {
   });
 });
 
+describe("ChainOperations.requestMany", () => {
+  it("requests many in a few statements with request's rules for each, answering in the order asked", async () => {
+    const { kind, indexer } = scriptedKind();
+    const operations = component([kind], indexer);
+    const [fresh, failed, waiting, confirmed] = ["fresh", "failed", "waiting", "confirmed"].map((s) => `${kind.kind}:${s}`) as [string, string, string, string];
+    for (const key of [failed, waiting, confirmed]) await operations.request(handle.db, { key, kind: kind.kind, payload: { n: 0 } });
+    await operations.fail(kind, failed, "refused");
+    // Waiting for a retry in an hour; confirmed by the indexer.
+    await handle.db.updateTable("chain_operations").set({ due_at: sql<Date>`now() + interval '1 hour'`, priority: 5 }).where("key", "=", waiting).execute();
+    indexer.rows.push({ block: 1n, key: confirmed, facts: { n: 1 } });
+    indexer.head = 1n;
+    await operations.advanceCursors();
+
+    const asked = [confirmed, fresh, waiting, failed, fresh];
+    const answered = await handle.db.transaction().execute((trx) => operations.requestMany(trx, asked.map((key) => ({ key, kind: kind.kind, payload: { n: 9 } }))));
+    expect(answered.map((o) => o.key)).toEqual(asked);
+    expect(answered[1]).toBe(answered[4]);
+    expect(await op(fresh)).toMatchObject({ status: "pending", attempts: 0, payload: { n: 9 } });
+    expect(await op(failed)).toMatchObject({ status: "pending", attempts: 0, last_error: null, payload: { n: 0 } });
+    expect(await op(waiting)).toMatchObject({ status: "pending", priority: 0 });
+    expect((await op(waiting)).due_at!.getTime()).toBeLessThan(Date.now() + 60_000);
+    expect(await op(confirmed)).toMatchObject({ status: "confirmed", result: { n: 1 } });
+    for (const key of [fresh, failed, waiting]) expect(await isDue(key)).toBe(true);
+    expect(await handle.db.selectFrom("chain_operations").select("id").where("key", "=", fresh).execute()).toHaveLength(1);
+
+    await expect(operations.requestMany(handle.db, [{ key: "x", kind: "no_such_kind", payload: {} }])).rejects.toThrow(/unknown chain operation kind/);
+    expect(await operations.requestMany(handle.db, [])).toEqual([]);
+  });
+});
+
 describe("resuming after a crash", () => {
   it("waits for the stored transaction and sends nothing new", async () => {
     const address = privateKeyToAccount(relayerKey).address;
@@ -228,6 +258,37 @@ describe("confirmation by cursor", () => {
     expect(await eventsOf(pending)).toEqual([{ payload: { key: pending, n: 5, source: "indexer" } }]);
     expect(await eventsOf(late)).toEqual([{ payload: { key: late, n: 12, source: "chain" } }]);
     expect(await eventsOf(failed)).toEqual([]);
+  });
+});
+
+describe("cursor passes over kinds with nothing open", () => {
+  it("moves an idle kind's cursor without reading the indexer, and reads the blocks after it once an operation is open", async () => {
+    const idle = scriptedKind();
+    const busy = scriptedKind();
+    const indexer = { head: 4n as bigint | null };
+    const operations = component([idle.kind, busy.kind], indexer);
+    const busyKey = `${busy.kind.kind}:open`;
+    await operations.request(handle.db, { key: busyKey, kind: busy.kind.kind, payload: {} });
+    busy.indexer.rows.push({ block: 3n, key: busyKey, facts: { n: 3 } });
+
+    expect(await operations.advanceCursors()).toBe(1);
+    expect(busy.calls.readIndexed).toEqual([[-1n, 4n]]);
+    expect(idle.calls.readIndexed).toEqual([]);
+    const cursorOf = async (consumer: string) =>
+      (await handle.db.selectFrom("chain_cursors").select("block_number").where("consumer", "=", consumer).executeTakeFirstOrThrow()).block_number;
+    expect(await cursorOf(idle.kind.kind)).toBe(4n);
+    expect(await cursorOf(busy.kind.kind)).toBe(4n);
+
+    // Requested now, so sent after block 4: the idle kind reads from there on.
+    const idleKey = `${idle.kind.kind}:late`;
+    await operations.request(handle.db, { key: idleKey, kind: idle.kind.kind, payload: {} });
+    idle.indexer.rows.push({ block: 6n, key: idleKey, facts: { n: 6 } });
+    indexer.head = 6n;
+    expect(await operations.advanceCursors()).toBe(1);
+    expect(idle.calls.readIndexed).toEqual([[4n, 6n]]);
+    expect(busy.calls.readIndexed).toEqual([[-1n, 4n]]);
+    expect(await op(idleKey)).toMatchObject({ status: "confirmed", confirmed_from: "indexer", result: { n: 6 } });
+    expect(await cursorOf(busy.kind.kind)).toBe(6n);
   });
 });
 

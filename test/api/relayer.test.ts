@@ -16,6 +16,7 @@ import {
   createTestClient,
   createWalletClient,
   encodeFunctionData,
+  getAbiItem,
   type Hash,
   type Hex,
   http,
@@ -23,6 +24,7 @@ import {
   parseEther,
   parseEventLogs,
   toBytes,
+  toFunctionSelector,
   toHex,
   TransactionNotFoundError,
   zeroAddress,
@@ -34,6 +36,7 @@ import { artSharesAbi } from "../../api/src/chain/abi/ArtShares.ts";
 import { type ChainClients, createChainClients } from "../../api/src/chain/clients.ts";
 import { classifyChainError, PermanentChainError, TransientChainError } from "../../api/src/chain/errors.ts";
 import { isAlreadyCertified, Relayer } from "../../api/src/chain/relayer.ts";
+import { CertifyBatcher } from "../../api/src/modules/artworks/certify-batcher.ts";
 import { freePort } from "../../tools/stack/processes.ts";
 import { testEnvironment } from "../support/environment.ts";
 
@@ -317,6 +320,64 @@ describe("Relayer.write", () => {
   });
 });
 
+describe("CertifyBatcher's gas limits", () => {
+  it("estimates its first batch, sends later ones with a limit learned from receipts, and certifies one by one a batch whose limit fell short", async () => {
+    const { publicClient } = clients;
+    const batchSelector = toFunctionSelector(getAbiItem({ abi: artCertificateAbi, name: "certifyBatch" }));
+    const estimated: Hex[] = [];
+    const estimateGas = publicClient.estimateGas;
+    publicClient.estimateGas = ((args: Parameters<typeof estimateGas>[0]) => {
+      if (args.data) estimated.push(args.data);
+      return estimateGas(args);
+    }) as typeof estimateGas;
+    const batches: { size: number; hash: Hash }[] = [];
+    const batcher = new CertifyBatcher({
+      relayer,
+      address: certificate,
+      maxBatch: 10,
+      maxInFlight: 1,
+      logger,
+      onSubmitted: async (ids, { hash }) => void batches.push({ size: ids.length, hash }),
+    });
+    // Eleven at once: the first leaves alone (`certify`), the other ten in one certifyBatch.
+    const round = async () => {
+      const ids = Array.from({ length: 11 }, () => newArtworkId());
+      await Promise.all(ids.map((id) => batcher.certify({ ...toBatchRequest(id) })));
+      for (const id of ids) expect(await tokenIdOf(id)).not.toBe(0n);
+      return batches.at(-1)!;
+    };
+    const batchEstimates = () => estimated.filter((data) => data.startsWith(batchSelector)).length;
+    try {
+      const first = await round();
+      expect(first.size).toBe(10);
+      expect(batchEstimates()).toBe(1);
+      const firstReceipt = await publicClient.getTransactionReceipt({ hash: first.hash });
+
+      const second = await round();
+      expect(second.size).toBe(10);
+      expect(batchEstimates()).toBe(1);
+      const [tx, receipt] = await Promise.all([publicClient.getTransaction({ hash: second.hash }), publicClient.getTransactionReceipt({ hash: second.hash })]);
+      expect(receipt.status).toBe("success");
+      // 125 % of the most a certification took, for ten.
+      expect(tx.gas).toBe(((firstReceipt.gasUsed / 10n) * 10n * 125n) / 100n);
+
+      // A bound that falls short: the batch reverts on-chain, its ten are certified one by one, and the next batch is estimated again.
+      (batcher as unknown as { gasPerCertification: bigint }).gasPerCertification = 20_000n;
+      const singlesBefore = batches.length;
+      const third = await round();
+      const short = batches[singlesBefore + 1]!;
+      expect(short.size).toBe(10);
+      expect((await publicClient.getTransactionReceipt({ hash: short.hash })).status).toBe("reverted");
+      expect(third.size).toBe(1);
+      expect(batches.length).toBe(singlesBefore + 2 + 10);
+      await round();
+      expect(batchEstimates()).toBe(2);
+    } finally {
+      publicClient.estimateGas = estimateGas;
+    }
+  });
+});
+
 describe("classifyChainError on errors of a real node", () => {
   it("decodes reverts of call and estimateGas with the ABI, and names undecodable ones by selector", async () => {
     const { publicClient } = clients;
@@ -402,6 +463,12 @@ function certifyRequest(artworkId: string) {
     args: [collector, artworkId, keccak256(toHex(`certificate document of ${artworkId}`)), `https://api.test.local/v1/certificates/${artworkId}`, collector, 500n],
     label: `certify ${artworkId}`,
   } as const;
+}
+
+/** certifyRequest's arguments as a CertificationRequest (certifyBatch's tuple). */
+function toBatchRequest(artworkId: string) {
+  const [to, , certificateHash, tokenURI, royaltyReceiver, royaltyBps] = certifyRequest(artworkId).args;
+  return { to, artworkId, certificateHash, tokenURI, royaltyReceiver, royaltyBps };
 }
 
 function totalCertified(): Promise<bigint> {

@@ -88,6 +88,20 @@ export interface ChainOperationKind<F = unknown> {
   onRetry?(trx: Transaction<Database>, op: ChainOperation, reason: string, delayMs: number): Promise<void>;
 }
 
+/** An operation to request: its business key, its kind and what the kind needs to send it. */
+export interface OperationRequest {
+  key: string;
+  kind: string;
+  payload: Record<string, unknown>;
+}
+
+export interface RequestOptions {
+  /** Lower runs first within its kind (default 0). */
+  priority?: number | undefined;
+  /** Due at (default now). */
+  runAt?: Date | undefined;
+}
+
 export interface ChainOperationsDeps {
   db: Kysely<Database>;
   logger: Logger;
@@ -176,6 +190,8 @@ export class ChainOperations {
     });
   });
   private chainConfirming: Promise<void> | null = null;
+  /** Kinds whose cursor row this process has made sure exists. */
+  private readonly cursorsEnsured = new Set<string>();
   /** Operations whose last attempt here found the node unreachable: retried as soon as it answers again. */
   private readonly waitingForNode = new Set<string>();
   private stopped = true;
@@ -197,27 +213,46 @@ export class ChainOperations {
    * attempt is under way is left to it; a confirmed one is left as it is. The operation as it now is.
    * The table's trigger tells the workers once the transaction commits.
    */
-  async request(
-    db: Db,
-    input: { key: string; kind: string; payload: Record<string, unknown> },
-    options: { priority?: number | undefined; runAt?: Date | undefined } = {},
-  ): Promise<ChainOperation> {
-    if (!this.kinds.has(input.kind)) throw new Error(`unknown chain operation kind ${input.kind}`);
+  async request(db: Db, input: OperationRequest, options: RequestOptions = {}): Promise<ChainOperation> {
+    const [op] = await this.requestMany(db, [input], options);
+    return op!;
+  }
+
+  /**
+   * `request` for several operations at once (the same options for all), in three statements at
+   * most whatever their number: the operations as they now are, in the order of `inputs`.
+   */
+  async requestMany(db: Db, inputs: readonly OperationRequest[], options: RequestOptions = {}): Promise<ChainOperation[]> {
+    if (inputs.length === 0) return [];
+    for (const input of inputs) if (!this.kinds.has(input.kind)) throw new Error(`unknown chain operation kind ${input.kind}`);
+    // One row per key, in key order: concurrent requests lock shared keys in the same order.
+    const byKey = new Map(inputs.map((input) => [input.key, input]));
+    const keys = [...byKey.keys()].sort();
+    const rows = JSON.stringify(keys.map((key) => ({ key, kind: byKey.get(key)!.kind, payload: byKey.get(key)!.payload })));
     const dueAt = options.runAt ?? sql<Date>`now()`;
-    const { rows } = await sql<ChainOperation>`
+    const priority = options.priority ?? 0;
+    const { rows: stored } = await sql<ChainOperation>`
       insert into chain_operations as o (key, kind, payload, status, due_at, priority)
-      values (${input.key}, ${input.kind}, ${JSON.stringify(input.payload)}::jsonb, 'pending', ${dueAt}, ${options.priority ?? 0})
+      select r.key, r.kind, r.payload, 'pending', ${dueAt}, ${priority}
+      from jsonb_to_recordset(${rows}::jsonb) as r(key text, kind text, payload jsonb)
+      order by r.key
       on conflict (key) do update set
         status = 'pending', attempts = 0, tx_hash = null, last_error = null, lease_until = null,
         due_at = excluded.due_at, priority = excluded.priority, updated_at = now()
       where o.status = 'failed'
       returning *`.execute(db);
-    if (rows[0]) return rows[0];
-    const { rows: moved } = await sql<ChainOperation>`
-      update chain_operations set due_at = least(due_at, ${dueAt}), priority = least(priority, ${options.priority ?? 0}), updated_at = now()
-      where key = ${input.key} and status in ('pending', 'sent') and due_at is not null
-      returning *`.execute(db);
-    return moved[0] ?? (await db.selectFrom("chain_operations").selectAll().where("key", "=", input.key).executeTakeFirstOrThrow());
+    const found = new Map(stored.map((op) => [op.key, op]));
+    const existing = keys.filter((key) => !found.has(key));
+    if (existing.length > 0) {
+      const { rows: moved } = await sql<ChainOperation>`
+        update chain_operations set due_at = least(due_at, ${dueAt}), priority = least(priority, ${priority}), updated_at = now()
+        where key = any(${existing}::text[]) and status in ('pending', 'sent') and due_at is not null
+        returning *`.execute(db);
+      for (const op of moved) found.set(op.key, op);
+      const rest = existing.filter((key) => !found.has(key));
+      if (rest.length > 0) for (const op of await db.selectFrom("chain_operations").selectAll().where("key", "in", rest).execute()) found.set(op.key, op);
+    }
+    return inputs.map((input) => found.get(input.key)!);
   }
 
   /**
@@ -503,44 +538,74 @@ export class ChainOperations {
     this.cursorPasses.request();
   }
 
-  /** Reads each kind's newly indexed rows up to the indexer's block; confirms and reconciles what they settle. How many were confirmed. */
+  /**
+   * Reads the kinds' newly indexed rows up to the indexer's block; confirms and reconciles what they
+   * settle. How many were confirmed. One transaction a step for all kinds: the cursors' rows locked
+   * (one process at a time reads a kind's blocks; the others skip it), and only the kinds with
+   * operations still open (pending, sent, or confirmed from the chain and not yet indexed) read the
+   * indexer; the others' cursors just move on (nothing in those blocks can settle an operation
+   * requested later: it is sent after this read, so mined in a later block).
+   */
   async advanceCursors(): Promise<number> {
     const indexedBlock = this.deps.indexedBlock
       ? await this.deps.indexedBlock()
       : (await readIndexerStatus({ db: this.deps.db, viewsSchema: this.deps.viewsSchema, chainId: this.deps.chainId })).indexedBlock;
     if (indexedBlock === null) return 0;
-    let confirmed = 0;
-    for (const kind of this.kinds.values()) confirmed += await this.advanceCursor(kind, indexedBlock);
-    return confirmed;
-  }
-
-  private async advanceCursor(kind: ChainOperationKind, indexedBlock: bigint): Promise<number> {
-    const { db } = this.deps;
-    let confirmed = 0;
+    const kinds = [...this.kinds.keys()];
+    if (kinds.length === 0) return 0;
+    await this.ensureCursors(kinds);
     const settledKeys: string[] = [];
     for (;;) {
-      // The cursor row's lock makes one process at a time read a kind's blocks; the others skip.
-      const step = await db.transaction().execute(async (trx) => {
-        await trx
-          .insertInto("chain_cursors")
-          .values({ consumer: kind.kind, block_number: String(this.deps.startBlock - 1) })
-          .onConflict((oc) => oc.column("consumer").doNothing())
+      const step = await this.deps.db.transaction().execute(async (trx) => {
+        const open = new Set(
+          (
+            await sql<{ kind: string }>`
+              select distinct kind from chain_operations
+              where kind = any(${kinds}::text[]) and (status in ('pending', 'sent') or (status = 'confirmed' and indexed_at is null))`.execute(trx)
+          ).rows.map((r) => r.kind),
+        );
+        const cursors = await trx
+          .selectFrom("chain_cursors")
+          .select(["consumer", "block_number"])
+          .where("consumer", "in", kinds)
+          .where("block_number", "<", indexedBlock)
+          .orderBy("consumer")
+          .forUpdate()
+          .skipLocked()
           .execute();
-        const cursor = await trx.selectFrom("chain_cursors").select("block_number").where("consumer", "=", kind.kind).forUpdate().skipLocked().executeTakeFirst();
-        if (!cursor || cursor.block_number >= indexedBlock) return null;
-        const to = cursor.block_number + CURSOR_SPAN < indexedBlock ? cursor.block_number + CURSOR_SPAN : indexedBlock;
-        const facts = await kind.readIndexed(cursor.block_number, to);
-        const keys = await this.applyFacts(trx, kind, facts, "indexer");
-        await trx.updateTable("chain_cursors").set({ block_number: to, updated_at: sql<Date>`now()` }).where("consumer", "=", kind.kind).execute();
-        return { keys, done: to >= indexedBlock };
+        if (cursors.length === 0) return null;
+        const keys: string[] = [];
+        const moves: { consumer: string; to: bigint }[] = [];
+        for (const cursor of cursors) {
+          const to = cursor.block_number + CURSOR_SPAN < indexedBlock ? cursor.block_number + CURSOR_SPAN : indexedBlock;
+          const kind = this.kinds.get(cursor.consumer)!;
+          if (open.has(kind.kind)) keys.push(...(await this.applyFacts(trx, kind, await kind.readIndexed(cursor.block_number, to), "indexer")));
+          moves.push({ consumer: cursor.consumer, to });
+        }
+        await sql`
+          update chain_cursors as c set block_number = m.to::bigint, updated_at = now()
+          from jsonb_to_recordset(${JSON.stringify(moves.map((m) => ({ consumer: m.consumer, to: m.to.toString() })))}::jsonb) as m(consumer text, "to" text)
+          where c.consumer = m.consumer`.execute(trx);
+        return { keys, done: moves.every((m) => m.to >= indexedBlock) };
       });
       if (!step) break;
-      confirmed += step.keys.length;
       settledKeys.push(...step.keys);
       if (step.done) break;
     }
     this.announce(settledKeys);
-    return confirmed;
+    return settledKeys.length;
+  }
+
+  /** Creates the cursors of `kinds` that do not exist yet (a new kind starts at the contracts' first block); once per process. */
+  private async ensureCursors(kinds: string[]): Promise<void> {
+    const missing = kinds.filter((kind) => !this.cursorsEnsured.has(kind));
+    if (missing.length === 0) return;
+    await this.deps.db
+      .insertInto("chain_cursors")
+      .values(missing.map((consumer) => ({ consumer, block_number: String(this.deps.startBlock - 1) })))
+      .onConflict((oc) => oc.column("consumer").doNothing())
+      .execute();
+    for (const kind of missing) this.cursorsEnsured.add(kind);
   }
 
   /**

@@ -36,6 +36,12 @@ export interface WriteRequest<
   value?: bigint | undefined;
   label?: string | undefined;
   /**
+   * The gas limit, when the caller knows one that suffices (e.g. learned from receipts of the same
+   * call): no estimate is made, so the node executes the call once (when mined) instead of twice.
+   * A revert then shows on-chain: a PermanentChainError from the receipt, decoded by replaying it.
+   */
+  gas?: bigint | undefined;
+  /**
    * Called once the transaction is in the node's pool, before its receipt is awaited: a job stores
    * the hash here so that, after a crash, it resumes with `waitForReceipt(hash)` instead of resending.
    * If it throws, `write` rejects with that error although the transaction is on its way.
@@ -162,18 +168,24 @@ export class Relayer {
     const call = { to: request.address, data, value: request.value ?? 0n };
     let gas: bigint;
     let fees: Fees;
-    try {
-      [gas, fees] = await Promise.all([
-        this.publicClient.estimateGas({ account: this.account.address, ...call }),
-        this.estimateFees(),
-      ]);
-    } catch (err) {
-      // A revert: the simulation names it (its error data, decoded with the ABI). Should the call
-      // pass now (the state moved), the estimate's own error stands.
-      await this.simulate(request);
-      throw classifyChainError(err, request.abi, { label });
+    if (request.gas !== undefined) {
+      gas = request.gas;
+      try {
+        fees = await this.estimateFees();
+      } catch (err) {
+        throw classifyChainError(err, request.abi, { label });
+      }
+    } else {
+      try {
+        [gas, fees] = await Promise.all([this.publicClient.estimateGas({ account: this.account.address, ...call }), this.estimateFees()]);
+      } catch (err) {
+        // A revert: the simulation names it (its error data, decoded with the ABI). Should the call
+        // pass now (the state moved), the estimate's own error stands.
+        await this.simulate(request);
+        throw classifyChainError(err, request.abi, { label });
+      }
+      gas = (gas * GAS_HEADROOM_PERCENT) / 100n;
     }
-    gas = (gas * GAS_HEADROOM_PERCENT) / 100n;
 
     let submitted: { hash: Hash; nonce: number } | undefined;
     for (let attempt = 1; !submitted; attempt++) {

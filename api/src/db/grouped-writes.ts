@@ -1,11 +1,11 @@
 /**
- * Group commit: items added while a statement writes are written together by the next statement
- * (at most `max` a statement), so N requests at once cost about two statements, not N, and a lone
- * item is written at once. Each statement commits on its own (no transaction around it): an item's
- * promise settles once the statement that wrote it committed, or failed. A statement that fails is
+ * Group commit: items added while a group is written are written together by the next one (at most
+ * `max` a group), so N requests at once cost about two writes, not N, and a lone item is written at
+ * once. Each group commits on its own (one statement, or one transaction that `writeAll` runs): an
+ * item's promise settles once the write that carried it committed, or failed. A group that fails is
  * tried again item by item, so an item that cannot be written fails alone.
  *
- * Only for writes that need no transaction with anything else (`Transact.oneStatement`'s `alone`).
+ * Only for writes that need no transaction with anything else (`Transact.selfCommitting`'s `alone`).
  */
 export class GroupedWrites<T, R> {
   private queue: { item: T; resolve: (result: R) => void; reject: (err: unknown) => void }[] = [];
@@ -14,7 +14,7 @@ export class GroupedWrites<T, R> {
   readonly stats = { statements: 0, items: 0 };
 
   /**
-   * @param writeAll writes the items in one statement and returns each one's result, in their order
+   * @param writeAll writes the items atomically (one statement or one transaction) and returns each one's result, in their order
    *   (it throws when it cannot write all of them).
    */
   constructor(

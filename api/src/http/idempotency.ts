@@ -142,11 +142,11 @@ export class IdempotencyStore {
   }
 
   /**
-   * A unit of work of one statement: with a claim, in the transaction that stores its answer (as
-   * `transaction`); without one, on its own (a statement is atomic: no BEGIN and COMMIT round trips),
-   * which the work is told (`alone`).
+   * A unit of work that is atomic on its own (one statement, or a transaction it opens): with a
+   * claim, in the transaction that stores its answer (as `transaction`); without one, on its own
+   * (no BEGIN and COMMIT round trips around it), which the work is told (`alone`).
    */
-  async oneStatement<T>(claim: ClaimedKey | null, work: (db: Db, how: { alone: boolean }) => Promise<T>, answerOf: (result: T) => { status: number; body: unknown }): Promise<T> {
+  async selfCommitting<T>(claim: ClaimedKey | null, work: (db: Db, how: { alone: boolean }) => Promise<T>, answerOf: (result: T) => { status: number; body: unknown }): Promise<T> {
     return claim ? this.transaction(claim, (trx) => work(trx, { alone: false }), answerOf) : work(this.db, { alone: true });
   }
 

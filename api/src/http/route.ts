@@ -345,7 +345,7 @@ export class ApiRouter {
       return result;
     };
     const transaction: Transact = (work) => unitOfWork((answerOf) => idempotency.transaction(claim, work, answerOf));
-    transaction.oneStatement = (work) => unitOfWork((answerOf) => idempotency.oneStatement(claim, work, answerOf));
+    transaction.selfCommitting = (work) => unitOfWork((answerOf) => idempotency.selfCommitting(claim, work, answerOf));
 
     let result: unknown;
     let answer: { status: number; body: unknown };
@@ -392,7 +392,7 @@ export class ApiRouter {
     };
     const answerOf = (value: unknown) => this.answer(def, value);
     const transaction: Transact = (work) => this.deps.idempotency.transaction(null, work, answerOf);
-    transaction.oneStatement = (work) => this.deps.idempotency.oneStatement(null, work, answerOf);
+    transaction.selfCommitting = (work) => this.deps.idempotency.selfCommitting(null, work, answerOf);
     return {
       ...parts,
       file: undefined,

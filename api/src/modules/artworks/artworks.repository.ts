@@ -6,8 +6,11 @@ import { containsPattern, type Page, paginate } from "../../lib/pagination.ts";
 
 export type NewArtwork = Insertable<ArtworksTable>;
 
-export function insert(db: Db, artwork: NewArtwork): Promise<Artwork> {
-  return db.insertInto("artworks").values(artwork).returningAll().executeTakeFirstOrThrow();
+/** Inserts the artworks in one statement; the rows stored, in the order given. */
+export async function insertMany(db: Db, artworks: NewArtwork[]): Promise<Artwork[]> {
+  if (artworks.length === 0) return [];
+  const stored = new Map((await db.insertInto("artworks").values(artworks).returningAll().execute()).map((a) => [a.id, a]));
+  return artworks.map((a) => stored.get(a.id)!);
 }
 
 /** The artwork, soft-deleted ones included (certificates outlive deletion). */
@@ -91,20 +94,34 @@ export async function search(db: Db, filter: ArtworkFilter, page: Page): Promise
   return paginate(query, page, (q) => q.selectAll().orderBy("created_at", "desc").orderBy("id", "desc"));
 }
 
-export async function insertProvenance(
-  db: Db,
-  entry: { artwork_id: string; event: string; actor_id?: string | null; tx_hash?: string | null; details?: Record<string, string | number> | null; occurred_at?: Date },
-): Promise<void> {
+export interface ProvenanceEntry {
+  artwork_id: string;
+  event: string;
+  actor_id?: string | null;
+  tx_hash?: string | null;
+  details?: Record<string, string | number> | null;
+  occurred_at?: Date;
+}
+
+export function insertProvenance(db: Db, entry: ProvenanceEntry): Promise<void> {
+  return insertProvenanceEntries(db, [entry]);
+}
+
+/** Provenance entries in one statement (`occurred_at` defaults to now). */
+export async function insertProvenanceEntries(db: Db, entries: ProvenanceEntry[]): Promise<void> {
+  if (entries.length === 0) return;
   await db
     .insertInto("artwork_provenance")
-    .values({
-      artwork_id: entry.artwork_id,
-      event: entry.event,
-      actor_id: entry.actor_id ?? null,
-      tx_hash: entry.tx_hash ?? null,
-      details: entry.details ? JSON.stringify(entry.details) : null,
-      ...(entry.occurred_at ? { occurred_at: entry.occurred_at } : {}),
-    })
+    .values(
+      entries.map((entry) => ({
+        artwork_id: entry.artwork_id,
+        event: entry.event,
+        actor_id: entry.actor_id ?? null,
+        tx_hash: entry.tx_hash ?? null,
+        details: entry.details ? JSON.stringify(entry.details) : null,
+        occurred_at: entry.occurred_at ?? sql<Date>`now()`,
+      })),
+    )
     // `certified` is unique per artwork: a second confirmation records nothing.
     .onConflict((oc) => oc.doNothing())
     .execute();
@@ -113,21 +130,24 @@ export async function insertProvenance(
 // ---- certification pipeline state ----
 
 /**
- * Starts an attempt on a pending artwork: counts it and leases it; with the artist's wallet (the
- * token's recipient); undefined when not pending.
+ * Starts an attempt on each pending artwork of `ids`, in one statement: counts it and leases it;
+ * each with its artist's wallet (the token's recipient), undefined where not pending, in the order of `ids`.
  */
-export function startAttempt(db: Db, id: string, leaseMs: number): Promise<(Artwork & { artist_wallet: string }) | undefined> {
-  return db
+export async function startAttempts(db: Db, ids: readonly string[], leaseMs: number): Promise<((Artwork & { artist_wallet: string }) | undefined)[]> {
+  if (ids.length === 0) return [];
+  const rows = await db
     .updateTable("artworks")
     .set({
       certification_attempts: sql<number>`certification_attempts + 1`,
       certification_lease_until: sql<Date>`now() + ${leaseMs} * interval '1 millisecond'`,
     })
-    .where("id", "=", id)
+    .where("id", "in", [...new Set(ids)])
     .where("status", "=", "pending_certification")
     .returningAll()
     .returning(sql<string>`(select u.wallet_address from users u where u.id = artworks.artist_id)`.as("artist_wallet"))
-    .executeTakeFirst();
+    .execute();
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  return ids.map((id) => byId.get(id));
 }
 
 /** The artwork with its artist's wallet (the token's recipient). */
@@ -280,13 +300,8 @@ export async function markCertified(db: Db, facts: CertifiedFacts[], source: "in
   return changed;
 }
 
-export async function insertCertifiedProvenance(db: Db, entries: { artwork_id: string; tx_hash: string }[]): Promise<void> {
-  if (entries.length === 0) return;
-  await db
-    .insertInto("artwork_provenance")
-    .values(entries.map((e) => ({ artwork_id: e.artwork_id, event: "certified", tx_hash: e.tx_hash, actor_id: null, details: null })))
-    .onConflict((oc) => oc.doNothing())
-    .execute();
+export function insertCertifiedProvenance(db: Db, entries: { artwork_id: string; tx_hash: string }[]): Promise<void> {
+  return insertProvenanceEntries(db, entries.map((e) => ({ artwork_id: e.artwork_id, event: "certified", tx_hash: e.tx_hash })));
 }
 
 /**

@@ -5,6 +5,7 @@ import type { Config } from "../../config.ts";
 import type { Database, Db } from "../../db/database.ts";
 import type { Artwork, ArtworkProvenance } from "./artworks.tables.ts";
 import type { Role } from "../users/users.tables.ts";
+import { GroupedWrites } from "../../db/grouped-writes.ts";
 import { type Transact, transactOn } from "../../db/transact.ts";
 import type { UploadedFile } from "../../http/multipart.ts";
 import { ApiError, type FieldError, found } from "../../lib/errors.ts";
@@ -44,8 +45,22 @@ export const ADMIN_VERIFY_WAIT_MS = 10_000;
 /** The estimate is recomputed at most this often (a burst of uploads asks for it each time). */
 const ESTIMATE_CACHE_MS = 1_000;
 
+/** An artwork to create, as `create` built it. */
+export interface NewCreation {
+  artwork: repo.NewArtwork & { id: string };
+  actorId: string;
+  imageStored: boolean;
+}
+
 export class ArtworksService {
   private estimate: { text: string; until: number } | null = null;
+  /**
+   * Creations under way without an Idempotency-Key, written together: each group in one
+   * transaction of three statements (artworks, provenance, certification requests), so a burst of
+   * uploads costs a few transactions rather than one each. A group that fails is written again one
+   * creation at a time, so a bad one fails alone.
+   */
+  readonly creations = new GroupedWrites((rows: NewCreation[]) => this.deps.db.transaction().execute((trx) => this.insertCreations(trx, rows)));
 
   constructor(
     private readonly deps: {
@@ -67,7 +82,7 @@ export class ArtworksService {
   // ---- create ----
 
   async create(actor: Actor, input: ArtworkCreate, file: UploadedFile | undefined, transact: Transact = transactOn(this.deps.db)) {
-    const { config, storage, certification } = this.deps;
+    const { config, storage } = this.deps;
     const artistId = await this.artistFor(actor, input.artist_id);
 
     if (file && input.image_url !== undefined) {
@@ -92,52 +107,70 @@ export class ArtworksService {
     // stores its own copy harmlessly; only an object whose request died before committing is left
     // unreferenced. If the transaction fails, the object is removed again.
     if (image) await storage.put(image.key, image.body, image.contentType);
+    const creation: NewCreation = {
+      actorId: actor.userId,
+      imageStored: image !== null,
+      artwork: {
+        id,
+        artist_id: artistId,
+        title: input.title,
+        year: input.year,
+        medium: input.medium,
+        dimensions: JSON.stringify(input.dimensions),
+        description: input.description ?? null,
+        price_cents: input.price_usd === undefined || input.price_usd === null ? null : usdToCents(input.price_usd),
+        for_sale: input.for_sale ?? false,
+        status: "pending_certification",
+        image_source_url: image ? null : input.image_url!,
+        image_storage_key: image?.key ?? null,
+        image_sha256: image?.sha256 ?? null,
+        image_content_type: image?.contentType ?? null,
+        image_bytes: image?.bytes ?? null,
+        certificate_hash: null,
+        token_id: null,
+        certified_at: null,
+        certified_by: null,
+        certification_tx_hash: null,
+        certification_confirmed_at: null,
+        certification_lease_until: new Date(Date.now() + config.certification.leaseMs),
+        certification_error: null,
+        failed_at: null,
+        deleted_at: null,
+      },
+    };
+    const answerOf = (created: Artwork) => ({
+      id: created.id,
+      title: created.title,
+      artist_id: created.artist_id,
+      status: created.status,
+      certificate_hash: null,
+      estimated_certification_time: estimate,
+      created_at: iso(created.created_at),
+    });
     try {
-      return await transact(async (trx) => {
-        const created = await repo.insert(trx, {
-          id,
-          artist_id: artistId,
-          title: input.title,
-          year: input.year,
-          medium: input.medium,
-          dimensions: JSON.stringify(input.dimensions),
-          description: input.description ?? null,
-          price_cents: input.price_usd === undefined || input.price_usd === null ? null : usdToCents(input.price_usd),
-          for_sale: input.for_sale ?? false,
-          status: "pending_certification",
-          image_source_url: image ? null : input.image_url!,
-          image_storage_key: image?.key ?? null,
-          image_sha256: image?.sha256 ?? null,
-          image_content_type: image?.contentType ?? null,
-          image_bytes: image?.bytes ?? null,
-          certificate_hash: null,
-          token_id: null,
-          certified_at: null,
-          certified_by: null,
-          certification_tx_hash: null,
-          certification_confirmed_at: null,
-          certification_lease_until: new Date(Date.now() + config.certification.leaseMs),
-          certification_error: null,
-          failed_at: null,
-          deleted_at: null,
-        });
-        await repo.insertProvenance(trx, { artwork_id: id, event: "created", actor_id: actor.userId, occurred_at: created.created_at });
-        if (created.for_sale) await repo.insertProvenance(trx, { artwork_id: id, event: "listed", actor_id: actor.userId, occurred_at: created.created_at });
-        await certification.request(trx, id, { imageStored: image !== null });
-        return {
-          id: created.id,
-          title: created.title,
-          artist_id: created.artist_id,
-          status: created.status,
-          certificate_hash: null,
-          estimated_certification_time: estimate,
-          created_at: iso(created.created_at),
-        };
-      });
+      // Alone (no Idempotency-Key answer to store with it): with the other creations under way.
+      if (transact.selfCommitting) {
+        return await transact.selfCommitting(async (db, { alone }) => answerOf(alone ? await this.creations.add(creation) : (await this.insertCreations(db, [creation]))[0]!));
+      }
+      return await transact(async (trx) => answerOf((await this.insertCreations(trx, [creation]))[0]!));
     } catch (err) {
       if (image) await storage.delete(image.key).catch(() => {});
       throw err;
     }
+  }
+
+  /** Stores new artworks, each with its `created` (and `listed`) provenance, and requests their certification, in `trx`. */
+  private async insertCreations(trx: Db, creations: NewCreation[]): Promise<Artwork[]> {
+    const created = await repo.insertMany(trx, creations.map((c) => c.artwork));
+    await repo.insertProvenanceEntries(
+      trx,
+      created.flatMap((artwork, i) => {
+        const entry = { artwork_id: artwork.id, actor_id: creations[i]!.actorId, occurred_at: artwork.created_at };
+        return artwork.for_sale ? [{ ...entry, event: "created" }, { ...entry, event: "listed" }] : [{ ...entry, event: "created" }];
+      }),
+    );
+    await this.deps.certification.requestNew(trx, creations.map((c) => ({ id: c.artwork.id, imageStored: c.imageStored })));
+    return created;
   }
 
   /** Whose artwork a new one is: the caller's own, or, for an admin, the artist named. */

@@ -9,6 +9,7 @@ import { isAlreadyCertified, type Relayer } from "../../chain/relayer.ts";
 import type { Config } from "../../config.ts";
 import type { ChainOperation, Database, Db } from "../../db/database.ts";
 import type { Artwork } from "./artworks.tables.ts";
+import { GroupedWrites } from "../../db/grouped-writes.ts";
 import { recordEvent, recordEvents } from "../../jobs/outbox.ts";
 import { enqueue, type Task } from "../../jobs/queue.ts";
 import { iso } from "../../lib/time.ts";
@@ -88,6 +89,8 @@ export class CertificationPipeline implements ChainOperationKind<ChainCertificat
   readonly concurrency: number;
   private readonly log: Logger;
   private batcher: CertifyBatcher | null = null;
+  /** Attempts starting together (a claim hands over many at once) count and lease their artworks in one statement. */
+  private readonly attemptStarts: GroupedWrites<string, (Artwork & { artist_wallet: string }) | undefined>;
   private sweepTimer: NodeJS.Timeout | null = null;
   private sweeping: Promise<void> | null = null;
   private stopped = false;
@@ -97,6 +100,7 @@ export class CertificationPipeline implements ChainOperationKind<ChainCertificat
     this.maxAttempts = deps.config.certification.maxAttempts;
     this.retryBaseMs = deps.config.certification.retryBaseMs;
     this.concurrency = certificationAttemptsAtOnce(deps.config.certification);
+    this.attemptStarts = new GroupedWrites((ids) => repo.startAttempts(deps.db, ids, deps.config.certification.leaseMs));
   }
 
   /**
@@ -110,6 +114,17 @@ export class CertificationPipeline implements ChainOperationKind<ChainCertificat
       return;
     }
     await this.deps.operations.request(trx, { key: keyOf(artworkId), kind: CERTIFY_OPERATION, payload: { artwork_id: artworkId } }, { priority: options.priority, runAt: options.runAt });
+  }
+
+  /**
+   * `request` for artworks just created in the caller's transaction, whose image state the caller
+   * knows (no read): a download for each one given by URL, the chain operations of the others in
+   * one statement.
+   */
+  async requestNew(trx: Db, artworks: readonly { id: string; imageStored: boolean }[]): Promise<void> {
+    for (const { id } of artworks.filter((a) => !a.imageStored)) await enqueue(trx, FETCH_IMAGE_TASK, { artwork_id: id }, { jobKey: keyOf(id) });
+    const stored = artworks.filter((a) => a.imageStored);
+    await this.deps.operations.requestMany(trx, stored.map(({ id }) => ({ key: keyOf(id), kind: CERTIFY_OPERATION, payload: { artwork_id: id } })));
   }
 
   /** Starts the sweep of lost image downloads; the chain operations' component confirms and resumes the rest. */
@@ -158,8 +173,8 @@ export class CertificationPipeline implements ChainOperationKind<ChainCertificat
   // ---- the operation kind ----
 
   /** Counts the attempt on the artwork; the artwork (with its artist's wallet) goes on to `send`, undefined unless pending. */
-  onAttempt(db: Db, op: ChainOperation): Promise<(Artwork & { artist_wallet: string }) | undefined> {
-    return repo.startAttempt(db, artworkIdOf(op), this.deps.config.certification.leaseMs);
+  onAttempt(_db: Db, op: ChainOperation): Promise<(Artwork & { artist_wallet: string }) | undefined> {
+    return this.attemptStarts.add(artworkIdOf(op));
   }
 
   async send(op: ChainOperation, ctx: SendContext): Promise<void> {

@@ -14,6 +14,11 @@ export interface CertificationRequest {
   royaltyBps: bigint;
 }
 
+/** Headroom of a batch's gas limit over the most a certification took so far (owners new to the contract cost more). */
+const GAS_HEADROOM_PERCENT = 125n;
+/** The most gas one transaction may use (EIP-7825: 2^24), which CERTIFICATION_BATCH_SIZE's cap respects. */
+const MAX_TRANSACTION_GAS = 16_777_216n;
+
 interface Waiting {
   request: CertificationRequest;
   resolve(): void;
@@ -28,13 +33,22 @@ interface Waiting {
  * indexed block carries many certifications instead of one.
  *
  * The contract skips an artwork that already holds a certificate, so duplicates (in one batch or
- * across batches and retries) still mint one token each and never fail the batch. A batch refused
+ * across batches and retries) still mint one token each and never fail the batch. The first batch
+ * is estimated; later ones carry a gas limit learned from the mined ones' receipts, so the node
+ * executes a batch once (mining it) rather than twice. A batch refused
  * for good (one invalid request reverts all, or a deployment without `certifyBatch`) is split, and
  * each request goes alone through `certify`, so that only a bad request fails.
  */
 export class CertifyBatcher {
   private readonly waiting: Waiting[] = [];
   private inFlight = 0;
+  /**
+   * The most gas one certification of a mined batch took so far (its receipt's gasUsed over its
+   * size); null until a batch was mined, and again after a batch failed (the bound may be why).
+   * A batch is sent with a limit from it (GAS_HEADROOM_PERCENT over it a certification, at most
+   * MAX_TRANSACTION_GAS) instead of an estimate, so the node executes each batch once, not twice.
+   */
+  private gasPerCertification: bigint | null = null;
 
   constructor(
     private readonly options: {
@@ -91,17 +105,23 @@ export class CertifyBatcher {
             if (!isAlreadyCertified(err)) throw err;
           });
       } else {
-        await this.options.relayer.write({
+        const size = BigInt(batch.length);
+        const bound = this.gasPerCertification === null ? undefined : (this.gasPerCertification * size * GAS_HEADROOM_PERCENT) / 100n;
+        const { receipt } = await this.options.relayer.write({
           address: this.options.address,
           abi: artCertificateAbi,
           functionName: "certifyBatch",
           args: [batch.map((w) => w.request)],
           label: `certifyBatch of ${batch.length} (${ids[0]}…)`,
+          gas: bound === undefined ? undefined : bound < MAX_TRANSACTION_GAS ? bound : MAX_TRANSACTION_GAS,
           onSubmitted,
         });
+        const perCertification = receipt.gasUsed / size;
+        if (this.gasPerCertification === null || perCertification > this.gasPerCertification) this.gasPerCertification = perCertification;
       }
       for (const w of batch) w.resolve();
     } catch (err) {
+      if (batch.length > 1) this.gasPerCertification = null;
       if (err instanceof PermanentChainError && batch.length > 1) {
         this.options.logger.warn({ size: batch.length, err: err.message }, "certifyBatch refused; certifying its artworks one by one");
         await Promise.all(batch.map((w) => this.send([w])));

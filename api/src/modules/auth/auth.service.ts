@@ -189,7 +189,7 @@ export class AuthService {
     if (key.keyScopes) assertWithinCap(key.keyScopes, scopes, "This API key");
     // One statement: without an Idempotency-Key, no transaction around it, and written together
     // with the exchanges of other requests under way (one statement for all of them).
-    const run = transact.oneStatement ?? transact;
+    const run = transact.selfCommitting ?? transact;
     return run((db, how?: { alone: boolean }) => this.issueToken(db, userId, apiKeyId, scopes, how?.alone === true));
   }
 

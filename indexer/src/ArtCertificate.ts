@@ -1,10 +1,17 @@
 import { ponder } from "ponder:registry";
 import { certificate, certificateApproval, certificateTransfer } from "ponder:schema";
+import { zeroAddress } from "viem";
 import { artCertificateAbi } from "../abis.ts";
 
 // `certify` emits Transfer (the mint), MetadataUpdate (the URI) and then ArtworkCertified: the
 // certificate row is created by ArtworkCertified, so the events before it only touch it when it
 // already exists. Everything goes through Ponder's db API, so a reorg rolls it all back.
+//
+// A mint's Transfer and the MetadataUpdate right after it (same transaction, same token) have nothing
+// to update, as ArtworkCertified carries the owner and the URI: they skip the lookup, which Ponder
+// otherwise answers from the database (one query a block for a batch's 40 tokens, each looked up
+// twice). `lastMint` only saves that lookup: after a restart it is empty and the lookup decides.
+let lastMint: { txHash: string; tokenId: bigint } | null = null;
 
 ponder.on("ArtCertificate:ArtworkCertified", async ({ event, context }) => {
   const { tokenId, artworkKey, owner, artworkId, certificateHash, tokenURI, royaltyReceiver, royaltyBps } =
@@ -38,6 +45,10 @@ ponder.on("ArtCertificate:Transfer", async ({ event, context }) => {
     txHash: event.transaction.hash,
     logIndex: event.log.logIndex,
   });
+  if (from === zeroAddress) {
+    lastMint = { txHash: event.transaction.hash, tokenId };
+    return;
+  }
   if (await context.db.find(certificate, { tokenId })) {
     await context.db
       .update(certificate, { tokenId })
@@ -47,7 +58,9 @@ ponder.on("ArtCertificate:Transfer", async ({ event, context }) => {
 
 ponder.on("ArtCertificate:MetadataUpdate", async ({ event, context }) => {
   const tokenId = event.args._tokenId;
-  if (!(await context.db.find(certificate, { tokenId }))) return;
+  const ofMint = lastMint?.txHash === event.transaction.hash && lastMint.tokenId === tokenId;
+  lastMint = null;
+  if (ofMint || !(await context.db.find(certificate, { tokenId }))) return;
   // EIP-4906 names the token only: read the new URI at this event's block.
   const tokenUri = await context.client.readContract({
     abi: artCertificateAbi,

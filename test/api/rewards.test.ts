@@ -6,8 +6,10 @@
  * refused inputs that change nothing.
  */
 import { randomBytes } from "node:crypto";
+import { sql } from "kysely";
 import { beforeAll, describe, expect, it } from "vitest";
-import { recordEvent } from "../../api/src/jobs/outbox.ts";
+import { type OutboxEvent, recordEvent } from "../../api/src/jobs/outbox.ts";
+import { newId } from "../../api/src/lib/ids.ts";
 import { enqueue } from "../../api/src/jobs/queue.ts";
 import { OUTBOX_DISPATCH_TASK } from "../../api/src/jobs/outbox.ts";
 import { useArtworkPlatform } from "../support/artworks.ts";
@@ -135,6 +137,45 @@ describe("rewards", () => {
       expect(row.lifetime_points).toBe(await earnedOfLedger(user.id));
       expect(await p.db.selectFrom("reward_ledger").select("id").where("user_id", "=", user.id).execute()).toHaveLength(20);
     }
+  });
+
+  it("earns a claim's events handed out together, each once, when claims that share users in other orders race", async () => {
+    const users = await Promise.all(Array.from({ length: 4 }, () => createUser(p.api, { role: "artist", scope: ["write", "rewards:read"] })));
+    const artworkId = await certifiedArtwork(p, users[0]!);
+    await waitPoints(users[0]!, 50);
+    const rewards = p.api.server.platform.services.rewards;
+    const expected = new Map<string, number>([[users[0]!.id, 50]]);
+    const earn = (userId: string, points: number) => expected.set(userId, (expected.get(userId) ?? 0) + points);
+    // 6 claims of 25 events: sales between every pair of users, in another order in each claim, and
+    // certifications of users[0]'s artwork (its artist is read from the database).
+    const claims = Array.from({ length: 6 }, (_, c) =>
+      Array.from({ length: 25 }, (_, i): OutboxEvent => {
+        const id = newId("webhookEvent");
+        if (i % 5 === 4) {
+          earn(users[0]!.id, 50);
+          return { id, type: "artwork.certified", payload: { artwork_id: artworkId }, audience: [], createdAt: new Date() };
+        }
+        const [buyer, seller] = [users[(c + i) % 4]!, users[(c + 2 * i + 1) % 4]!];
+        earn(buyer.id, 1 + i);
+        earn(seller.id, 1 + i);
+        return { id, type: "payment.completed", payload: { tx_id: `txn_${id}`, buyer_id: buyer.id, seller_id: seller.id, amount_usd: 1 + i + 0.99 }, audience: [], createdAt: new Date() };
+      }),
+    );
+    // Each claim handed out twice at once, forwards and backwards (a dispatcher presumed dead and the
+    // one that took its events over): every write locks several users' rows, in no common order of events.
+    const results = await Promise.allSettled([...claims, ...claims.map((claim) => [...claim].reverse())].map((claim) => rewards.onEvents(claim)));
+    expect(results.filter((r) => r.status === "rejected")).toEqual([]);
+    for (const user of users) {
+      const row = await p.db.selectFrom("users").select(["service_points", "lifetime_points"]).where("id", "=", user.id).executeTakeFirstOrThrow();
+      expect(row.lifetime_points).toBe(expected.get(user.id));
+      expect(row.service_points).toBe(await sumOfLedger(user.id));
+      expect(row.lifetime_points).toBe(await earnedOfLedger(user.id));
+    }
+    // One ledger row per (event, rule, user): 6 claims x (5 certifications + 20 sales x 2 users).
+    const ids = claims.flat().map((e) => e.id);
+    const written = await p.db.selectFrom("reward_ledger").select("source_key").where(sql<string>`split_part(source_key, ':', 1)`, "in", ids).execute();
+    expect(written).toHaveLength(6 * (5 + 20 * 2));
+    expect(new Set(written.map((r) => r.source_key)).size).toBe(written.length);
   });
 
   it("moves the tier at each threshold and says how far the next one is", async () => {

@@ -1,3 +1,4 @@
+import { randomFillSync } from "node:crypto";
 import { monotonicFactory } from "ulid";
 
 /** Every public id: a type prefix and a sortable, URL-safe ULID (CONTRACT §1). */
@@ -41,7 +42,21 @@ export const ID_PREFIXES = {
 
 export type IdKind = keyof typeof ID_PREFIXES;
 
-const ulid = monotonicFactory();
+/**
+ * The random part of new ids, from the OS's generator 4 KiB at a time: ulid's own source asks it for
+ * one byte per character, 16 calls per id (in a burst of uploads, 14 ms of the API's thread went there).
+ */
+const randomPool = Buffer.alloc(4096);
+let randomOffset = randomPool.length;
+function pooledRandom(): number {
+  if (randomOffset === randomPool.length) {
+    randomFillSync(randomPool);
+    randomOffset = 0;
+  }
+  return randomPool[randomOffset++]! / 256;
+}
+
+const ulid = monotonicFactory(pooledRandom);
 
 export function newId(kind: IdKind): string {
   return `${ID_PREFIXES[kind]}_${ulid()}`;

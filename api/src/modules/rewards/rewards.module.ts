@@ -18,5 +18,5 @@ export const rewardsModule = defineModule<{ rewards: RewardsService }, { tickets
     return { rewards };
   },
   routes: ({ api }, { rewards }) => registerRewardRoutes(api, rewards),
-  outboxHandlers: ({ rewards }) => [...new Set(EARNING_RULES.map((r) => r.event))].map((type) => ({ type, handler: rewards.onEvent })),
+  outboxHandlers: ({ rewards }) => [...new Set(EARNING_RULES.map((r) => r.event))].map((type) => ({ type, handler: rewards.onEvent, batch: rewards.onEvents })),
 });

@@ -28,8 +28,14 @@ export interface Earning {
 const perDollar = (usd: unknown): number => (typeof usd === "number" && Number.isFinite(usd) && usd > 0 ? Math.floor(usd) : 0);
 const str = (v: unknown): string | null => (typeof v === "string" && v.length > 0 ? v : null);
 
-/** The earnings an event makes (zero-point ones left out); `artistOf` finds an artwork's artist. */
-export async function earningsOf(event: OutboxEvent, artistOf: (artworkId: string) => Promise<string | null>): Promise<Earning[]> {
+/** The artworks whose artists an event's earnings name (earningsOf's `artistOf` is asked for these). */
+export function artworksNamedBy(event: OutboxEvent): string[] {
+  const artworkId = event.type === "artwork.certified" ? str(event.payload.artwork_id) : null;
+  return artworkId ? [artworkId] : [];
+}
+
+/** The earnings an event makes (zero-point ones left out); `artistOf` knows the artists of artworksNamedBy(event). */
+export function earningsOf(event: OutboxEvent, artistOf: (artworkId: string) => string | null): Earning[] {
   const p = event.payload;
   const out: Earning[] = [];
   const add = (userId: string | null, rule: string, points: number, reason: string, referenceId: string | null) => {
@@ -38,7 +44,7 @@ export async function earningsOf(event: OutboxEvent, artistOf: (artworkId: strin
   switch (event.type) {
     case "artwork.certified": {
       const artworkId = str(p.artwork_id);
-      if (artworkId) add(await artistOf(artworkId), "certified", 50, "Artwork certified on-chain", artworkId);
+      if (artworkId) add(artistOf(artworkId), "certified", 50, "Artwork certified on-chain", artworkId);
       break;
     }
     case "payment.completed":

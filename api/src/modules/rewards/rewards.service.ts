@@ -9,7 +9,7 @@ import { centsToUsd, usdToCents } from "../../lib/money.ts";
 import { type Page, paginate, paginated } from "../../lib/pagination.ts";
 import { iso } from "../../lib/time.ts";
 import type { Actor } from "../artworks/artworks.service.ts";
-import { type Earning, earningsOf, nextThreshold, TIERS } from "./rewards.rules.ts";
+import { artworksNamedBy, type Earning, earningsOf, nextThreshold, TIERS } from "./rewards.rules.ts";
 import type { RewardCreate, RewardPatch } from "./rewards.schemas.ts";
 import type { Reward } from "./rewards.tables.ts";
 
@@ -46,39 +46,54 @@ export class RewardsService {
 
   // ---- earning ----
 
-  /** The outbox handler: the event's earnings, each once (its source key), in one statement. */
-  readonly onEvent = async (event: OutboxEvent): Promise<void> => {
-    const earnings = await earningsOf(event, async (artworkId) => (await this.deps.db.selectFrom("artworks").select("artist_id").where("id", "=", artworkId).executeTakeFirst())?.artist_id ?? null);
-    if (earnings.length === 0) return;
-    await this.earn(event.id, earnings);
+  /** The outbox handler: the event's earnings, each once (its source key). */
+  readonly onEvent = (event: OutboxEvent): Promise<void> => this.onEvents([event]);
+
+  /**
+   * The outbox's handler for a claim's events together: the artists of the artworks they name in one
+   * read, then every earning in one write (a burst of certifications cost two statements each).
+   */
+  readonly onEvents = async (events: OutboxEvent[]): Promise<void> => {
+    const artworkIds = [...new Set(events.flatMap(artworksNamedBy))];
+    const artists = new Map(
+      artworkIds.length === 0 ? [] : (await this.deps.db.selectFrom("artworks").select(["id", "artist_id"]).where("id", "in", artworkIds).execute()).map((a) => [a.id, a.artist_id]),
+    );
+    const earnings = events.flatMap((event) => earningsOf(event, (artworkId) => artists.get(artworkId) ?? null).map((e) => ({ ...e, eventId: event.id })));
+    if (earnings.length > 0) await this.earn(earnings);
   };
 
   /**
    * Writes each earning unless its source key was written before, and moves the users' sums by what
-   * was written, in one statement (atomic without a transaction; one round trip instead of four).
-   * `updated_at` stays the profile's: points have their own timestamps in the ledger.
+   * was written, in one statement, after locking the users' rows in id order. Two dispatchers whose
+   * claims share users (or share events: one replays what another holds) then wait for each other
+   * instead of deadlocking, whatever the order of their events. `updated_at` stays the profile's:
+   * points have their own timestamps in the ledger.
    */
-  private async earn(eventId: string, earnings: Earning[]): Promise<void> {
-    await this.deps.db
-      .with("written", (db) =>
-        db
-          .insertInto("reward_ledger")
-          .values(
-            earnings.map((e) => ({ id: newId("rewardEvent"), user_id: e.userId, type: "earned" as const, points: e.points, reason: e.reason, reference_id: e.referenceId, source_key: `${eventId}:${e.rule}:${e.userId}` })),
-          )
-          .onConflict((oc) => oc.column("source_key").doNothing())
-          .returning(["user_id", "points"]),
-      )
-      .with("earned", (db) => db.selectFrom("written").select(["user_id", sql<number>`sum(points)::int`.as("points")]).groupBy("user_id"))
-      .updateTable("users")
-      .from("earned")
-      .set({
-        service_points: sql<number>`users.service_points + earned.points`,
-        lifetime_points: sql<number>`users.lifetime_points + earned.points`,
-        tier: tierCase(sql`users.lifetime_points + earned.points`) as never,
-      })
-      .whereRef("users.id", "=", "earned.user_id")
-      .execute();
+  private async earn(earnings: (Earning & { eventId: string })[]): Promise<void> {
+    const users = [...new Set(earnings.map((e) => e.userId))].sort();
+    await this.deps.db.transaction().execute(async (trx) => {
+      await trx.selectFrom("users").select("id").where("id", "in", users).orderBy("id").forNoKeyUpdate().execute();
+      await trx
+        .with("written", (db) =>
+          db
+            .insertInto("reward_ledger")
+            .values(
+              earnings.map((e) => ({ id: newId("rewardEvent"), user_id: e.userId, type: "earned" as const, points: e.points, reason: e.reason, reference_id: e.referenceId, source_key: `${e.eventId}:${e.rule}:${e.userId}` })),
+            )
+            .onConflict((oc) => oc.column("source_key").doNothing())
+            .returning(["user_id", "points"]),
+        )
+        .with("earned", (db) => db.selectFrom("written").select(["user_id", sql<number>`sum(points)::int`.as("points")]).groupBy("user_id"))
+        .updateTable("users")
+        .from("earned")
+        .set({
+          service_points: sql<number>`users.service_points + earned.points`,
+          lifetime_points: sql<number>`users.lifetime_points + earned.points`,
+          tier: tierCase(sql`users.lifetime_points + earned.points`) as never,
+        })
+        .whereRef("users.id", "=", "earned.user_id")
+        .execute();
+    });
   }
 
   // ---- reads ----

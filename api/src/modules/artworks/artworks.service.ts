@@ -169,7 +169,7 @@ export class ArtworksService {
         return artwork.for_sale ? [{ ...entry, event: "created" }, { ...entry, event: "listed" }] : [{ ...entry, event: "created" }];
       }),
     );
-    await this.deps.certification.requestNew(trx, creations.map((c) => ({ id: c.artwork.id, imageStored: c.imageStored })));
+    await this.deps.certification.requestNext(trx, creations.map((c) => ({ id: c.artwork.id, imageStored: c.imageStored })));
     return created;
   }
 

@@ -107,24 +107,24 @@ export class CertificationPipeline implements ChainOperationKind<ChainCertificat
    * Enqueues the next step in the caller's transaction: the image download while the image_url is
    * not stored yet, else the chain operation. One pending job per artwork (one key for both).
    */
-  async request(trx: Db, artworkId: string, options: { priority?: number; runAt?: Date; imageStored?: boolean } = {}): Promise<void> {
-    // `imageStored`: the caller knows the image is stored (an upload in the same transaction).
-    if (!options.imageStored && (await repo.needsImage(trx, artworkId))) {
-      await enqueue(trx, FETCH_IMAGE_TASK, { artwork_id: artworkId }, { jobKey: keyOf(artworkId), priority: options.priority, runAt: options.runAt });
-      return;
-    }
-    await this.deps.operations.request(trx, { key: keyOf(artworkId), kind: CERTIFY_OPERATION, payload: { artwork_id: artworkId } }, { priority: options.priority, runAt: options.runAt });
+  async request(trx: Db, artworkId: string, options: { priority?: number; runAt?: Date } = {}): Promise<void> {
+    await this.requestNext(trx, [{ id: artworkId, imageStored: !(await repo.needsImage(trx, artworkId)) }], options);
   }
 
   /**
-   * `request` for artworks just created in the caller's transaction, whose image state the caller
-   * knows (no read): a download for each one given by URL, the chain operations of the others in
-   * one statement.
+   * `request` for artworks whose image state the caller knows (e.g. created in its transaction, no
+   * read): a download for each image not stored yet, the chain operations of the others in one statement.
    */
-  async requestNew(trx: Db, artworks: readonly { id: string; imageStored: boolean }[]): Promise<void> {
-    for (const { id } of artworks.filter((a) => !a.imageStored)) await enqueue(trx, FETCH_IMAGE_TASK, { artwork_id: id }, { jobKey: keyOf(id) });
+  async requestNext(trx: Db, artworks: readonly { id: string; imageStored: boolean }[], options: { priority?: number; runAt?: Date } = {}): Promise<void> {
+    for (const { id } of artworks.filter((a) => !a.imageStored)) {
+      await enqueue(trx, FETCH_IMAGE_TASK, { artwork_id: id }, { jobKey: keyOf(id), priority: options.priority, runAt: options.runAt });
+    }
     const stored = artworks.filter((a) => a.imageStored);
-    await this.deps.operations.requestMany(trx, stored.map(({ id }) => ({ key: keyOf(id), kind: CERTIFY_OPERATION, payload: { artwork_id: id } })));
+    await this.deps.operations.requestMany(
+      trx,
+      stored.map(({ id }) => ({ key: keyOf(id), kind: CERTIFY_OPERATION, payload: { artwork_id: id } })),
+      { priority: options.priority, runAt: options.runAt },
+    );
   }
 
   /** Starts the sweep of lost image downloads; the chain operations' component confirms and resumes the rest. */

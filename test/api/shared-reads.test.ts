@@ -17,7 +17,7 @@ import type { RateLimiter } from "../../api/src/http/rate-limit.ts";
 import { ApiRouter } from "../../api/src/http/route.ts";
 import { type Computed, SharedReads } from "../../api/src/http/shared-reads.ts";
 import { ApiError } from "../../api/src/lib/errors.ts";
-import type { AuthContext } from "../../api/src/modules/auth/auth.context.ts";
+import type { AuthContext } from "../../api/src/lib/actor.ts";
 import { waitUntil } from "../../tools/stack/processes.ts";
 import { createUser, expectProblem, send, useTestApi } from "./helpers.ts";
 

@@ -1,4 +1,4 @@
-import type { AuthContext } from "../modules/auth/auth.context.ts";
+import type { AuthContext } from "../lib/actor.ts";
 
 /** A read's answer as every request of its round sends it. */
 export interface SharedAnswer {

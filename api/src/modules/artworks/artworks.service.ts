@@ -4,7 +4,7 @@ import { type IndexedCertificates, type IndexedTransfer, IndexerNotReadyError } 
 import type { Config } from "../../config.ts";
 import type { Database, Db } from "../../db/database.ts";
 import type { Artwork, ArtworkProvenance } from "./artworks.tables.ts";
-import type { Role } from "../users/users.tables.ts";
+import type { Actor, Role } from "../../lib/actor.ts";
 import { GroupedWrites } from "../../db/grouped-writes.ts";
 import { type Transact, transactOn } from "../../db/transact.ts";
 import type { UploadedFile } from "../../http/multipart.ts";
@@ -22,11 +22,6 @@ import { type ArtworkCreate, type ArtworkPatch, IMMUTABLE_FIELDS } from "./artwo
 import { type CertificateDocument, canonicalDocument, certificateDocument, certificateHashOf } from "./certificate-document.ts";
 import type { CertificationPipeline } from "./certification.ts";
 
-/** The caller, as the artwork rules need it. */
-export interface Actor {
-  userId: string;
-  role: Role;
-}
 
 /** Public URLs of an artwork's media and documents (absolute: they go into token metadata). */
 export class ArtworkLinks {

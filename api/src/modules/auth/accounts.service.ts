@@ -2,7 +2,7 @@ import type { Kysely } from "kysely";
 import { lockNamed } from "../../db/locks.ts";
 import type { Database } from "../../db/database.ts";
 import { type Transact, transactOn } from "../../db/transact.ts";
-import type { Role } from "../users/users.tables.ts";
+import type { Role } from "../../lib/actor.ts";
 import { toAdminView, type UsersService } from "../users/users.service.ts";
 import type { AuthService } from "./auth.service.ts";
 

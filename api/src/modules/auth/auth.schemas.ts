@@ -1,6 +1,6 @@
 import { z } from "../../openapi/zod.ts";
 import { idParam, plainString, text, timestamp } from "../../lib/schema.ts";
-import { ALL_SCOPES, isScope, type Scope } from "./scopes.ts";
+import { ALL_SCOPES, isScope, type Scope } from "../../lib/scopes.ts";
 
 export const scopeList = z
   .array(

@@ -13,9 +13,9 @@ import { isId, newId } from "../../lib/ids.ts";
 import { hashSecret, newSecret } from "../../lib/secrets.ts";
 import { iso } from "../../lib/time.ts";
 import type { UsersService } from "../users/users.service.ts";
-import type { AuthContext } from "./auth.context.ts";
+import type { AuthContext } from "../../lib/actor.ts";
 import * as repo from "./auth.repository.ts";
-import { fullScopesOf, type Scope, scopeCovers, scopesDeniedForRole } from "./scopes.ts";
+import { fullScopesOf, type Scope, scopeCovers, scopesDeniedForRole } from "../../lib/scopes.ts";
 
 export const TOKEN_TTL_MS = 24 * 60 * 60 * 1000;
 export const NONCE_TTL_MS = 10 * 60 * 1000;

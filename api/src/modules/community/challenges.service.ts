@@ -8,7 +8,7 @@ import { isId, newId } from "../../lib/ids.ts";
 import { centsToUsd, usdToCents } from "../../lib/money.ts";
 import { type Page, paginated } from "../../lib/pagination.ts";
 import { iso } from "../../lib/time.ts";
-import type { Actor } from "../artworks/artworks.service.ts";
+import type { Actor } from "../../lib/actor.ts";
 import * as repo from "./challenges.repository.ts";
 import type { ChallengeCreate, ChallengePatch, ChallengeStatus, SubmissionCreate } from "./community.schemas.ts";
 import type { PostsService } from "./posts.service.ts";

@@ -5,7 +5,7 @@ import { found } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
 import { type Page, paginated } from "../../lib/pagination.ts";
 import { iso } from "../../lib/time.ts";
-import type { Actor } from "../artworks/artworks.service.ts";
+import type { Actor } from "../../lib/actor.ts";
 import type { DiscussionCreate } from "./community.schemas.ts";
 import type { Reply } from "./community.tables.ts";
 import * as repo from "./discussions.repository.ts";

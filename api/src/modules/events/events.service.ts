@@ -6,7 +6,7 @@ import { isId, newId } from "../../lib/ids.ts";
 import { centsToUsd, usdToCents } from "../../lib/money.ts";
 import { containsPattern, paginate, paginated } from "../../lib/pagination.ts";
 import { iso, isoOrNull } from "../../lib/time.ts";
-import type { Actor } from "../artworks/artworks.service.ts";
+import type { Actor } from "../../lib/actor.ts";
 import type { EventCreate, EventPatch, EventsQuery } from "./events.schemas.ts";
 import type { PlatformEvent, ScheduleItem, Speaker, TicketKind } from "./events.tables.ts";
 

@@ -10,7 +10,7 @@ import { isId, newId } from "../../lib/ids.ts";
 import { centsToUsd } from "../../lib/money.ts";
 import { type Page, paginate, paginated } from "../../lib/pagination.ts";
 import { iso, isoOrNull } from "../../lib/time.ts";
-import type { Actor } from "../artworks/artworks.service.ts";
+import type { Actor } from "../../lib/actor.ts";
 import type { LedgerService } from "../ledger/ledger.service.ts";
 import { chargeStep, type PaymentFailure } from "../payments/charge-step.ts";
 import type { PaymentsService } from "../payments/payments.service.ts";

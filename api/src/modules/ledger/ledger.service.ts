@@ -5,7 +5,7 @@ import { ApiError } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
 import { type Page, paginated } from "../../lib/pagination.ts";
 import { iso } from "../../lib/time.ts";
-import type { Role } from "../users/users.tables.ts";
+import type { Role } from "../../lib/actor.ts";
 import { entryHashOf, GENESIS_HASH, type HashedEntry } from "./entry-hash.ts";
 import * as merkle from "./merkle.ts";
 import * as repo from "./ledger.repository.ts";

@@ -6,7 +6,7 @@ import { ApiError } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
 import { type Page, paginate, paginated } from "../../lib/pagination.ts";
 import { iso, isoOrNull } from "../../lib/time.ts";
-import type { Actor } from "../artworks/artworks.service.ts";
+import type { Actor } from "../../lib/actor.ts";
 import type { LedgerService } from "../ledger/ledger.service.ts";
 import type { PaymentsService } from "../payments/payments.service.ts";
 import { childTransactions, refundTransactions } from "../payments/transactions.ts";

@@ -7,7 +7,7 @@ import { isId, newId } from "../../lib/ids.ts";
 import { centsToUsd, usdToCents } from "../../lib/money.ts";
 import { type Page, paginated } from "../../lib/pagination.ts";
 import { iso, isoOrNull } from "../../lib/time.ts";
-import type { Actor } from "../artworks/artworks.service.ts";
+import type { Actor } from "../../lib/actor.ts";
 import type { LedgerService } from "../ledger/ledger.service.ts";
 import type { PaymentsService } from "../payments/payments.service.ts";
 import type { UsersService } from "../users/users.service.ts";

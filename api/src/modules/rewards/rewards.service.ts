@@ -8,7 +8,7 @@ import { isId, newId } from "../../lib/ids.ts";
 import { centsToUsd, usdToCents } from "../../lib/money.ts";
 import { type Page, paginate, paginated } from "../../lib/pagination.ts";
 import { iso } from "../../lib/time.ts";
-import type { Actor } from "../artworks/artworks.service.ts";
+import type { Actor } from "../../lib/actor.ts";
 import { artworksNamedBy, type Earning, earningsOf, nextThreshold, TIERS } from "./rewards.rules.ts";
 import type { RewardCreate, RewardPatch } from "./rewards.schemas.ts";
 import type { Reward } from "./rewards.tables.ts";

@@ -1,6 +1,7 @@
 import { sql } from "kysely";
 import type { Database, Db } from "../../db/database.ts";
-import type { NewUser, Role, Tier, User, UserProfile, UserStatus, UserUpdate } from "./users.tables.ts";
+import type { Role, UserStatus } from "../../lib/actor.ts";
+import type { NewUser, Tier, User, UserProfile, UserUpdate } from "./users.tables.ts";
 import { containsPattern, type Page, paginate } from "../../lib/pagination.ts";
 
 export function findById(db: Db, id: string): Promise<User | undefined> {

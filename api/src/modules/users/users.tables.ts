@@ -1,8 +1,7 @@
 import type { Generated, Insertable, Selectable, Updateable } from "kysely";
 import type { NullableTimestamp, Timestamp } from "../../db/columns.ts";
+import type { Role, UserStatus } from "../../lib/actor.ts";
 
-export type Role = "collector" | "artist" | "admin";
-export type UserStatus = "active" | "suspended";
 export type Tier = "bronze" | "silver" | "gold" | "platinum";
 
 export interface UsersTable {

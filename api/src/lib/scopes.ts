@@ -1,4 +1,4 @@
-import type { Role } from "../users/users.tables.ts";
+import type { Role } from "./actor.ts";
 
 /** Scope strings are `<resource>:<action>` plus the coarse `read`, `write` and `admin` (CONTRACT §4). */
 export const SCOPE_RESOURCES = [

@@ -7,12 +7,13 @@ import type { Transact } from "../db/transact.ts";
 import { ApiError, type FieldError } from "../lib/errors.ts";
 import type { AuthContext } from "../lib/actor.ts";
 import { type Scope, scopeCovers } from "../lib/scopes.ts";
-import { type ClaimedKey, IdempotencyClaimLost, type IdempotencyStore, requestFingerprint } from "./idempotency.ts";
+import { type ClaimedKey, type IdempotencyClaim, type IdempotencyStore, requestFingerprint } from "./idempotency.ts";
 import { type MultipartSpec, parseMultipart, type UploadedFile } from "./multipart.ts";
 import type { PublicReadCache } from "./public-read-cache.ts";
 import type { RateLimitDecision, RateLimiter } from "./rate-limit.ts";
 import { type Computed, sameCredential, SharedReads } from "./shared-reads.ts";
 import { problemResponses } from "./problem.ts";
+import { type Answer, RequestUnitOfWork } from "./unit-of-work.ts";
 
 export type Authenticator = (req: Request, opts: { allowApiKey: boolean }) => Promise<AuthContext | null>;
 
@@ -121,6 +122,21 @@ export interface ApiRouterDeps {
   sharedReads?: SharedReads | null;
 }
 
+/** What a request carries, validated: path, query and body, and the files of a multipart request. */
+interface RequestInput<B, Q, P> {
+  params: P;
+  query: Q;
+  body: B;
+  file: UploadedFile | undefined;
+  files: UploadedFile[];
+  multipart: boolean;
+  /** The body before validation: the JSON as sent, or a multipart request's fields as its route maps them. */
+  rawBody: unknown;
+}
+
+/** What a read's answer may depend on, besides its URL. */
+type ReadParts<B, Q, P> = Pick<RouteContext<B, Q, P>, "body" | "query" | "params" | "auth">;
+
 /**
  * Declares an endpoint once: the zod schemas validate the request, document it in OpenAPI and (in
  * tests) check the response. Order per request: authenticate, rate limit, authorize, validate,
@@ -227,153 +243,134 @@ export class ApiRouter {
     });
   }
 
+  /** A request through the route's stages, in order; a stage that refuses throws, and the error middleware answers. */
   private async handle<A extends RouteAuth, B, Q, P>(def: RouteDef<A, B, Q, P>, req: Request, res: Response): Promise<void> {
-    const { authenticate, rateLimiter, idempotency } = this.deps;
-    const needsAuth = !("public" in def.auth);
-    let auth: AuthContext | null;
-    try {
-      auth = await authenticate(req, { allowApiKey: needsAuth && "allowApiKey" in def.auth && def.auth.allowApiKey === true });
-    } catch (err) {
-      // A refused credential counts against the caller's address: guessing tokens is rate limited too.
-      if (err instanceof ApiError && (err.status === 401 || err.status === 403)) enforceRateLimit(res, await rateLimiter.consume("anonymous", `ip:${req.ip}`));
-      throw err;
-    }
-
-    // Taken already when the request waited for a shared read that it could not use.
-    enforceRateLimit(res, (res.locals.rateLimitDecision as RateLimitDecision | undefined) ?? (await this.consumeRateLimit(req, auth)));
-
-    // An anonymous public read: the same answer for every caller, kept per URL for a moment
-    // (served by `keptPublicReads` ahead of the routes while kept).
-    const publicReads = this.deps.publicReads;
-    const cacheable = publicReads && def.method === "get" && "public" in def.auth && !auth;
-    if (cacheable) res.setHeader("X-Cache", "miss");
-
-    if (!("public" in def.auth)) {
-      if (!auth) throw ApiError.unauthenticated();
-      if (def.auth.scope !== null && !scopeCovers(auth.scopes, def.auth.scope)) {
-        throw new ApiError(403, "insufficient_scope", `This endpoint requires the ${def.auth.scope} scope`, {
-          required_scope: def.auth.scope,
-        });
-      }
-      if (def.auth.roles && !def.auth.roles.includes(auth.role)) {
-        throw ApiError.forbidden(`This endpoint is limited to the role${def.auth.roles.length > 1 ? "s" : ""} ${def.auth.roles.join(", ")}`);
-      }
-    }
-
-    const params = parse(def.params, req.params, "path") as P;
-    const query = parse(def.query, req.query, "query") as Q;
-    let rawBody: unknown = req.body;
-    let file: UploadedFile | undefined;
-    let files: UploadedFile[] = [];
-    const multipart = Boolean(req.is("multipart/form-data"));
-    if (multipart) {
-      if (!def.multipart) throw new ApiError(415, "unsupported_media_type", "Send the body as application/json");
-      const form = await parseMultipart(req, def.multipart);
-      rawBody = def.multipart.toBody(form.fields);
-      file = form.file;
-      files = form.files;
-    }
-    const body = def.body ? (parse(def.body, rawBody ?? {}, "body") as B) : (undefined as B);
-
+    const auth = await this.authenticate(def.auth, req, res);
+    await this.limitRate(req, res, auth);
+    const keepIn = this.publicReadCacheFor(def, res, auth);
+    authorize(def.auth, auth);
+    const input = await parseInput(def, req);
     if (def.method === "get") {
-      // A read: its answer as JSON with its ETag (kept when cacheable), or what else it returned.
-      const isPublic = "public" in def.auth;
-      const compute = async (ctx: RouteContext<B, Q, P>): Promise<Computed> => {
-        const computing = cacheable ? publicReads.generation : 0;
-        const result = await def.handler(ctx as HandlerContext<A, B, Q, P>);
-        if (result instanceof Reply && result.raw) return { answer: null, result };
-        const answer = this.answer(def, result);
-        if (answer.status !== 200 || answer.body === undefined) return { answer: null, result: answer };
-        const json = JSON.stringify(answer.body);
-        const etag = etagOf(json);
-        if (cacheable) publicReads.store(req.originalUrl, computing, json, etag);
-        return { answer: { json, etag, isPublic, cacheable: Boolean(cacheable) }, result: answer };
-      };
-      const parts = { body, query, params, auth };
-      // Computed once for every identical request in flight (SharedReads), unless it is per request.
-      const sharedReads = def.perRequest ? null : this.deps.sharedReads;
-      const outcome = sharedReads
-        ? await sharedReads.lead(SharedReads.keyOf(req.headers.authorization, req.originalUrl), {
-            compute: () => compute(this.readContext(def, parts)),
-            auth,
-            allowApiKey: !isPublic && "allowApiKey" in def.auth && def.auth.allowApiKey === true,
-          })
-        : null;
-      // Null: not shared with this request (another credential context, a failure): computed here.
-      const computed = outcome?.kind === "shared" ? { answer: outcome.answer, result: null } : outcome ? outcome.computed : await compute(this.readContext(def, parts, def.perRequest ? { req, res } : undefined));
-      if (computed.answer) {
-        sendJson(req, res, computed.answer.json, computed.answer.etag, isPublic);
-        return;
-      }
-      const result = computed.result;
-      if (result instanceof Reply) {
-        for (const [name, value] of Object.entries(result.raw?.headers ?? {})) res.setHeader(name, value);
-        res.status(result.status).type(result.raw!.contentType).send(result.body);
-        return;
-      }
-      const { status, body: answered } = result as { status: number; body: unknown };
-      sendResult(res, status, answered);
+      await this.read(def, req, res, auth, input, keepIn);
       return;
     }
-
-    const key = req.get("Idempotency-Key");
-    const principal = auth?.principal ?? `ip:${req.ip}`;
-    let claim: ClaimedKey | null = null;
-    if (def.method === "post" && key !== undefined) {
-      if (key.length < 1 || key.length > 255 || !/^[\x21-\x7e]+$/.test(key)) {
-        throw ApiError.invalidParameter([{ field: "Idempotency-Key", code: "invalid_string", message: "must be 1-255 printable ASCII characters" }]);
-      }
-      // A multipart request's fields are in rawBody (req.body is unset): they count, with or without a file.
-      const fingerprinted = multipart ? { body: rawBody, ...(file ? { [file.field]: files.length > 1 ? files.map((f) => f.sha256) : file.sha256 } : {}) } : req.body;
-      const claimed = await idempotency.claim(principal, key, req.method, req.path, requestFingerprint(req.method, req.path, fingerprinted, auth?.scopes));
-      if (claimed.kind === "replay") {
-        res.setHeader("Idempotent-Replayed", "true");
-        sendResult(res, claimed.status, claimed.body);
-        return;
-      }
-      claim = claimed.claim;
+    const claimed = await this.claimIdempotencyKey(def, req, auth, input);
+    if (claimed?.kind === "replay") {
+      sendReplay(res, claimed);
+      return;
     }
+    await this.write(def, req, res, auth, input, claimed?.claim ?? null);
+  }
 
-    // Set once the unit of work committed: its answer is stored, and nothing after it may free the key.
-    let committed: { result: unknown } | null = null;
-    let used = false;
-    const unitOfWork = async <T>(run: (answerOf: (value: T) => { status: number; body: unknown }) => Promise<T>): Promise<T> => {
-      if (used) throw new Error(`${def.method.toUpperCase()} ${def.path} ran a second unit of work: one transaction per request`);
-      used = true;
-      const result = await run((value) => this.answer(def, value));
-      committed = claim ? { result } : null;
-      return result;
-    };
-    const transaction: Transact = (work) => unitOfWork((answerOf) => idempotency.transaction(claim, work, answerOf));
-    transaction.selfCommitting = (work) => unitOfWork((answerOf) => idempotency.selfCommitting(claim, work, answerOf));
+  private async authenticate(rule: RouteAuth, req: Request, res: Response): Promise<AuthContext | null> {
+    try {
+      return await this.deps.authenticate(req, { allowApiKey: acceptsApiKey(rule) });
+    } catch (err) {
+      // A refused credential counts against the caller's address: guessing tokens is rate limited too.
+      if (err instanceof ApiError && (err.status === 401 || err.status === 403)) enforceRateLimit(res, await this.deps.rateLimiter.consume("anonymous", `ip:${req.ip}`));
+      throw err;
+    }
+  }
 
+  private async limitRate(req: Request, res: Response, auth: AuthContext | null): Promise<void> {
+    // Taken already when the request waited for a shared read that it could not use.
+    enforceRateLimit(res, (res.locals.rateLimitDecision as RateLimitDecision | undefined) ?? (await this.consumeRateLimit(req, auth)));
+  }
+
+  /**
+   * Where an anonymous public read keeps its answer (null: not one): the same answer for every
+   * caller, kept per URL for a moment (served by `keptPublicReads` ahead of the routes while kept).
+   */
+  private publicReadCacheFor<A extends RouteAuth, B, Q, P>(def: RouteDef<A, B, Q, P>, res: Response, auth: AuthContext | null): PublicReadCache | null {
+    const publicReads = this.deps.publicReads;
+    if (!publicReads || def.method !== "get" || !("public" in def.auth) || auth) return null;
+    res.setHeader("X-Cache", "miss");
+    return publicReads;
+  }
+
+  /** A read: its answer as JSON with its ETag (kept when cacheable), or what else it returned. */
+  private async read<A extends RouteAuth, B, Q, P>(def: RouteDef<A, B, Q, P>, req: Request, res: Response, auth: AuthContext | null, input: RequestInput<B, Q, P>, keepIn: PublicReadCache | null): Promise<void> {
+    const computed = await this.computeOnce(def, req, res, { body: input.body, query: input.query, params: input.params, auth }, keepIn);
+    if (computed.answer) {
+      sendJson(req, res, computed.answer.json, computed.answer.etag, "public" in def.auth);
+      return;
+    }
+    const result = computed.result;
+    if (result instanceof Reply) {
+      sendBytes(res, result);
+      return;
+    }
+    const { status, body } = result as Answer;
+    sendResult(res, status, body);
+  }
+
+  /** Computed once for every identical request in flight (SharedReads), unless it is per request. */
+  private async computeOnce<A extends RouteAuth, B, Q, P>(def: RouteDef<A, B, Q, P>, req: Request, res: Response, parts: ReadParts<B, Q, P>, keepIn: PublicReadCache | null): Promise<Computed> {
+    const sharedReads = def.perRequest ? null : this.deps.sharedReads;
+    const outcome = sharedReads
+      ? await sharedReads.lead(SharedReads.keyOf(req.headers.authorization, req.originalUrl), {
+          compute: () => this.computeRead(def, req.originalUrl, this.readContext(def, parts), keepIn),
+          auth: parts.auth,
+          allowApiKey: acceptsApiKey(def.auth),
+        })
+      : null;
+    if (outcome?.kind === "shared") return { answer: outcome.answer, result: null };
+    if (outcome) return outcome.computed;
+    // Not shared with this request (another credential context, a failure): computed here.
+    return this.computeRead(def, req.originalUrl, this.readContext(def, parts, def.perRequest ? { req, res } : undefined), keepIn);
+  }
+
+  /** Runs a read's handler: a 200 with a JSON body is the answer identical requests share (and `keepIn` keeps). */
+  private async computeRead<A extends RouteAuth, B, Q, P>(def: RouteDef<A, B, Q, P>, url: string, ctx: RouteContext<B, Q, P>, keepIn: PublicReadCache | null): Promise<Computed> {
+    const computing = keepIn ? keepIn.generation : 0;
+    const result = await def.handler(ctx as HandlerContext<A, B, Q, P>);
+    if (result instanceof Reply && result.raw) return { answer: null, result };
+    const answer = this.answer(def, result);
+    if (answer.status !== 200 || answer.body === undefined) return { answer: null, result: answer };
+    const json = JSON.stringify(answer.body);
+    const etag = etagOf(json);
+    if (keepIn) keepIn.store(url, computing, json, etag);
+    return { answer: { json, etag, isPublic: "public" in def.auth, cacheable: keepIn !== null }, result: answer };
+  }
+
+  /** The Idempotency-Key of a POST claimed for this request, or the answer stored under it (null: none sent). */
+  private async claimIdempotencyKey<A extends RouteAuth, B, Q, P>(def: RouteDef<A, B, Q, P>, req: Request, auth: AuthContext | null, input: RequestInput<B, Q, P>): Promise<IdempotencyClaim | null> {
+    const key = req.get("Idempotency-Key");
+    if (def.method !== "post" || key === undefined) return null;
+    if (key.length < 1 || key.length > 255 || !/^[\x21-\x7e]+$/.test(key)) {
+      throw ApiError.invalidParameter([{ field: "Idempotency-Key", code: "invalid_string", message: "must be 1-255 printable ASCII characters" }]);
+    }
+    const { file, files } = input;
+    // A multipart request's fields are in rawBody (req.body is unset): they count, with or without a file.
+    const fingerprinted = input.multipart ? { body: input.rawBody, ...(file ? { [file.field]: files.length > 1 ? files.map((f) => f.sha256) : file.sha256 } : {}) } : req.body;
+    const principal = auth?.principal ?? `ip:${req.ip}`;
+    return this.deps.idempotency.claim(principal, key, req.method, req.path, requestFingerprint(req.method, req.path, fingerprinted, auth?.scopes));
+  }
+
+  /** A write: the handler with the request's unit of work, the claimed key settled by its outcome, then the answer. */
+  private async write<A extends RouteAuth, B, Q, P>(def: RouteDef<A, B, Q, P>, req: Request, res: Response, auth: AuthContext | null, input: RequestInput<B, Q, P>, claim: ClaimedKey | null): Promise<void> {
+    const unit = new RequestUnitOfWork(this.deps.idempotency, claim, (value) => this.answer(def, value), `${def.method.toUpperCase()} ${def.path}`);
+    const { body, query, params, file, files } = input;
     let result: unknown;
-    let answer: { status: number; body: unknown };
+    let answer: Answer;
     try {
       try {
-        result = await def.handler({ req, res, body, query, params, auth, file, files, transaction } as HandlerContext<A, B, Q, P>);
+        result = await def.handler({ req, res, body, query, params, auth, file, files, transaction: unit.transaction } as HandlerContext<A, B, Q, P>);
       } finally {
         // Whatever it changed, before anything is answered: this process never serves a kept read older than its own write.
-        publicReads?.invalidate();
+        this.deps.publicReads?.invalidate();
       }
       if (result instanceof Reply && result.raw) {
-        // Bytes are not stored for replay: a key used with such a route stays free for a retry.
-        if (claim && !committed) await idempotency.release(claim);
-        for (const [name, value] of Object.entries(result.raw.headers ?? {})) res.setHeader(name, value);
-        res.status(result.status).type(result.raw.contentType).send(result.body);
+        await unit.answeredBytes();
+        sendBytes(res, result);
         return;
       }
       answer = this.answer(def, result);
     } catch (err) {
-      // After the commit the stored answer stands; a lost key is the retry's that took it over.
-      if (claim && !committed && !(err instanceof IdempotencyClaimLost)) {
-        if (err instanceof ApiError && err.status < 500) await idempotency.complete(claim, err.status, problemBody(err, res));
-        else await idempotency.release(claim);
-      }
+      await unit.failed(err, (refusal) => problemBody(refusal, res));
       throw err;
     }
-    const stored = committed as { result: unknown } | null;
-    if (claim && (!stored || stored.result !== result)) await idempotency.complete(claim, answer.status, answer.body ?? null);
+    await unit.answered(result, answer);
     sendResult(res, answer.status, answer.body);
   }
 
@@ -384,7 +381,7 @@ export class ApiRouter {
    */
   private readContext<A extends RouteAuth, B, Q, P>(
     def: RouteDef<A, B, Q, P>,
-    parts: { body: B; query: Q; params: P; auth: AuthContext | null },
+    parts: ReadParts<B, Q, P>,
     own?: { req: Request; res: Response },
   ): RouteContext<B, Q, P> {
     const refuse = (what: string): never => {
@@ -475,6 +472,43 @@ export class ApiRouter {
   }
 }
 
+/** Whether the route accepts the API key itself as the bearer. */
+function acceptsApiKey(rule: RouteAuth): boolean {
+  return !("public" in rule) && rule.allowApiKey === true;
+}
+
+/** A bearer route's rule: a credential holding its scope and, when it names roles, one of them. */
+function authorize(rule: RouteAuth, auth: AuthContext | null): void {
+  if ("public" in rule) return;
+  if (!auth) throw ApiError.unauthenticated();
+  if (rule.scope !== null && !scopeCovers(auth.scopes, rule.scope)) {
+    throw new ApiError(403, "insufficient_scope", `This endpoint requires the ${rule.scope} scope`, {
+      required_scope: rule.scope,
+    });
+  }
+  if (rule.roles && !rule.roles.includes(auth.role)) {
+    throw ApiError.forbidden(`This endpoint is limited to the role${rule.roles.length > 1 ? "s" : ""} ${rule.roles.join(", ")}`);
+  }
+}
+
+async function parseInput<B, Q, P>(def: RouteDefBase<B, Q, P>, req: Request): Promise<RequestInput<B, Q, P>> {
+  const params = parse(def.params, req.params, "path") as P;
+  const query = parse(def.query, req.query, "query") as Q;
+  let rawBody: unknown = req.body;
+  let file: UploadedFile | undefined;
+  let files: UploadedFile[] = [];
+  const multipart = Boolean(req.is("multipart/form-data"));
+  if (multipart) {
+    if (!def.multipart) throw new ApiError(415, "unsupported_media_type", "Send the body as application/json");
+    const form = await parseMultipart(req, def.multipart);
+    rawBody = def.multipart.toBody(form.fields);
+    file = form.file;
+    files = form.files;
+  }
+  const body = def.body ? (parse(def.body, rawBody ?? {}, "body") as B) : (undefined as B);
+  return { params, query, body, file, files, multipart, rawBody };
+}
+
 function enforceRateLimit(res: Response, decision: RateLimitDecision): void {
   res.setHeader("RateLimit-Limit", String(decision.limit));
   res.setHeader("RateLimit-Remaining", String(decision.remaining));
@@ -514,6 +548,18 @@ function writeJson(res: Response, status: number, json: string): void {
 
 function etagOf(json: string): string {
   return `W/"${createHash("sha1").update(json).digest("base64url")}"`;
+}
+
+/** A handler's bytes (`produces`), with their media type and headers. */
+function sendBytes(res: Response, reply: Reply): void {
+  for (const [name, value] of Object.entries(reply.raw?.headers ?? {})) res.setHeader(name, value);
+  res.status(reply.status).type(reply.raw!.contentType).send(reply.body);
+}
+
+/** The answer stored under an Idempotency-Key, sent again. */
+function sendReplay(res: Response, stored: { status: number; body: unknown }): void {
+  res.setHeader("Idempotent-Replayed", "true");
+  sendResult(res, stored.status, stored.body);
 }
 
 function sendResult(res: Response, status: number, body: unknown): void {

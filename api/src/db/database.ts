@@ -1,5 +1,5 @@
 import type { ColumnType, Generated, Kysely, Selectable, Transaction } from "kysely";
-import type { ArtworksTables } from "../modules/artworks/artworks.tables.ts";
+import type { ArtworksTables, ArtworksViews } from "../modules/artworks/artworks.tables.ts";
 import type { AuthTables } from "../modules/auth/auth.tables.ts";
 import type { CommunityTables } from "../modules/community/community.tables.ts";
 import type { EventsTables } from "../modules/events/events.tables.ts";
@@ -8,15 +8,16 @@ import type { LedgerTables } from "../modules/ledger/ledger.tables.ts";
 import type { MarketplaceTables } from "../modules/marketplace/marketplace.tables.ts";
 import type { PaymentsTables } from "../modules/payments/payments.tables.ts";
 import type { RewardsTables } from "../modules/rewards/rewards.tables.ts";
-import type { UsersTables } from "../modules/users/users.tables.ts";
+import type { UsersTables, UsersViews } from "../modules/users/users.tables.ts";
 import type { WebhooksTables } from "../modules/webhooks/webhooks.tables.ts";
 import type { NullableTimestamp, Timestamp } from "./columns.ts";
 
 /**
  * The database: the shared tables below (requests, outbox, chain) and each module's own, declared
- * in its `<feature>.tables.ts`. A new module adds its tables type to the list, nothing else.
+ * in its `<feature>.tables.ts`. A new module adds its tables type to the list, nothing else; the
+ * views a module publishes for the others to read (`<Feature>Views`) are listed too.
  */
-export interface Database extends SharedTables, UsersTables, AuthTables, ArtworksTables, WebhooksTables, LedgerTables, PaymentsTables, MarketplaceTables, FractionalTables, CommunityTables, EventsTables, RewardsTables {}
+export interface Database extends SharedTables, UsersTables, UsersViews, AuthTables, ArtworksTables, ArtworksViews, WebhooksTables, LedgerTables, PaymentsTables, MarketplaceTables, FractionalTables, CommunityTables, EventsTables, RewardsTables {}
 
 /** What repositories take first: the pool, or the transaction a service opened. */
 export type Db = Kysely<Database> | Transaction<Database>;

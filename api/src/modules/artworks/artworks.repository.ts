@@ -18,12 +18,14 @@ export function findAny(db: Db, id: string): Promise<Artwork | undefined> {
   return db.selectFrom("artworks").selectAll().where("id", "=", id).executeTakeFirst();
 }
 
+// Artists' names and wallets come from the users module's `user_directory` view (UsersViews),
+// joined in the artwork's statement: a UsersService call would be a second round trip per read.
 export function findActive(db: Db, id: string): Promise<(Artwork & { artist_name: string }) | undefined> {
   return db
     .selectFrom("artworks")
-    .innerJoin("users", "users.id", "artworks.artist_id")
+    .innerJoin("user_directory as u", "u.id", "artworks.artist_id")
     .selectAll("artworks")
-    .select("users.display_name as artist_name")
+    .select("u.display_name as artist_name")
     .where("artworks.id", "=", id)
     .where("artworks.deleted_at", "is", null)
     .executeTakeFirst();
@@ -36,9 +38,9 @@ export function findActive(db: Db, id: string): Promise<(Artwork & { artist_name
 export async function findActiveWithProvenance(db: Db, id: string): Promise<(Artwork & { artist_name: string; provenance: ArtworkProvenance[] }) | undefined> {
   const row = await db
     .selectFrom("artworks")
-    .innerJoin("users", "users.id", "artworks.artist_id")
+    .innerJoin("user_directory as u", "u.id", "artworks.artist_id")
     .selectAll("artworks")
-    .select("users.display_name as artist_name")
+    .select("u.display_name as artist_name")
     .select(
       sql<ProvenanceJson[]>`(
         select coalesce(json_agg(json_build_object('id', p.id, 'artwork_id', p.artwork_id, 'event', p.event, 'actor_id', p.actor_id, 'tx_hash', p.tx_hash,
@@ -144,7 +146,7 @@ export async function startAttempts(db: Db, ids: readonly string[], leaseMs: num
     .where("id", "in", [...new Set(ids)])
     .where("status", "=", "pending_certification")
     .returningAll()
-    .returning(sql<string>`(select u.wallet_address from users u where u.id = artworks.artist_id)`.as("artist_wallet"))
+    .returning(sql<string>`(select u.wallet_address from user_directory u where u.id = artworks.artist_id)`.as("artist_wallet"))
     .execute();
   const byId = new Map(rows.map((row) => [row.id, row]));
   return ids.map((id) => byId.get(id));
@@ -154,11 +156,23 @@ export async function startAttempts(db: Db, ids: readonly string[], leaseMs: num
 export function findWithArtistWallet(db: Db, id: string): Promise<(Artwork & { artist_wallet: string }) | undefined> {
   return db
     .selectFrom("artworks")
-    .innerJoin("users", "users.id", "artworks.artist_id")
+    .innerJoin("user_directory as u", "u.id", "artworks.artist_id")
     .selectAll("artworks")
-    .select("users.wallet_address as artist_wallet")
+    .select("u.wallet_address as artist_wallet")
     .where("artworks.id", "=", id)
     .executeTakeFirst();
+}
+
+/** Artworks whose certificate was minted within [from, to) (`certified_at` is the block's time); deleted ones count, their certificate stays. */
+export async function countCertified(db: Db, range: { from: Date; to: Date }): Promise<number> {
+  const row = await db
+    .selectFrom("artworks")
+    .select(sql<string>`count(*)`.as("n"))
+    .where("status", "=", "certified")
+    .where("certified_at", ">=", range.from)
+    .where("certified_at", "<", range.to)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
 }
 
 export async function setLease(db: Db, id: string, ms: number, error: string | null = null): Promise<void> {

@@ -64,5 +64,11 @@ export interface ArtworksTables {
   artwork_provenance: ArtworkProvenanceTable;
 }
 
+/** Views of `artworks` that other modules read (created in this module's migrations). */
+export interface ArtworksViews {
+  /** Each artist's artworks not deleted (a profile's `artworks_count`); an artist with none has no row. */
+  artworks_per_artist: { artist_id: string; artworks_count: number };
+}
+
 export type Artwork = Selectable<ArtworksTable>;
 export type ArtworkProvenance = Selectable<ArtworkProvenanceTable>;

@@ -152,6 +152,11 @@ export class CertificationPipeline implements ChainOperationKind<ChainCertificat
     return this.deps.operations.waitFor(keyOf(artworkId), async () => (await repo.findAny(this.deps.db, artworkId))?.status === "certified", timeoutMs);
   }
 
+  /** Artworks certified within [from, to) (the certifying block's time), deleted ones included: the admin report's figure. */
+  countCertified(range: { from: Date; to: Date }): Promise<number> {
+    return repo.countCertified(this.deps.db, range);
+  }
+
   // ---- the legacy job: certify_artwork jobs queued by an older deployment ----
 
   readonly task: Task = async (payload) => {

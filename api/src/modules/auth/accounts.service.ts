@@ -30,8 +30,7 @@ export class AccountsService {
   async bootstrapAdmin(presetKey: string | null): Promise<{ userId: string; apiKey: string | null } | null> {
     return this.db.transaction().execute(async (trx) => {
       await lockNamed(trx, "bootstrap_admin");
-      const existing = await trx.selectFrom("users").select("id").limit(1).executeTakeFirst();
-      if (existing) return null;
+      if (await this.users.anyUser(trx)) return null;
       const admin = await this.users.createCustodialUser(trx, { username: "admin", email: null, role: "admin", display_name: "Platform admin" });
       if (presetKey) {
         await this.auth.registerApiKey(admin.id, "bootstrap", presetKey, trx);

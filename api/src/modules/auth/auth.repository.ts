@@ -1,10 +1,12 @@
 import { sql } from "kysely";
 import type { Database, Db } from "../../db/database.ts";
 
+// A user's role and status come from the users module's `user_access` view, in the credential's
+// own statement; logins are recorded through it too (UsersViews).
 export function findTokenByHash(db: Db, tokenHash: string) {
   return db
     .selectFrom("access_tokens as t")
-    .innerJoin("users as u", "u.id", "t.user_id")
+    .innerJoin("user_access as u", "u.id", "t.user_id")
     .leftJoin("api_keys as k", "k.id", "t.api_key_id")
     .select([
       "t.id",
@@ -24,7 +26,7 @@ export function findTokenByHash(db: Db, tokenHash: string) {
 export function findApiKeyByHash(db: Db, secretHash: string) {
   return db
     .selectFrom("api_keys as k")
-    .innerJoin("users as u", "u.id", "k.user_id")
+    .innerJoin("user_access as u", "u.id", "k.user_id")
     .select(["k.id", "k.user_id", "k.revoked_at", "k.scopes", "u.role", "u.status"])
     .where("k.secret_hash", "=", secretHash)
     .executeTakeFirst();
@@ -76,7 +78,7 @@ export async function insertTokensForApiKeys(
       returning id
     ),
     logged_in as (
-      update users set last_login_at = now()
+      update user_access set last_login_at = now()
       where id in (select user_id from input) and ${notSinceAMinute("last_login_at")}
       returning id
     )
@@ -87,7 +89,7 @@ export async function insertTokensForApiKeys(
 }
 
 export async function touchLogin(db: Db, userId: string): Promise<void> {
-  await db.updateTable("users").set({ last_login_at: sql<Date>`now()` }).where("id", "=", userId).execute();
+  await db.updateTable("user_access").set({ last_login_at: sql<Date>`now()` }).where("id", "=", userId).execute();
 }
 
 export async function insertApiKey(

@@ -15,7 +15,7 @@ export const eventsModule = defineModule<{ events: EventsService; tickets: Ticke
   name: "events",
   migrations: migrationsOf(import.meta.url),
   create: ({ db, logger, config, users, payments, ledger }) => ({
-    events: new EventsService({ db }),
+    events: new EventsService({ db, users }),
     tickets: new TicketsService({ db, logger, users, payments, ledger, chargeAttempts: config.marketplace.chargeAttempts, holdMs: config.events.ticketHoldMs }),
   }),
   routes: ({ api, deps }, services) => registerEventRoutes(api, services, deps.config.publicBaseUrl),

@@ -7,6 +7,7 @@ import { centsToUsd, usdToCents } from "../../lib/money.ts";
 import { containsPattern, paginate, paginated } from "../../lib/pagination.ts";
 import { iso, isoOrNull } from "../../lib/time.ts";
 import type { Actor } from "../../lib/actor.ts";
+import type { UsersService } from "../users/users.service.ts";
 import type { EventCreate, EventPatch, EventsQuery } from "./events.schemas.ts";
 import type { PlatformEvent, ScheduleItem, Speaker, TicketKind } from "./events.tables.ts";
 
@@ -18,7 +19,7 @@ type EventInput = Omit<EventCreate, "tickets"> & { tickets: EventCreate["tickets
  * edit never lowers a capacity below the seats already sold (checked under the row's lock).
  */
 export class EventsService {
-  constructor(private readonly deps: { db: Kysely<Database> }) {}
+  constructor(private readonly deps: { db: Kysely<Database>; users: UsersService }) {}
 
   create(actor: Actor, input: EventCreate, transact: Transact = transactOn(this.deps.db)) {
     const tickets = ticketColumns(input.format, input.tickets);
@@ -130,10 +131,11 @@ export class EventsService {
 
   async detailIn(db: Kysely<Database>, id: string) {
     const event = found(await db.selectFrom("platform_events").selectAll().where("id", "=", id).executeTakeFirst(), "Event");
+    // Names from the users module's view (UsersViews): joined here, not a third round trip.
     const artists = await db
       .selectFrom("event_artists")
-      .innerJoin("users", "users.id", "event_artists.artist_id")
-      .select(["users.id", "users.display_name"])
+      .innerJoin("user_directory as u", "u.id", "event_artists.artist_id")
+      .select(["u.id", "u.display_name"])
       .where("event_artists.event_id", "=", id)
       .orderBy("event_artists.position")
       .execute();
@@ -167,8 +169,7 @@ export class EventsService {
     const unique = [...new Set(ids)];
     if (unique.length !== ids.length) throw ApiError.validation([{ field: "artist_ids", code: "invalid_value", message: "an artist is named twice" }]);
     if (unique.length === 0) return [];
-    const rows = await db.selectFrom("users").select(["id", "role"]).where("id", "in", unique.filter((id) => isId("user", id))).execute();
-    const byId = new Map(rows.map((r) => [r.id, r.role]));
+    const byId = await this.deps.users.rolesOf(db, unique);
     const bad = unique.findIndex((id) => byId.get(id) !== "artist");
     if (bad >= 0) {
       throw ApiError.validation([{ field: `artist_ids.${bad}`, code: byId.has(unique[bad]!) ? "invalid_value" : "not_found", message: byId.has(unique[bad]!) ? "not an artist" : "no such user" }]);

@@ -3,6 +3,7 @@ import type { Database } from "../../db/database.ts";
 import { ApiError } from "../../lib/errors.ts";
 import { centsToUsd } from "../../lib/money.ts";
 import { iso } from "../../lib/time.ts";
+import type { CertificationPipeline } from "../artworks/certification.ts";
 import type { ChallengesService } from "../community/challenges.service.ts";
 import type { DisputesService } from "../marketplace/disputes.service.ts";
 import type { UsersService } from "../users/users.service.ts";
@@ -32,8 +33,8 @@ export interface QuarterReport {
 }
 
 /**
- * The admins' quarterly figures (README, Admin reports): new users, challenges and open disputes
- * through their features' services, certifications and volume read from their tables
+ * The admins' quarterly figures (README, Admin reports): new users, certifications, challenges and
+ * open disputes through their features' services, the volume read from the payments table
  * (reports.repository.ts). A report writes nothing.
  */
 export class ReportsService {
@@ -41,6 +42,7 @@ export class ReportsService {
     private readonly deps: {
       db: Kysely<Database>;
       users: UsersService;
+      certification: CertificationPipeline;
       challenges: ChallengesService;
       disputes: DisputesService;
     },
@@ -62,7 +64,7 @@ export class ReportsService {
     const range = { from: quarter.startsAt, to: quarter.endsAt };
     const [newUsers, artworksCertified, volumeCents, activeDisputes, challengesCompleted] = await Promise.all([
       this.deps.users.countJoined(range),
-      repo.countCertified(this.deps.db, range),
+      this.deps.certification.countCertified(range),
       repo.volumeCents(this.deps.db, range),
       this.deps.disputes.countOpen(),
       this.deps.challenges.countClosed(range),

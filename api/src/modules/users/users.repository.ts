@@ -41,21 +41,33 @@ export async function lockActiveAdmins(db: Db): Promise<string[]> {
   return rows.map((r) => r.id);
 }
 
-/** A user with `artworks_count`: the artist's artworks not deleted, counted now (artworks_artist_idx). */
+/**
+ * A user with `artworks_count`: the artist's artworks not deleted, counted now by the artworks
+ * module's view (artworks_artist_idx). A view, not ArtworksService: users is built before artworks.
+ */
 export function findProfile(db: Db, id: string): Promise<UserProfile | undefined> {
   return db
     .selectFrom("users")
     .selectAll("users")
     .select((eb) =>
-      eb
-        .selectFrom("artworks")
-        .select(sql<number>`count(*)::int`.as("n"))
-        .whereRef("artworks.artist_id", "=", "users.id")
-        .where("artworks.deleted_at", "is", null)
+      eb.fn
+        .coalesce(eb.selectFrom("artworks_per_artist as c").select("c.artworks_count").whereRef("c.artist_id", "=", "users.id"), sql.lit(0))
         .as("artworks_count"),
     )
     .where("users.id", "=", id)
     .executeTakeFirst() as Promise<UserProfile | undefined>;
+}
+
+/** Whether any user exists (the first admin is created on an empty database). */
+export async function anyUser(db: Db): Promise<boolean> {
+  return (await db.selectFrom("users").select("id").limit(1).executeTakeFirst()) !== undefined;
+}
+
+/** The roles of those of `ids` that are users. */
+export async function rolesOf(db: Db, ids: readonly string[]): Promise<Map<string, Role>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db.selectFrom("users").select(["id", "role"]).where("id", "in", ids).execute();
+  return new Map(rows.map((r) => [r.id, r.role]));
 }
 
 export function countUsers(db: Db): Promise<number> {

@@ -11,6 +11,9 @@ import { iso, isoOrNull } from "../../lib/time.ts";
 import { neutralHandle } from "./handles.ts";
 import * as repo from "./users.repository.ts";
 
+/** The row types other modules use, reached through the service (users.tables.ts is the module's own). */
+export type { Tier, User, UserProfile } from "./users.tables.ts";
+
 export class UsersService {
   constructor(
     private readonly db: Kysely<Database>,
@@ -141,6 +144,16 @@ export class UsersService {
   /** Users who joined within [from, to): the admin report's `new_users`. */
   countJoined(range: { from: Date; to: Date }): Promise<number> {
     return repo.countJoined(this.db, range);
+  }
+
+  /** Whether any user exists, in the caller's transaction (the bootstrap admin's check). */
+  anyUser(db: Db): Promise<boolean> {
+    return repo.anyUser(db);
+  }
+
+  /** The role of each of `ids` that is a user (others are absent), in the caller's transaction. */
+  rolesOf(db: Db, ids: readonly string[]): Promise<Map<string, Role>> {
+    return repo.rolesOf(db, ids.filter((id) => isId("user", id)));
   }
 }
 

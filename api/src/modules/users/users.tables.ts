@@ -32,6 +32,14 @@ export interface UsersTables {
   users: UsersTable;
 }
 
+/** Views of `users` that other modules read (created in this module's migrations); the table is the module's own. */
+export interface UsersViews {
+  /** A user as others name them: an artwork's artist, an event's artists, a certificate's recipient wallet. */
+  user_directory: Pick<UsersTable, "id" | "display_name" | "wallet_address">;
+  /** What authentication reads of a user (role, status) and records (the last login: updatable). */
+  user_access: Pick<UsersTable, "id" | "role" | "status" | "last_login_at">;
+}
+
 export type User = Selectable<UsersTable>;
 /** A user as profiles show it: with the number of their artworks, counted when read. */
 export type UserProfile = User & { artworks_count: number };

@@ -101,7 +101,8 @@ export async function matchingSubscriptions(db: Db, eventIds: readonly string[])
         .on(sql<boolean>`s.events && array[e.event_type, '*']::text[]`)
         .onRef("s.created_at", "<=", "e.created_at"),
     )
-    .innerJoin("users as u", "u.id", "s.user_id")
+    // The users module's view (UsersViews), not a UsersService call: the owner's role stays in this one statement.
+    .innerJoin("user_access as u", "u.id", "s.user_id")
     .select(["e.id as eventId", "s.id as subscriptionId"])
     .where("e.id", "=", sql<string>`any(${[...eventIds]}::text[])`)
     .where((eb) => eb.or([sql<boolean>`s.user_id = any(e.audience)`, eb.and([eb("s.all_users", "=", true), eb("u.role", "=", "admin")])]))

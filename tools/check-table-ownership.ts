@@ -1,0 +1,149 @@
+/**
+ * A module's tables are its own (shared/STYLE.md): no other module's code names them in a query.
+ * Kysely names tables as strings, which the import rules (.dependency-cruiser.cjs) never see, so
+ * this reads each module's `<feature>.tables.ts` to learn what it owns (the members of its
+ * `<Feature>Tables` interface) and scans the rest of api/src, migrations aside, for queries naming
+ * them: the table argument of `selectFrom`, `insertInto`, `updateTable`, `deleteFrom`, `mergeInto`
+ * and the joins, `sql.table(...)`, and the `from`/`join`/`update`/`into` words of `sql` templates.
+ * A module's `<Feature>Views` interface names the views it publishes (created in its migrations):
+ * those are for the others to read.
+ *
+ *   npx tsx tools/check-table-ownership.ts     (part of `npm run typecheck`)
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import ts from "typescript";
+
+export interface Violation {
+  /** The module whose code names the table (or the top folder under api/src, e.g. `http`). */
+  module: string;
+  file: string;
+  line: number;
+  owner: string;
+  table: string;
+}
+
+/** A known violation, tolerated until the named work removes it. Precise: one file, one table. */
+export interface Allowed {
+  file: string;
+  table: string;
+  reason: string;
+}
+
+const OWNERSHIP_REWORK = "being moved by the ownership/purchase rework";
+const REWARDS_POINTS = "rewards' points move to the rewards module's own tables";
+
+/** Today's violations in code being rewritten elsewhere; remove an entry with its violation (a stale entry fails the check). */
+export const ALLOWED: Allowed[] = [
+  { file: "api/src/modules/marketplace/marketplace.repository.ts", table: "artworks", reason: OWNERSHIP_REWORK },
+  { file: "api/src/modules/marketplace/sales.service.ts", table: "transactions", reason: OWNERSHIP_REWORK },
+  { file: "api/src/modules/fractional/fractional.service.ts", table: "artworks", reason: OWNERSHIP_REWORK },
+  { file: "api/src/modules/fractional/fractional.service.ts", table: "transactions", reason: OWNERSHIP_REWORK },
+  { file: "api/src/modules/fractional/fractional.service.ts", table: "users", reason: OWNERSHIP_REWORK },
+  // PaymentsService has no volume figure yet, and payments may not change until the rework lands.
+  { file: "api/src/modules/reports/reports.repository.ts", table: "transactions", reason: OWNERSHIP_REWORK },
+  { file: "api/src/modules/rewards/rewards.service.ts", table: "artworks", reason: REWARDS_POINTS },
+  { file: "api/src/modules/rewards/rewards.service.ts", table: "users", reason: REWARDS_POINTS },
+];
+
+const QUERY_METHODS = new Set(["selectFrom", "insertInto", "updateTable", "deleteFrom", "mergeInto", "replaceInto", "innerJoin", "leftJoin", "rightJoin", "fullJoin", "table"]);
+/** A table after a keyword of SQL text; substitutions are blanked first. */
+const SQL_TABLE = /\b(?:from|join|update|into|truncate|table)\s+(?:only\s+)?(?:public\.)?"?([a-z_][a-z0-9_]*)"?/gi;
+
+/** Which module owns which table: `<Feature>Tables` members of each module's `*.tables.ts`. */
+export function tableOwners(root: string): Map<string, string> {
+  const owners = new Map<string, string>();
+  const modulesDir = path.join(root, "api/src/modules");
+  for (const module of readdirSync(modulesDir, { withFileTypes: true }).filter((e) => e.isDirectory())) {
+    for (const name of readdirSync(path.join(modulesDir, module.name)).filter((n) => n.endsWith(".tables.ts"))) {
+      const source = parse(path.join(modulesDir, module.name, name));
+      source.forEachChild((node) => {
+        if (!ts.isInterfaceDeclaration(node) || !node.name.text.endsWith("Tables")) return;
+        for (const member of node.members) {
+          if (member.name && (ts.isIdentifier(member.name) || ts.isStringLiteral(member.name))) owners.set(member.name.text, module.name);
+        }
+      });
+    }
+  }
+  return owners;
+}
+
+/** Every query in api/src (migrations aside) that names a table its module does not own, minus `allowed`. */
+export function findViolations(root: string, allowed: Allowed[] = ALLOWED): { violations: Violation[]; stale: Allowed[] } {
+  const owners = tableOwners(root);
+  const all: Violation[] = [];
+  for (const file of sourceFiles(path.join(root, "api/src"))) {
+    const relative = path.relative(root, file).split(path.sep).join("/");
+    const [top, name] = relative.slice("api/src/".length).split("/");
+    const module = top === "modules" && name && !name.endsWith(".ts") ? name : top!.replace(/\.ts$/, "");
+    for (const { table, line } of tablesNamed(parse(file))) {
+      const owner = owners.get(table);
+      if (owner && owner !== module) all.push({ module, file: relative, line, owner, table });
+    }
+  }
+  const isAllowed = (v: Violation, a: Allowed) => a.file === v.file && a.table === v.table;
+  return {
+    violations: all.filter((v) => !allowed.some((a) => isAllowed(v, a))),
+    stale: allowed.filter((a) => !all.some((v) => isAllowed(v, a))),
+  };
+}
+
+/** The tables a file's queries name, with their lines. */
+export function tablesNamed(source: ts.SourceFile): { table: string; line: number }[] {
+  const found: { table: string; line: number }[] = [];
+  const at = (position: number) => source.getLineAndCharacterOfPosition(position).line + 1;
+  const visit = (node: ts.Node): void => {
+    if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression) && QUERY_METHODS.has(node.expression.name.text)) {
+      const first = node.arguments[0];
+      const names = first && ts.isArrayLiteralExpression(first) ? first.elements : first ? [first] : [];
+      for (const name of names) {
+        // "artworks as a", "public.artworks": the table itself.
+        if (ts.isStringLiteralLike(name)) found.push({ table: name.text.trim().split(/\s+/)[0]!.split(".").pop()!, line: at(name.getStart(source)) });
+      }
+    }
+    if (ts.isTaggedTemplateExpression(node) && isSqlTag(node.tag)) {
+      const start = node.template.getStart(source);
+      let text = source.text.slice(start, node.template.end);
+      if (ts.isTemplateExpression(node.template)) {
+        // Substitutions are code (visited below), not SQL text: blanked, newlines kept for the lines.
+        for (const span of node.template.templateSpans) {
+          const from = span.expression.getFullStart() - start;
+          const to = span.expression.end - start;
+          text = text.slice(0, from) + text.slice(from, to).replace(/[^\n]/g, " ") + text.slice(to);
+        }
+      }
+      for (const match of text.matchAll(SQL_TABLE)) found.push({ table: match[1]!.toLowerCase(), line: at(start + match.index! + match[0].length - match[1]!.length) });
+    }
+    node.forEachChild(visit);
+  };
+  visit(source);
+  return found;
+}
+
+function isSqlTag(tag: ts.Expression): boolean {
+  return (ts.isIdentifier(tag) && tag.text === "sql") || (ts.isPropertyAccessExpression(tag) && ts.isIdentifier(tag.expression) && tag.expression.text === "sql");
+}
+
+function parse(file: string): ts.SourceFile {
+  return ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, true);
+}
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) return entry.name === "migrations" ? [] : sourceFiles(full);
+    return entry.name.endsWith(".ts") ? [full] : [];
+  });
+}
+
+function main(): void {
+  const root = fileURLToPath(new URL("..", import.meta.url));
+  const { violations, stale } = findViolations(root);
+  for (const v of violations) console.error(`${v.module} ${v.file}:${v.line} uses ${v.owner}'s table ${v.table}`);
+  for (const a of stale) console.error(`allowed but no longer used (remove it from ALLOWED in tools/check-table-ownership.ts): ${a.file} table ${a.table}`);
+  if (violations.length > 0) console.error(`${violations.length} queries name another module's table: ask its service, or read a view it publishes (<Feature>Views).`);
+  if (violations.length > 0 || stale.length > 0) process.exitCode = 1;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) main();

@@ -12,9 +12,6 @@ const MODULE_INTERNALS = "^api/src/modules/[^/]+/(.+\\.repository\\.ts|.+\\.tabl
  * they import are exported by users.service.ts too).
  */
 const KNOWN_INTERNAL_IMPORTS = [
-  // Being moved by the ownership/purchase rework (the marketplace is rewritten meanwhile).
-  { from: "api/src/modules/marketplace/sales.service.ts", to: "api/src/modules/users/users.tables.ts" },
-  { from: "api/src/modules/artworks/ownership.ts", to: "api/src/modules/users/users.tables.ts" },
   // Rewards' points and tiers move to the rewards module's own tables.
   { from: "api/src/modules/rewards/rewards.rules.ts", to: "api/src/modules/users/users.tables.ts" },
 ];

@@ -99,6 +99,8 @@ const envSchema = z.object({
   // How long POST /v1/fractional/:id/purchase (and fractionalizing) waits for the chain before answering 202.
   FRACTIONAL_PURCHASE_WAIT_MS: z.coerce.number().int().min(0).max(30_000).default(5_000),
   TICKET_HOLD_SECONDS: z.coerce.number().int().min(1).max(86_400).default(900),
+  TICKET_HOLD_MAX_SHARE: z.coerce.number().gt(0).max(1).default(0.5),
+  FREE_TICKETS_PER_USER: z.coerce.number().int().min(1).max(1_000_000).default(10),
 });
 
 export type Env = z.input<typeof envSchema>;
@@ -200,7 +202,13 @@ export interface Config {
   marketplace: { purchaseWaitMs: number; sweepIntervalMs: number; chargeAttempts: number };
   /** How long a share purchase or a fractionalization waits for the chain before answering 202. */
   fractional: { purchaseWaitMs: number };
-  events: { ticketHoldMs: number };
+  events: {
+    ticketHoldMs: number;
+    /** The share of an event's seats left that one user's unpaid holds may take (docs/ownership-and-money.md). */
+    holdMaxShare: number;
+    /** Free tickets of one kind per user and event. */
+    freeTicketsPerUser: number;
+  };
   /** How long a process serves its popular-discussions ranking. */
   community: { popularCacheMs: number };
   /** Anonymous public reads kept per URL (api/src/http/public-read-cache.ts); ttlMs 0: none. */
@@ -344,7 +352,7 @@ export function loadConfig(source: NodeJS.ProcessEnv | Record<string, string | u
     ledger: { anchorIntervalMs: e.LEDGER_ANCHOR_INTERVAL_MS },
     marketplace: { purchaseWaitMs: e.MARKETPLACE_PURCHASE_WAIT_MS, sweepIntervalMs: e.MARKETPLACE_SWEEP_INTERVAL_MS, chargeAttempts: e.MARKETPLACE_CHARGE_ATTEMPTS },
     fractional: { purchaseWaitMs: e.FRACTIONAL_PURCHASE_WAIT_MS },
-    events: { ticketHoldMs: e.TICKET_HOLD_SECONDS * 1000 },
+    events: { ticketHoldMs: e.TICKET_HOLD_SECONDS * 1000, holdMaxShare: e.TICKET_HOLD_MAX_SHARE, freeTicketsPerUser: e.FREE_TICKETS_PER_USER },
     community: { popularCacheMs: e.COMMUNITY_POPULAR_CACHE_MS },
     publicReadCache: { ttlMs: e.PUBLIC_READ_CACHE_TTL_MS, maxBytes: e.PUBLIC_READ_CACHE_MAX_MB * 1024 * 1024 },
   };

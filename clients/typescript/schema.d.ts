@@ -3077,7 +3077,7 @@ export interface components {
              */
             artwork_id: string;
             /**
-             * @description US dollars, more than 0 and at most 1e9, at most 2 decimals
+             * @description US dollars, 0.5..999999.99 (what the card processor charges), at most 2 decimals
              * @example 12500
              */
             price_usd: number;
@@ -3230,7 +3230,7 @@ export interface components {
              */
             listing_id: string;
             /**
-             * @description US dollars, more than 0 and at most 1e9, at most 2 decimals
+             * @description US dollars, 0.5..999999.99 (what the card processor charges), at most 2 decimals
              * @example 12500
              */
             offer_amount_usd: number;
@@ -3279,10 +3279,12 @@ export interface components {
              */
             refund_status: "pending" | "refunded" | null;
             /**
-             * @description A refund's return of the certificate to the seller on-chain: from a custodial buyer wallet only (an external wallet keeps it: not_possible)
+             * @description A refund's return of the certificate to the seller on-chain: pending -> returned (or not_possible when the transfer failed); waived: a forced refund left it with the buyer
              * @enum {string|null}
              */
-            certificate_return: "pending" | "returned" | "not_possible" | null;
+            certificate_return: "pending" | "returned" | "not_possible" | "waived" | null;
+            /** @description The refund was forced by an admin without the certificate's return */
+            refund_forced: boolean;
             /**
              * Format: date-time
              * @example 2026-11-22T10:00:00.000Z
@@ -3315,11 +3317,14 @@ export interface components {
          */
         DisputeResolve: {
             /**
-             * @description refund: the payment is refunded, the transaction (and its royalty payout) `refunded`, and the certificate returned on-chain when the buyer's wallet is custodial; reject: nothing changes
+             * @description refund: the payment is refunded, the transaction (and its royalty payout) `refunded`, and the certificate returned on-chain from the buyer's custodial wallet to the seller; refused (409 `invalid_state` with `reason` `shares_issued`, `resold` or `external_wallet`) when that return is impossible, unless `force`. reject: nothing changes
              * @enum {string}
              */
             resolution: "refund" | "reject";
+            /** @description Why; required with `force` */
             note?: string;
+            /** @description With `refund`: refund even though the certificate cannot go back (it stays where it is; `certificate_return` `waived`); recorded in the audit ledger with the note */
+            force?: boolean;
         };
         FractionalArtwork: {
             /** @example art_01JD3Y5V0Q3G7W7J6T4N4C2X1M */
@@ -3330,7 +3335,7 @@ export interface components {
             /** @example usr_01JD3Y5V0Q3G7W7J6T4N4C2X1M */
             artist_id: string;
             /**
-             * @description Who fractionalized it (the certificate's owner then): the recipient of the share proceeds
+             * @description The certificate's holder as of the class's last sale (who fractionalized it, before any): the recipient of the share proceeds, which always go to the holder at the time of the purchase
              * @example usr_01JD3Y5V0Q3G7W7J6T4N4C2X1M
              */
             owner_id: string;
@@ -3378,7 +3383,7 @@ export interface components {
             /** @description The class's cap, fixed on-chain once (1..1,000,000) */
             total_shares: number;
             /**
-             * @description US dollars, 0..1000000000, at most 2 decimals
+             * @description US dollars, 0.01..999999.99; a purchase's total (shares × price) must be a card charge (at least 0.5)
              * @example 12500
              */
             price_per_share_usd: number;
@@ -4093,7 +4098,7 @@ export interface components {
             tickets: {
                 virtual?: {
                     /**
-                     * @description US dollars per ticket; 0 for free tickets (no payment method needed)
+                     * @description US dollars per ticket: 0 for free tickets (no payment method needed), else 0.5..999999.99 (what the card processor charges)
                      * @example 12500
                      */
                     price_usd: number;
@@ -4102,7 +4107,7 @@ export interface components {
                 };
                 in_person?: {
                     /**
-                     * @description US dollars per ticket; 0 for free tickets (no payment method needed)
+                     * @description US dollars per ticket: 0 for free tickets (no payment method needed), else 0.5..999999.99 (what the card processor charges)
                      * @example 12500
                      */
                     price_usd: number;
@@ -4180,7 +4185,7 @@ export interface components {
             tickets?: {
                 virtual?: {
                     /**
-                     * @description US dollars per ticket; 0 for free tickets (no payment method needed)
+                     * @description US dollars per ticket: 0 for free tickets (no payment method needed), else 0.5..999999.99 (what the card processor charges)
                      * @example 12500
                      */
                     price_usd: number;
@@ -4189,7 +4194,7 @@ export interface components {
                 };
                 in_person?: {
                     /**
-                     * @description US dollars per ticket; 0 for free tickets (no payment method needed)
+                     * @description US dollars per ticket: 0 for free tickets (no payment method needed), else 0.5..999999.99 (what the card processor charges)
                      * @example 12500
                      */
                     price_usd: number;

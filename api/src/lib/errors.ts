@@ -70,6 +70,10 @@ export class ApiError extends Error {
   static conflict(code: string, detail: string): ApiError {
     return new ApiError(409, code, detail);
   }
+  /** A move the state refuses: 409 `invalid_state`, with `reason` saying which rule (docs/ownership-and-money.md). */
+  static refused(reason: string, detail: string, extra: Record<string, unknown> = {}): ApiError {
+    return new ApiError(409, "invalid_state", detail, { reason, ...extra });
+  }
 }
 
 /** Lookup-or-404: the value found, or a 404 naming `what` ("Artwork"). */

@@ -4,13 +4,14 @@ import { registerArtworksRoutes } from "./artworks.routes.ts";
 import { ArtworkLinks, ArtworksService } from "./artworks.service.ts";
 import { CERTIFY_TASK, CertificationPipeline, FETCH_IMAGE_TASK } from "./certification.ts";
 import { ImageFetcher } from "./image-fetch.ts";
+import { OwnershipService } from "./ownership.ts";
 
 /**
  * Artworks and their certification on-chain (the `certify` chain operation kind), image downloads
  * in a runner of their own, the admin verify override. Tables: artworks.tables.ts.
  */
 export const artworksModule = defineModule<
-  { artworks: ArtworksService; certification: CertificationPipeline; imageFetcher: ImageFetcher; artworkLinks: ArtworkLinks },
+  { artworks: ArtworksService; ownership: OwnershipService; certification: CertificationPipeline; imageFetcher: ImageFetcher; artworkLinks: ArtworkLinks },
   { users: UsersService }
 >({
   name: "artworks",
@@ -28,8 +29,9 @@ export const artworksModule = defineModule<
       metadataUrl: artworkLinks.metadata,
     });
     const imageFetcher = new ImageFetcher({ db, config, logger, storage, certification });
-    const artworks = new ArtworksService({ db, config, logger, storage, users, certificates: indexedCertificates, certification, links: artworkLinks });
-    return { artworks, certification, imageFetcher, artworkLinks };
+    const ownership = new OwnershipService({ db, logger, users, certificates: indexedCertificates, publicClient, certificateAddress: config.chain.artCertificateAddress });
+    const artworks = new ArtworksService({ db, config, logger, storage, users, ownership, certificates: indexedCertificates, certification, links: artworkLinks });
+    return { artworks, ownership, certification, imageFetcher, artworkLinks };
   },
   routes: ({ api }, { artworks }) => registerArtworksRoutes(api, artworks),
   chainOperationKinds: ({ certification }) => [certification],

@@ -4,7 +4,7 @@ import { type IndexedCertificates, type IndexedTransfer, IndexerNotReadyError } 
 import type { Config } from "../../config.ts";
 import type { Database, Db } from "../../db/database.ts";
 import type { Artwork, ArtworkProvenance } from "./artworks.tables.ts";
-import type { Actor, Role } from "../../lib/actor.ts";
+import type { Actor } from "../../lib/actor.ts";
 import { GroupedWrites } from "../../db/grouped-writes.ts";
 import { type Transact, transactOn } from "../../db/transact.ts";
 import type { UploadedFile } from "../../http/multipart.ts";
@@ -21,6 +21,7 @@ import * as repo from "./artworks.repository.ts";
 import { type ArtworkCreate, type ArtworkPatch, IMMUTABLE_FIELDS } from "./artworks.schemas.ts";
 import { type CertificateDocument, canonicalDocument, certificateDocument, certificateHashOf } from "./certificate-document.ts";
 import type { CertificationPipeline } from "./certification.ts";
+import type { OwnershipService } from "./ownership.ts";
 
 
 /** Public URLs of an artwork's media and documents (absolute: they go into token metadata). */
@@ -64,6 +65,7 @@ export class ArtworksService {
       logger: Logger;
       storage: ObjectStorage;
       users: UsersService;
+      ownership: OwnershipService;
       certificates: IndexedCertificates;
       certification: CertificationPipeline;
       links: ArtworkLinks;
@@ -332,13 +334,15 @@ export class ArtworksService {
 
   // ---- change ----
 
+  /** The owner's change of price, sale flag or description (docs/ownership-and-money.md: the certificate's holder, or an admin). */
   async update(actor: Actor, id: string, patch: ArtworkPatch) {
     const immutable = IMMUTABLE_FIELDS.filter((f) => f in patch);
-    const { db } = this.deps;
+    const { db, ownership } = this.deps;
+    // Read outside the transaction: the chain answers who holds the certificate.
+    await ownership.requireRights(actor, await this.findLive(id), "update");
     return db.transaction().execute(async (trx) => {
       const a = isId("artwork", id) ? await repo.lockAny(trx, id) : undefined;
       if (!a || a.deleted_at) throw ApiError.notFound("Artwork");
-      this.requireOwnerOrAdmin(actor, a, "update");
       if (immutable.length > 0) {
         const errors: FieldError[] = immutable.map((field) => ({ field, code: "immutable_field", message: "is part of the certificate and cannot change" }));
         throw new ApiError(409, "immutable_field", `${immutable.join(", ")} ${immutable.length > 1 ? "are" : "is"} part of the artwork's certificate and cannot change`, { errors });
@@ -366,13 +370,17 @@ export class ArtworksService {
     });
   }
 
-  /** Soft delete: the record leaves listings; its certificate, provenance and media stay. */
+  /**
+   * Soft delete by the owner or an admin: the record leaves the catalogue; its certificate,
+   * provenance and media stay. Refused while it is listed, disputed or fractionalized (its
+   * listing, dispute or shareholders hang off it).
+   */
   async remove(actor: Actor, id: string) {
-    const { db } = this.deps;
+    const { db, ownership } = this.deps;
+    await ownership.requireRights(actor, await this.findLive(id), "delete");
     return db.transaction().execute(async (trx) => {
-      const a = isId("artwork", id) ? await repo.lockAny(trx, id) : undefined;
+      const a = await ownership.lockFor(trx, id, "remove");
       if (!a || a.deleted_at) throw ApiError.notFound("Artwork");
-      this.requireOwnerOrAdmin(actor, a, "delete");
       const deleted = (await repo.update(trx, a.id, { deleted_at: new Date(), for_sale: false }))!;
       await repo.insertProvenance(trx, { artwork_id: a.id, event: "deleted", actor_id: actor.userId, occurred_at: deleted.deleted_at! });
       return { deleted: true as const, id: a.id, certificate_preserved: true as const, deleted_at: iso(deleted.deleted_at!) };
@@ -402,14 +410,6 @@ export class ArtworksService {
   }
 
   /**
-   * Locks the artwork's row for a decision about how it is sold (a listing of the whole work, a
-   * fractionalization): the two take this lock first, so each sees the other's committed choice.
-   */
-  async lockForSale(trx: Db, artworkId: string): Promise<Artwork | undefined> {
-    return trx.selectFrom("artworks").selectAll().where("id", "=", artworkId).forUpdate().executeTakeFirst();
-  }
-
-  /**
    * Marks the artwork fractionalized (its shares are sold, never the whole work), or no longer (its
    * share class could not be created), in the caller's transaction.
    */
@@ -417,8 +417,11 @@ export class ArtworksService {
     await trx.updateTable("artworks").set({ fractionalized_at: fractionalized ? new Date() : null }).where("id", "=", artworkId).execute();
   }
 
-  private requireOwnerOrAdmin(actor: Actor, a: Artwork, action: string): void {
-    if (actor.role !== "admin" && actor.userId !== a.artist_id) throw ApiError.forbidden(`Only the artist or an admin may ${action} this artwork`);
+  /** An artwork in the catalogue (not deleted), or 404. */
+  private async findLive(id: string): Promise<Artwork> {
+    const a = isId("artwork", id) ? await repo.findAny(this.deps.db, id) : undefined;
+    if (!a || a.deleted_at) throw ApiError.notFound("Artwork");
+    return a;
   }
 
   /**

@@ -68,6 +68,8 @@ export interface ArtworksTables {
 export interface ArtworksViews {
   /** Each artist's artworks not deleted (a profile's `artworks_count`); an artist with none has no row. */
   artworks_per_artist: { artist_id: string; artworks_count: number };
+  /** What a listing or a share class shows and filters of its artwork. */
+  artwork_summaries: Pick<ArtworksTable, "id" | "artist_id" | "title" | "medium" | "deleted_at">;
 }
 
 export type Artwork = Selectable<ArtworksTable>;

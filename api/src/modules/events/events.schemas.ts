@@ -1,4 +1,4 @@
-import { usdAmount, usdValue } from "../../lib/money.ts";
+import { centsToUsd, USD_CHARGE_LIMITS, usdAmount, usdToCents, usdValue } from "../../lib/money.ts";
 import { paginationQuery, paginationSchema } from "../../lib/pagination.ts";
 import { exampleId, idOf, idParam, instant, plainString, queryBoolean, timestamp } from "../../lib/schema.ts";
 import { z } from "../../openapi/zod.ts";
@@ -26,7 +26,11 @@ export const eventsQuery = z.object({
 });
 export type EventsQuery = z.infer<typeof eventsQuery>;
 
-const ticketPrice = usdAmount.openapi({ description: "US dollars per ticket; 0 for free tickets (no payment method needed)" });
+const ticketPrice = usdAmount
+  .refine((v) => v === 0 || (usdToCents(v) >= USD_CHARGE_LIMITS.minCents && usdToCents(v) <= USD_CHARGE_LIMITS.maxCents), {
+    message: `must be 0 (free) or a card charge, ${centsToUsd(USD_CHARGE_LIMITS.minCents)}..${centsToUsd(USD_CHARGE_LIMITS.maxCents)}`,
+  })
+  .openapi({ description: `US dollars per ticket: 0 for free tickets (no payment method needed), else ${centsToUsd(USD_CHARGE_LIMITS.minCents)}..${centsToUsd(USD_CHARGE_LIMITS.maxCents)} (what the card processor charges)` });
 const ticketsInput = z
   .strictObject({
     virtual: z

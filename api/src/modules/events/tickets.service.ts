@@ -1,4 +1,4 @@
-import { type Kysely, sql, type Transaction } from "kysely";
+import { type Kysely, type SelectQueryBuilder, sql, type Transaction } from "kysely";
 import type { Logger } from "pino";
 import type { Database } from "../../db/database.ts";
 import { type Transact, transactOn } from "../../db/transact.ts";
@@ -11,36 +11,32 @@ import { centsToUsd } from "../../lib/money.ts";
 import { type Page, paginate, paginated } from "../../lib/pagination.ts";
 import { iso, isoOrNull } from "../../lib/time.ts";
 import type { Actor } from "../../lib/actor.ts";
-import type { LedgerService } from "../ledger/ledger.service.ts";
-import { chargeStep, type PaymentFailure } from "../payments/charge-step.ts";
+import type { LedgerAppend, LedgerService } from "../ledger/ledger.service.ts";
+import type { PaymentFailure } from "../payments/charge-step.ts";
 import type { PaymentsService } from "../payments/payments.service.ts";
-import { completeTransaction, failTransaction, insertTransaction, refundTransactions } from "../payments/transactions.ts";
+import type { PurchaseKind, Purchases } from "../payments/purchases.ts";
 import type { UsersService } from "../users/users.service.ts";
 import { lockEvent, onSale, remainingOf } from "./events.service.ts";
 import type { TicketPurchase } from "./events.schemas.ts";
 import type { PlatformEvent, Ticket, TicketKind, TicketOrder } from "./events.tables.ts";
 
-export const TICKET_CHARGE_TASK = "ticket_order_charge";
-export const TICKET_REFUND_TASK = "ticket_order_refund";
 export const TICKET_HOLD_EXPIRY_TASK = "ticket_order_hold_expiry";
 
-const CHARGE_RETRY = { baseMs: 1_000, maxMs: 60_000 };
 const EVENT_CANCELLED: PaymentFailure = { code: "event_cancelled", reason: "The event was cancelled before the order was paid; any payment taken is refunded" };
-/**
- * The request charges its order itself; the job queued with the reservation charges it this much
- * later if the request's process died first (and is removed once the order is settled).
- */
-const FALLBACK_CHARGE_DELAY_MS = 15_000;
 
 export interface TicketsDeps {
   db: Kysely<Database>;
   logger: Logger;
   payments: PaymentsService;
+  purchases: Purchases;
   users: UsersService;
   ledger: LedgerService;
-  chargeAttempts: number;
   /** How long an order without a payment method holds its seats. */
   holdMs: number;
+  /** The share of the seats left one buyer's unpaid holds may take. */
+  holdMaxShare: number;
+  /** Free tickets of one kind per buyer and event. */
+  freeTicketsPerUser: number;
 }
 
 /**
@@ -73,16 +69,20 @@ export class TicketsService {
     const event = found(await db.selectFrom("platform_events").selectAll().where("id", "=", eventId).executeTakeFirst(), "Event");
     const price = priceOf(event, input.kind);
     if (price === null) throw ApiError.validation([{ field: "kind", code: "invalid_value", message: `this ${event.format} event sells no ${input.kind} tickets` }]);
+    if (price > 0n) payments.requireChargeable(price * BigInt(input.quantity), "quantity", `${input.quantity} ticket(s) at ${centsToUsd(price)} USD`);
     const buyer = await users.get(actor.userId);
     const method = price > 0n && input.payment_method_id !== undefined ? await payments.resolvePaymentMethod(buyer.id, input.payment_method_id) : null;
 
     const created = await transact(async (trx) => {
+      // The reservation locks the event's row until the commit: one buyer's orders are counted one after another.
       const reserved = await reserve(trx, eventId, input.kind, input.quantity);
       if (!reserved) await this.refusal(trx, eventId, input.kind, input.quantity);
       const unit = priceOf(reserved!, input.kind)!;
       const total = unit * BigInt(input.quantity);
       const id = newId("order");
       const held = total > 0n && !method;
+      if (held) await this.requireWithinHoldLimit(trx, reserved!, buyer.id, input);
+      if (total === 0n) await this.requireWithinFreeLimit(trx, eventId, buyer.id, input);
       await trx
         .insertInto("ticket_orders")
         .values({
@@ -105,7 +105,7 @@ export class TicketsService {
       } else if (held) {
         await enqueue(trx, TICKET_HOLD_EXPIRY_TASK, { order_id: id }, { jobKey: `ticket_hold:${id}`, runAt: new Date(Date.now() + this.deps.holdMs), maxAttempts: 25 });
       } else {
-        await this.startPayment(trx, id, buyer.id, method!.id, total);
+        await this.startPayment(trx, { id, event_id: eventId, kind: input.kind, quantity: input.quantity }, buyer.id, method!.id, total);
       }
       return this.orderIn(trx, id);
     });
@@ -132,29 +132,32 @@ export class TicketsService {
         await trx.updateTable("ticket_orders").set({ status: "pending", updated_at: sql<Date>`now()` }).where("id", "=", orderId).execute();
         await this.confirm(trx, orderId, null);
       } else {
-        await this.startPayment(trx, orderId, actor.userId, method.id, due);
+        await this.startPayment(trx, locked, actor.userId, method.id, due);
       }
       return this.orderIn(trx, orderId);
     });
     return this.afterPayment(orderId);
   }
 
-  /** An order moves to `pending` with its transaction and a fallback charge job (in the caller's transaction). */
-  private async startPayment(trx: Transaction<Database>, orderId: string, buyerId: string, paymentMethodId: string, amount: bigint): Promise<void> {
-    const transactionId = newId("transaction");
-    await insertTransaction(trx, { id: transactionId, type: "ticket_purchase", status: "pending", amount_cents: amount, buyer_id: buyerId, reference_id: orderId });
+  /** An order moves to `pending` with its purchase (in the caller's transaction); the request charges it after the commit. */
+  private async startPayment(trx: Transaction<Database>, order: Pick<TicketOrder, "id" | "event_id" | "kind" | "quantity">, buyerId: string, paymentMethodId: string, amount: bigint): Promise<void> {
+    const purchase = await this.deps.purchases.start(
+      trx,
+      { type: "ticket_purchase", referenceId: order.id, amountCents: amount, buyerId, paymentMethodId, description: `${order.quantity} ${order.kind} ticket(s) for ${order.event_id}` },
+      { chargeInRequest: true },
+    );
     await trx
       .updateTable("ticket_orders")
-      .set({ status: "pending", payment_method_id: paymentMethodId, transaction_id: transactionId, payment_due_at: null, updated_at: sql<Date>`now()` })
-      .where("id", "=", orderId)
+      .set({ status: "pending", payment_method_id: paymentMethodId, transaction_id: purchase.id, payment_due_at: null, updated_at: sql<Date>`now()` })
+      .where("id", "=", order.id)
       .execute();
-    await enqueue(trx, TICKET_CHARGE_TASK, { order_id: orderId }, { jobKey: chargeJobKey(orderId), runAt: new Date(Date.now() + FALLBACK_CHARGE_DELAY_MS), maxAttempts: 25 });
   }
 
-  /** After the order's transaction committed: charges a pending order here (the fallback job otherwise), and reads the outcome. */
+  /** After the order's transaction committed: charges a pending order here (its purchase's fallback job otherwise), and reads the outcome. */
   private async afterPayment(orderId: string) {
-    if ((await this.findOrder(orderId))?.status === "pending") {
-      await this.charge(orderId).catch((err: unknown) => this.log.error({ err, order_id: orderId }, "charging in the request failed; the job will"));
+    const pending = await this.findOrder(orderId);
+    if (pending?.status === "pending" && pending.transaction_id) {
+      await this.deps.purchases.charge(pending.transaction_id).catch((err: unknown) => this.log.error({ err, order_id: orderId }, "charging in the request failed; the job will"));
     }
     const order = await this.orderIn(this.deps.db, orderId);
     const row = (await this.findOrder(orderId))!;
@@ -198,8 +201,38 @@ export class TicketsService {
     if (!order || order.buyer_id !== userId || order.status !== "awaiting_payment" || order.discount_cents > 0n || order.payment_due_at! <= new Date()) return null;
     const wanted = discount.pct !== undefined ? (order.total_cents * BigInt(Math.round(discount.pct * 100))) / 10_000n : (discount.usdCents ?? 0n);
     const applied = wanted > order.total_cents ? order.total_cents : wanted;
+    const due = order.total_cents - applied;
+    // Nothing left to pay confirms the order without a charge; a little left could not be charged at all.
+    const { minCents } = this.deps.payments.limits;
+    if (due > 0n && due < minCents) {
+      throw ApiError.refused("below_minimum_charge", `The discount would leave ${centsToUsd(due)} USD to pay on order ${orderId}, below the smallest card charge (${centsToUsd(minCents)} USD); nothing was spent`);
+    }
     await trx.updateTable("ticket_orders").set({ discount_cents: applied, updated_at: sql<Date>`now()` }).where("id", "=", orderId).execute();
     return { applied_cents: applied, description: `${centsToUsd(applied)} USD off ticket order ${orderId} (now ${centsToUsd(order.total_cents - applied)} USD due)` };
+  }
+
+  /**
+   * One user's unpaid holds take at most `holdMaxShare` of the seats left (their own held seats
+   * counted as left; at least one): a hold is a promise to pay, not a way to empty an event. Called
+   * after the reservation (`event` as it left it), under its lock.
+   */
+  private async requireWithinHoldLimit(trx: Transaction<Database>, event: PlatformEvent, buyerId: string, input: TicketPurchase): Promise<void> {
+    const remaining = remainingOf(event, input.kind);
+    if (remaining === null) return;
+    const held = await heldSeats(trx, event.id, buyerId, input.kind);
+    const allowed = Math.max(1, Math.floor(this.deps.holdMaxShare * (remaining + input.quantity + held)));
+    if (held + input.quantity > allowed) {
+      throw ApiError.refused("hold_limit", `Unpaid holds are limited to ${allowed} ${input.kind} seat(s) per buyer now (you hold ${held}); pay with a payment_method_id, or pay your held orders first`, { held, allowed });
+    }
+  }
+
+  /** Free tickets per user and event kind are capped: one account never takes every free seat. */
+  private async requireWithinFreeLimit(trx: Transaction<Database>, eventId: string, buyerId: string, input: TicketPurchase): Promise<void> {
+    const taken = await freeTicketsOf(trx, eventId, buyerId, input.kind);
+    const cap = this.deps.freeTicketsPerUser;
+    if (taken + input.quantity > cap) {
+      throw ApiError.refused("free_ticket_limit", `Free ${input.kind} tickets are limited to ${cap} per person for this event; you have ${taken}`, { taken, allowed: cap });
+    }
   }
 
   /** Why no seats were reserved: 404, 409 invalid_state (cancelled, ended) or 409 insufficient_tickets. */
@@ -211,86 +244,41 @@ export class TicketsService {
     throw new ApiError(409, "insufficient_tickets", `Only ${remaining} ${kind} ticket(s) are left; you asked for ${quantity}`, { remaining });
   }
 
-  readonly chargeTask: Task = async (payload) => {
-    const { order_id: id, attempt } = payload as { order_id?: unknown; attempt?: unknown };
-    if (typeof id !== "string") throw new Error(`${TICKET_CHARGE_TASK}: payload without order_id`);
-    await this.charge(id, typeof attempt === "number" ? attempt : 1);
-  };
-
-  /**
-   * Charges a pending order; then confirms it, fails it (seats released) or schedules a retry. The
-   * order is marked `charge_started_at` before the processor is asked, so that a later run knows a
-   * charge may exist: the same key then finds it (a run that died after charging loses nothing).
-   * A cancelled event's order is never charged anew unless a charge may exist; then that charge is
-   * taken back.
-   */
-  async charge(id: string, attempt = 1): Promise<void> {
-    const { db } = this.deps;
-    const order = await this.findOrder(id);
-    if (!order || order.status !== "pending") return;
-    const event = await db.selectFrom("platform_events").select("status").where("id", "=", order.event_id).executeTakeFirstOrThrow();
-    const cancelled = event.status === "cancelled";
-    if (cancelled && order.charge_started_at === null) {
-      await db.transaction().execute((trx) => this.fail(trx, id, EVENT_CANCELLED, null));
-      return;
-    }
-    if (!cancelled && order.charge_started_at === null) {
-      const started = await db
-        .updateTable("ticket_orders")
-        .set({ charge_started_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
-        .where("id", "=", id)
-        .where("status", "=", "pending")
-        .returning("id")
-        .executeTakeFirst();
-      if (!started) return;
-    }
-    const step = await chargeStep(
-      this.deps.payments,
-      {
-        userId: order.buyer_id,
-        paymentMethodId: order.payment_method_id!,
-        idempotencyKey: `ticket_order:${order.id}`,
-        amountCents: order.total_cents - order.discount_cents,
-        description: `${order.quantity} ${order.kind} ticket(s) for ${order.event_id}`,
-        metadata: { order_id: order.id, transaction_id: order.transaction_id ?? "" },
-      },
-      attempt,
-      { attempts: this.deps.chargeAttempts, ...CHARGE_RETRY },
-    );
-    if (step.kind === "retry") {
-      this.log.warn({ order_id: id, attempt, error: step.error }, "ticket charge failed transiently; retrying");
-      await enqueue(db, TICKET_CHARGE_TASK, { order_id: id, attempt: step.attempt }, { jobKey: chargeJobKey(id), runAt: new Date(Date.now() + step.delayMs), maxAttempts: 25 });
-      return;
-    }
-    if (step.kind === "failed") {
-      await db.transaction().execute((trx) => this.fail(trx, id, step.failure, null));
-      return;
-    }
-    const charge = step.charge;
-    await db.transaction().execute(async (trx) => {
+  /** Tickets as a kind of purchase: what happens at each step of an order's payment (payments/purchases.ts). */
+  readonly purchaseKind: PurchaseKind = {
+    type: "ticket_purchase",
+    keyPrefix: "ticket_order",
+    // A cancelled event's order is never charged anew.
+    beforeCharge: async (db, purchase) => {
+      const event = await db.selectFrom("ticket_orders").innerJoin("platform_events", "platform_events.id", "ticket_orders.event_id").select("platform_events.status").where("ticket_orders.id", "=", purchase.reference_id!).executeTakeFirst();
+      return event?.status === "cancelled" ? EVENT_CANCELLED : null;
+    },
+    onCharged: async (trx, purchase, charge) => {
+      const orderId = purchase.reference_id!;
+      const order = await trx.selectFrom("ticket_orders").select("event_id").where("id", "=", orderId).executeTakeFirstOrThrow();
       // The event's row locked against a cancellation (which locks it too): the cancellation is
       // either wholly before (the order fails and the charge goes back) or wholly after (it refunds
       // the confirmed order). Not a share lock: failing releases seats, an update of the same row.
       const locked = await trx.selectFrom("platform_events").select("status").where("id", "=", order.event_id).forNoKeyUpdate().executeTakeFirstOrThrow();
-      const settledHere =
-        locked.status === "cancelled" ? await this.fail(trx, id, EVENT_CANCELLED, charge.chargeId) : await this.confirm(trx, id, { chargeId: charge.chargeId, feeCents: charge.feeCents });
-      if (!settledHere) await this.returnUnclaimedCharge(trx, id, charge.chargeId);
-    });
-  }
+      if (locked.status === "cancelled") {
+        await this.failOrder(trx, orderId, EVENT_CANCELLED, charge.chargeId);
+        return { refund: EVENT_CANCELLED };
+      }
+      await this.confirm(trx, orderId, { chargeId: charge.chargeId, feeCents: charge.feeCents });
+    },
+    onPaymentFailed: async (trx, purchase, failure) => {
+      await this.failOrder(trx, purchase.reference_id!, failure, null);
+    },
+    // A refund of a confirmed order (its event was cancelled); an order whose charge came back after it failed stays failed.
+    onRefunded: async (trx, purchase, refund, cause) => {
+      if (!cause) return;
+      const order = await trx.selectFrom("ticket_orders").selectAll().where("id", "=", purchase.reference_id!).forUpdate().executeTakeFirstOrThrow();
+      return order.refund_stage === "refunding" ? [await this.markRefunded(trx, order, refund.id)] : [];
+    },
+  };
 
   /**
-   * A charge whose order another run settled meanwhile: a failed order gets it back (a refund job);
-   * a confirmed or refunded one holds that same charge (one key, one charge) and keeps it.
-   */
-  private async returnUnclaimedCharge(trx: Transaction<Database>, id: string, chargeId: string): Promise<void> {
-    const order = await trx.selectFrom("ticket_orders").select(["status", "charge_id"]).where("id", "=", id).forUpdate().executeTakeFirstOrThrow();
-    if (order.status !== "failed") return;
-    if (order.charge_id === null) await trx.updateTable("ticket_orders").set({ charge_id: chargeId, updated_at: sql<Date>`now()` }).where("id", "=", id).execute();
-    await enqueue(trx, TICKET_REFUND_TASK, { order_id: id, charge_id: chargeId }, { jobKey: refundJobKey(id), maxAttempts: 25 });
-  }
-
-  /**
-   * Confirms a pending order in `trx`: its tickets, its transaction completed, `ticket.purchased`
+   * Confirms a pending order in `trx`: its tickets, its purchase completed (paid orders), `ticket.purchased`
    * to the buyer, a ledger entry; false when it was no longer pending.
    */
   private async confirm(trx: Transaction<Database>, id: string, charge: { chargeId: string; feeCents: bigint } | null): Promise<boolean> {
@@ -307,18 +295,6 @@ export class TicketsService {
       .values(Array.from({ length: order.quantity }, () => ({ id: newId("ticket"), order_id: order.id, event_id: order.event_id, holder_id: order.buyer_id, kind: order.kind, code: ticketCode(), status: "valid" as const })))
       .returning(["id"])
       .execute();
-    if (order.transaction_id) {
-      const fee = charge?.feeCents ?? 0n;
-      await completeTransaction(trx, order.transaction_id, { chargeId: charge?.chargeId ?? null, feeCents: fee, payoutCents: order.total_cents - order.discount_cents - fee });
-      await removeJobs(trx, [chargeJobKey(order.id)]);
-      await this.deps.ledger.append(trx, {
-        kind: "ticket_order.confirmed",
-        subjectId: order.id,
-        actorId: null,
-        parties: [order.buyer_id],
-        data: { order_id: order.id, event_id: order.event_id, transaction_id: order.transaction_id, charge_id: charge?.chargeId ?? null, kind: order.kind, quantity: order.quantity, amount_cents: (order.total_cents - order.discount_cents).toString(), discount_cents: order.discount_cents.toString(), fee_cents: fee.toString() },
-      });
-    }
     await recordEvent(
       trx,
       "ticket.purchased",
@@ -336,14 +312,22 @@ export class TicketsService {
       },
       [order.buyer_id],
     );
+    if (order.transaction_id) {
+      const fee = charge?.feeCents ?? 0n;
+      await this.deps.purchases.complete(trx, order.transaction_id, { payoutCents: order.total_cents - order.discount_cents - fee });
+      await this.deps.ledger.append(trx, {
+        kind: "ticket_order.confirmed",
+        subjectId: order.id,
+        actorId: null,
+        parties: [order.buyer_id],
+        data: { order_id: order.id, event_id: order.event_id, transaction_id: order.transaction_id, charge_id: charge?.chargeId ?? null, kind: order.kind, quantity: order.quantity, amount_cents: (order.total_cents - order.discount_cents).toString(), discount_cents: order.discount_cents.toString(), fee_cents: fee.toString() },
+      });
+    }
     return true;
   }
 
-  /**
-   * Fails a pending order in `trx`: its seats are released and its transaction fails; a charge
-   * taken (`chargeId`: the event was cancelled meanwhile) is refunded by a job.
-   */
-  private async fail(trx: Transaction<Database>, id: string, failure: PaymentFailure, chargeId: string | null): Promise<boolean> {
+  /** Fails a pending order in `trx` and releases its seats (its purchase's money is the purchase's: refunded when `chargeId` was taken). */
+  private async failOrder(trx: Transaction<Database>, id: string, failure: PaymentFailure, chargeId: string | null): Promise<boolean> {
     const order = await trx
       .updateTable("ticket_orders")
       .set({ status: "failed", charge_id: chargeId, failure_code: failure.code, failure_reason: failure.reason, failed_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
@@ -353,12 +337,6 @@ export class TicketsService {
       .executeTakeFirst();
     if (!order) return false;
     await release(trx, order.event_id, order.kind, order.quantity);
-    await removeJobs(trx, [chargeJobKey(order.id)]);
-    if (chargeId) {
-      await enqueue(trx, TICKET_REFUND_TASK, { order_id: order.id, charge_id: chargeId }, { jobKey: refundJobKey(order.id), maxAttempts: 25 });
-    } else if (order.transaction_id) {
-      await failTransaction(trx, order.transaction_id, failure.reason);
-    }
     return true;
   }
 
@@ -394,65 +372,27 @@ export class TicketsService {
         .where("event_id", "=", event.id)
         .where("status", "=", "awaiting_payment")
         .execute();
+      const appends: LedgerAppend[] = [];
       for (const order of confirmed) {
-        if (order.charge_id) {
-          await enqueue(trx, TICKET_REFUND_TASK, { order_id: order.id, charge_id: order.charge_id }, { jobKey: refundJobKey(order.id), maxAttempts: 25 });
+        if (order.transaction_id) {
+          await this.deps.purchases.refund(trx, order.transaction_id, { reason: "event_cancelled", actorId: null, referenceId: event.id });
         } else {
-          await this.markRefunded(trx, order, null);
+          appends.push(await this.markRefunded(trx, order, null));
         }
       }
+      for (const entry of appends) await this.deps.ledger.append(trx, entry);
       return answer(trx);
     });
   }
 
-  readonly refundTask: Task = async (payload) => {
-    const { order_id: id, charge_id: chargeId } = payload as { order_id?: unknown; charge_id?: unknown };
-    if (typeof id !== "string" || typeof chargeId !== "string") throw new Error(`${TICKET_REFUND_TASK}: payload without order_id and charge_id`);
-    await this.refund(id, chargeId);
-  };
-
-  /**
-   * Refunds a charge of an order (key `refund:ticket_order:<id>`): a confirmed order of a cancelled
-   * event becomes `refunded`; a failed one (charged as its event was cancelled) keeps `failed`, its
-   * transaction failed with the refund named. Any other order keeps its payment.
-   */
-  async refund(id: string, chargeId: string): Promise<void> {
-    const { db, payments } = this.deps;
-    const order = await this.findOrder(id);
-    if (!order) return;
-    const refunding = order.status === "confirmed" && order.refund_stage === "refunding";
-    if (!refunding && order.status !== "failed") return;
-    const refund = await payments.refund({ chargeId, idempotencyKey: `refund:ticket_order:${order.id}` });
-    await db.transaction().execute(async (trx) => {
-      if (refunding) {
-        const current = await trx.selectFrom("ticket_orders").selectAll().where("id", "=", id).forUpdate().executeTakeFirstOrThrow();
-        if (current.refund_stage === "refunding") await this.markRefunded(trx, current, refund.id);
-        return;
-      }
-      if (order.transaction_id) {
-        await failTransaction(trx, order.transaction_id, `${order.failure_reason ?? "The order failed"}; the payment was refunded (${refund.id})`, { chargeId });
-      }
-    });
-  }
-
-  /** A confirmed order of a cancelled event, refunded: its state, transaction, ledger entry and `ticket.refunded`. */
-  private async markRefunded(trx: Transaction<Database>, order: TicketOrder, refundId: string | null): Promise<void> {
+  /** A confirmed order of a cancelled event, refunded: its state, its tickets' and `ticket.refunded`; the ledger entry to append last. */
+  private async markRefunded(trx: Transaction<Database>, order: TicketOrder, refundId: string | null): Promise<LedgerAppend> {
     const refunded = await trx
       .updateTable("ticket_orders")
       .set({ status: "refunded", refund_stage: "refunded", refunded_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
       .where("id", "=", order.id)
       .returningAll()
       .executeTakeFirstOrThrow();
-    if (order.transaction_id) {
-      await refundTransactions(trx, [order.transaction_id]);
-      await this.deps.ledger.append(trx, {
-        kind: "ticket_order.refunded",
-        subjectId: order.id,
-        actorId: null,
-        parties: [order.buyer_id],
-        data: { order_id: order.id, event_id: order.event_id, transaction_id: order.transaction_id, charge_id: order.charge_id, refund_id: refundId, amount_cents: (order.total_cents - order.discount_cents).toString() },
-      });
-    }
     const tickets = await trx.selectFrom("tickets").select("id").where("order_id", "=", order.id).orderBy("id").execute();
     await recordEvent(
       trx,
@@ -469,6 +409,13 @@ export class TicketsService {
       },
       [order.buyer_id],
     );
+    return {
+      kind: "ticket_order.refunded",
+      subjectId: order.id,
+      actorId: null,
+      parties: [order.buyer_id],
+      data: { order_id: order.id, event_id: order.event_id, transaction_id: order.transaction_id, charge_id: order.charge_id, refund_id: refundId, amount_cents: (order.total_cents - order.discount_cents).toString() },
+    };
   }
 
   // ---- check-in ----
@@ -532,6 +479,25 @@ export class TicketsService {
   }
 }
 
+/** Seats `buyerId` holds unpaid (awaiting payment, not past due) on an event's kind of ticket. */
+function heldSeats(trx: Transaction<Database>, eventId: string, buyerId: string, kind: TicketKind): Promise<number> {
+  return seatsOf(trx, eventId, buyerId, kind, (q) => q.where("status", "=", "awaiting_payment").where("payment_due_at", ">", sql<Date>`now()`));
+}
+
+/** Free tickets `buyerId` has (or is being issued) on an event's kind of ticket. */
+function freeTicketsOf(trx: Transaction<Database>, eventId: string, buyerId: string, kind: TicketKind): Promise<number> {
+  return seatsOf(trx, eventId, buyerId, kind, (q) => q.where("total_cents", "=", 0n).where("status", "in", ["pending", "confirmed"]));
+}
+
+type OrdersQuery = SelectQueryBuilder<Database, "ticket_orders", object>;
+
+/** Seats in `buyerId`'s orders of an event's kind of ticket that `which` picks. */
+async function seatsOf(trx: Transaction<Database>, eventId: string, buyerId: string, kind: TicketKind, which: (q: OrdersQuery) => OrdersQuery): Promise<number> {
+  const orders = trx.selectFrom("ticket_orders").where("event_id", "=", eventId).where("buyer_id", "=", buyerId).where("kind", "=", kind);
+  const row = await which(orders).select(sql<string>`coalesce(sum(quantity), 0)`.as("n")).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
 /** Reserves seats: one conditional UPDATE (on sale, the kind offered, within the capacity); the row, or undefined. */
 function reserve(trx: Transaction<Database>, eventId: string, kind: TicketKind, quantity: number): Promise<PlatformEvent | undefined> {
   const q = trx.updateTable("platform_events").where("id", "=", eventId).where("status", "=", "scheduled").where("ends_at", ">", sql<Date>`now()`);
@@ -557,14 +523,6 @@ async function release(trx: Transaction<Database>, eventId: string, kind: Ticket
 
 function priceOf(e: PlatformEvent, kind: TicketKind): bigint | null {
   return kind === "virtual" ? e.virtual_price_cents : e.in_person_price_cents;
-}
-
-function chargeJobKey(orderId: string): string {
-  return `ticket_charge:${orderId}`;
-}
-
-function refundJobKey(orderId: string): string {
-  return `ticket_refund:${orderId}`;
 }
 
 /** A ticket's door code: 26 characters of Crockford base 32, 130 random bits. */

@@ -1,11 +1,12 @@
 import type { ArtworksService } from "../artworks/artworks.service.ts";
+import type { OwnershipService } from "../artworks/ownership.ts";
 import type { LedgerService } from "../ledger/ledger.service.ts";
-import type { MarketplaceService } from "../marketplace/marketplace.service.ts";
 import { defineModule, migrationsOf } from "../module.ts";
 import type { PaymentsService } from "../payments/payments.service.ts";
+import type { Purchases } from "../payments/purchases.ts";
 import type { UsersService } from "../users/users.service.ts";
 import { registerFractionalRoutes } from "./fractional.routes.ts";
-import { FractionalService, SHARE_CHARGE_TASK, SHARE_REFUND_TASK } from "./fractional.service.ts";
+import { FractionalService } from "./fractional.service.ts";
 
 /**
  * Fractional ownership (README, Fractional ownership): share classes on ArtShares, purchases
@@ -14,50 +15,31 @@ import { FractionalService, SHARE_CHARGE_TASK, SHARE_REFUND_TASK } from "./fract
  */
 export const fractionalModule = defineModule<
   { fractional: FractionalService },
-  { users: UsersService; artworks: ArtworksService; payments: PaymentsService; ledger: LedgerService; marketplace: MarketplaceService }
+  { users: UsersService; artworks: ArtworksService; ownership: OwnershipService; payments: PaymentsService; purchases: Purchases; ledger: LedgerService }
 >({
   name: "fractional",
   migrations: migrationsOf(import.meta.url),
-  create: ({ db, config, logger, indexedCertificates, users, artworks, payments, ledger, marketplace, chainOperations, relayer, publicClient }) => ({
-    fractional: new FractionalService({
+  create: ({ db, config, logger, users, artworks, ownership, payments, purchases, ledger, chainOperations, relayer, publicClient }) => {
+    const fractional = new FractionalService({
       db,
       logger,
       payments,
+      purchases,
       artworks,
+      ownership,
       users,
-      marketplace,
       ledger,
       operations: chainOperations,
-      certificates: indexedCertificates,
       relayer,
       publicClient,
       viewsSchema: config.indexer.viewsSchema,
       artShares: config.chain.artSharesAddress,
       purchaseWaitMs: config.fractional.purchaseWaitMs,
-      chargeAttempts: config.marketplace.chargeAttempts,
-    }),
-  }),
+    });
+    purchases.register(fractional.purchaseKind);
+    ownership.registerEncumbrances({ name: "fractional", locksOf: (trx, artworkId) => fractional.locksOf(trx, artworkId) });
+    return { fractional };
+  },
   routes: ({ api }, { fractional }) => registerFractionalRoutes(api, fractional),
   chainOperationKinds: ({ fractional }) => fractional.kinds(),
-  worker: ({ fractional }, { config, logger }) => {
-    let timer: NodeJS.Timeout | null = null;
-    const sweep = () => {
-      timer = setTimeout(() => {
-        fractional
-          .recoverStuckCharges()
-          .catch((err: unknown) => logger.error({ err }, "fractional sweep failed"))
-          .finally(() => {
-            if (timer) sweep();
-          });
-      }, config.marketplace.sweepIntervalMs);
-    };
-    return {
-      tasks: { general: { [SHARE_CHARGE_TASK]: fractional.chargeTask, [SHARE_REFUND_TASK]: fractional.refundTask } },
-      start: sweep,
-      stop: async () => {
-        if (timer) clearTimeout(timer);
-        timer = null;
-      },
-    };
-  },
 });

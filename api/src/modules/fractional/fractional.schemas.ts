@@ -1,4 +1,4 @@
-import { usdAmount, usdValue } from "../../lib/money.ts";
+import { centsToUsd, USD_CHARGE_LIMITS, usdAmount, usdToCents, usdValue } from "../../lib/money.ts";
 import { paginationQuery, paginationSchema } from "../../lib/pagination.ts";
 import { exampleId, idOf, idParam, plainString, timestamp } from "../../lib/schema.ts";
 import { z } from "../../openapi/zod.ts";
@@ -11,7 +11,10 @@ export const fractionalizeSchema = z
   .strictObject({
     artwork_id: plainString({ min: 1, max: 64 }).openapi({ example: "art_01JD3Y5V0Q3G7W7J6T4N4C2X1M", description: "A certified artwork whose certificate your wallet holds (admins: any)" }),
     total_shares: z.number().int().min(1).max(1_000_000).openapi({ description: "The class's cap, fixed on-chain once (1..1,000,000)" }),
-    price_per_share_usd: usdAmount.refine((v) => v > 0, { message: "must be greater than 0" }),
+    price_per_share_usd: usdAmount
+      .refine((v) => v > 0, { message: "must be greater than 0" })
+      .refine((v) => usdToCents(v) <= USD_CHARGE_LIMITS.maxCents, { message: `must be at most ${centsToUsd(USD_CHARGE_LIMITS.maxCents)} (the largest card charge)` })
+      .openapi({ description: `US dollars, 0.01..${centsToUsd(USD_CHARGE_LIMITS.maxCents)}; a purchase's total (shares × price) must be a card charge (at least ${centsToUsd(USD_CHARGE_LIMITS.minCents)})` }),
   })
   .openapi("Fractionalize", { example: { artwork_id: exampleId("artwork"), total_shares: 1000, price_per_share_usd: 12.5 } });
 
@@ -21,7 +24,7 @@ export const fractionalArtworkSchema = z
     title: z.string(),
     artist: z.string().openapi({ description: "The artist's display name" }),
     artist_id: idOf("user"),
-    owner_id: idOf("user").openapi({ description: "Who fractionalized it (the certificate's owner then): the recipient of the share proceeds" }),
+    owner_id: idOf("user").openapi({ description: "The certificate's holder as of the class's last sale (who fractionalized it, before any): the recipient of the share proceeds, which always go to the holder at the time of the purchase" }),
     token_id: z.string().openapi({ description: "The certificate's token id, also the ArtShares class id" }),
     total_shares: z.number().int(),
     shares_available: z.number().int().openapi({ description: "Not reserved by a pending purchase nor sold" }),

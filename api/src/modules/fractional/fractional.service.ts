@@ -2,38 +2,32 @@ import { type Kysely, sql, type Transaction } from "kysely";
 import type { Logger } from "pino";
 import { type Address, type Chain, type Hex, keccak256, type PublicClient, toBytes, type Transport } from "viem";
 import { artSharesAbi } from "../../chain/abi/ArtShares.ts";
-import { type IndexedCertificates, IndexerNotReadyError, readViews } from "../../chain/certificates.ts";
+import { IndexerNotReadyError, readViews } from "../../chain/certificates.ts";
 import { isRevertWith } from "../../chain/errors.ts";
 import type { IndexerViews } from "../../chain/indexer-schema.ts";
-import { type ChainOperationKind, ChainOperationFailure, type ChainOperations, type KeyedFacts } from "../../chain/operations.ts";
+import { type ChainOperationKind, type ChainOperations, type KeyedFacts } from "../../chain/operations.ts";
 import type { Relayer } from "../../chain/relayer.ts";
-import type { Database } from "../../db/database.ts";
+import type { Database, Db } from "../../db/database.ts";
 import type { Transact } from "../../db/transact.ts";
 import { recordEvent } from "../../jobs/outbox.ts";
-import { enqueue, type Task } from "../../jobs/queue.ts";
 import { ApiError, found } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
 import { centsToUsd, usdToCents } from "../../lib/money.ts";
 import { type Page, paginate, paginated } from "../../lib/pagination.ts";
 import { iso, isoOrNull } from "../../lib/time.ts";
 import type { ArtworksService } from "../artworks/artworks.service.ts";
+import type { ArtworkLock, OwnershipService } from "../artworks/ownership.ts";
 import type { Actor } from "../../lib/actor.ts";
 import type { LedgerService } from "../ledger/ledger.service.ts";
-import type { MarketplaceService } from "../marketplace/marketplace.service.ts";
-import { chargeStep, type PaymentFailure } from "../payments/charge-step.ts";
+import type { PaymentFailure } from "../payments/charge-step.ts";
 import type { PaymentsService } from "../payments/payments.service.ts";
-import { completeTransaction, failTransaction, insertTransaction } from "../payments/transactions.ts";
+import type { PurchaseKind, Purchases } from "../payments/purchases.ts";
 import type { UsersService } from "../users/users.service.ts";
 import type { FractionalArtwork, FractionalPurchase } from "./fractional.tables.ts";
 
-export const SHARE_CHARGE_TASK = "fractional_share_charge";
-export const SHARE_REFUND_TASK = "fractional_share_refund";
 export const CREATE_CLASS_OPERATION = "fractional_create_class";
 export const MINT_OPERATION = "fractional_mint";
 
-const CHARGE_RETRY = { baseMs: 1_000, maxMs: 60_000 };
-/** A purchase still charging this long after its last change has lost its job's process: re-enqueued. */
-const STUCK_CHARGE_MS = 120_000;
 
 interface ClassFacts {
   tokenId: bigint;
@@ -49,18 +43,17 @@ export interface FractionalDeps {
   db: Kysely<Database>;
   logger: Logger;
   payments: PaymentsService;
+  purchases: Purchases;
   artworks: ArtworksService;
+  ownership: OwnershipService;
   users: UsersService;
-  marketplace: MarketplaceService;
   ledger: LedgerService;
   operations: ChainOperations;
-  certificates: IndexedCertificates;
   relayer: Relayer;
   publicClient: PublicClient<Transport, Chain>;
   viewsSchema: string;
   artShares: Address | null;
   purchaseWaitMs: number;
-  chargeAttempts: number;
 }
 
 /**
@@ -84,28 +77,24 @@ export class FractionalService {
   // ---- fractionalize ----
 
   async fractionalize(actor: Actor, input: { artwork_id: string; total_shares: number; price_per_share_usd: number }, transact: Transact) {
-    const { artworks, users, marketplace, operations, db } = this.deps;
+    const { artworks, ownership, users, operations } = this.deps;
     this.requireContract();
     const artwork = isId("artwork", input.artwork_id) ? await artworks.findAny(input.artwork_id) : undefined;
     if (!artwork || artwork.deleted_at) throw ApiError.validation([{ field: "artwork_id", code: "not_found", message: "no such artwork" }]);
-    const certificate = await this.certificateOf(artwork.id);
-    if (!certificate) throw ApiError.conflict("invalid_state", `The artwork is not certified on-chain${artwork.status === "certified" ? " in the indexer yet; retry shortly" : ` (status ${artwork.status})`}`);
-    const owner = await users.findByWallet(db, certificate.owner);
-    if (actor.role !== "admin" && owner?.id !== actor.userId) {
-      throw ApiError.forbidden(`Only the on-chain owner of the artwork's certificate (token ${certificate.tokenId}) or an admin may fractionalize it`);
-    }
+    if (artwork.status !== "certified" || artwork.token_id === null) throw ApiError.conflict("invalid_state", `The artwork is not certified on-chain (status ${artwork.status})`);
+    const holder = await ownership.requireRights(actor, artwork, "fractionalize");
+    const owner = holder.user;
     if (!owner) throw ApiError.conflict("invalid_state", "The certificate is held by a wallet no user of the platform has: its proceeds would have no recipient");
+    const tokenId = artwork.token_id;
     const details = { title: artwork.title, artist_id: artwork.artist_id, display_name: (await users.get(artwork.artist_id)).display_name };
     const created = await transact(async (trx) => {
-      const locked = (await artworks.lockForSale(trx, artwork.id))!;
+      const locked = (await ownership.lockFor(trx, artwork.id, "fractionalize"))!;
       const existing = await trx.selectFrom("fractional_artworks").selectAll().where("artwork_id", "=", artwork.id).executeTakeFirst();
       // A class whose creation failed for good may be asked for again (with new terms); anything else stands.
       if (locked.fractionalized_at || (existing && existing.status !== "failed")) throw ApiError.conflict("conflict", "The artwork is fractionalized already");
-      const open = await marketplace.openListingOf(trx, artwork.id);
-      if (open) throw ApiError.conflict("invalid_state", `The artwork is listed for sale whole (${open.id}); cancel the listing first`);
       await artworks.markFractionalized(trx, artwork.id);
       const terms = {
-        token_id: certificate.tokenId,
+        token_id: tokenId,
         owner_id: owner.id,
         created_by: actor.userId,
         total_shares: input.total_shares,
@@ -115,7 +104,7 @@ export class FractionalService {
       const row = existing
         ? await trx.updateTable("fractional_artworks").set({ ...terms, failure_reason: null, updated_at: sql<Date>`now()` }).where("artwork_id", "=", artwork.id).returningAll().executeTakeFirstOrThrow()
         : await trx.insertInto("fractional_artworks").values({ artwork_id: artwork.id, ...terms }).returningAll().executeTakeFirstOrThrow();
-      await operations.request(trx, { key: classKey(artwork.id), kind: CREATE_CLASS_OPERATION, payload: { artwork_id: artwork.id, token_id: certificate.tokenId.toString(), cap: String(input.total_shares) } });
+      await operations.request(trx, { key: classKey(artwork.id), kind: CREATE_CLASS_OPERATION, payload: { artwork_id: artwork.id, token_id: tokenId.toString(), cap: String(input.total_shares) } });
       return toFractionalArtwork(row, details);
     });
     await operations.waitFor(classKey(created.artwork_id), async () => (await this.findArtwork(created.artwork_id))?.status !== "pending", this.deps.purchaseWaitMs);
@@ -185,6 +174,12 @@ export class FractionalService {
     });
   }
 
+  /** What of this module hangs off an artwork: its share class, once asked for (shareholders may hold parts of it). */
+  async locksOf(db: Db, artworkId: string): Promise<ArtworkLock[]> {
+    const fa = await db.selectFrom("fractional_artworks").select(["status", "total_shares"]).where("artwork_id", "=", artworkId).where("status", "in", ["pending", "active"]).executeTakeFirst();
+    return fa ? [{ reason: "shares_issued", detail: `it is fractionalized into ${fa.total_shares} shares (${fa.status}); shareholders hold parts of it` }] : [];
+  }
+
   // ---- reads ----
 
   async list(page: Page) {
@@ -210,7 +205,7 @@ export class FractionalService {
     });
     const wallets = rows.map((r) => r.holder.toLowerCase());
     const users = wallets.length
-      ? await this.deps.db.selectFrom("users").select(["id", "wallet_address"]).where(sql`lower(wallet_address)`, "in", wallets).execute()
+      ? await this.deps.db.selectFrom("user_directory").select(["id", "wallet_address"]).where(sql`lower(wallet_address)`, "in", wallets).execute()
       : [];
     const userOf = new Map(users.map((u) => [u.wallet_address.toLowerCase(), u.id]));
     const shareholders = rows.map((r) => ({
@@ -230,8 +225,8 @@ export class FractionalService {
   private async views_(rows: FractionalArtwork[]) {
     if (rows.length === 0) return [];
     const details = await this.deps.db
-      .selectFrom("artworks")
-      .innerJoin("users", "users.id", "artworks.artist_id")
+      .selectFrom("artwork_summaries as artworks")
+      .innerJoin("user_directory as users", "users.id", "artworks.artist_id")
       .select(["artworks.id", "artworks.title", "artworks.artist_id", "users.display_name"])
       .where("artworks.id", "in", rows.map((r) => r.artwork_id))
       .execute();
@@ -247,6 +242,12 @@ export class FractionalService {
     this.requireContract();
     const buyer = await users.get(actor.userId);
     const method = await payments.resolvePaymentMethod(buyer.id, input.payment_method_id);
+    // The proceeds go to whoever holds the certificate now (the chain's answer), never to oneself.
+    const seen = found(await this.findArtwork(artworkId), "Fractional artwork");
+    payments.requireChargeable(seen.price_per_share_cents * BigInt(input.shares_quantity), "shares_quantity", `${input.shares_quantity} share(s) at ${centsToUsd(seen.price_per_share_cents)} USD`);
+    const owner = (await this.deps.ownership.holderOfCertificate(artworkId, seen.token_id)).user;
+    if (!owner) throw ApiError.refused("owner_unknown", "The artwork's certificate is held by a wallet no user of the platform has: a purchase would pay nobody");
+    if (owner.id === buyer.id) throw ApiError.refused("own_artwork", "You hold this artwork's certificate: you cannot buy its shares");
     const created = await transact(async (trx) => {
       const fa = await trx.selectFrom("fractional_artworks").selectAll().where("artwork_id", "=", artworkId).executeTakeFirst();
       if (!fa) throw ApiError.notFound("Fractional artwork");
@@ -254,7 +255,7 @@ export class FractionalService {
       // The reservation: one conditional UPDATE, so concurrent purchases can never exceed the cap.
       const reserved = await trx
         .updateTable("fractional_artworks")
-        .set({ shares_sold: sql<number>`shares_sold + ${input.shares_quantity}`, updated_at: sql<Date>`now()` })
+        .set({ shares_sold: sql<number>`shares_sold + ${input.shares_quantity}`, owner_id: owner.id, updated_at: sql<Date>`now()` })
         .where("artwork_id", "=", artworkId)
         .where(sql<boolean>`shares_sold + ${input.shares_quantity} <= total_shares`)
         .returningAll()
@@ -264,19 +265,22 @@ export class FractionalService {
         throw new ApiError(409, "insufficient_shares", `Only ${now.total_shares - now.shares_sold} shares are available; you asked for ${input.shares_quantity}`, { available: now.total_shares - now.shares_sold });
       }
       const id = newId("fractionalPurchase");
-      const transactionId = newId("transaction");
       const total = fa.price_per_share_cents * BigInt(input.shares_quantity);
-      await insertTransaction(trx, {
-        id: transactionId,
-        type: "share_purchase",
-        status: "pending",
-        artwork_id: artworkId,
-        amount_cents: total,
-        buyer_id: buyer.id,
-        seller_id: fa.owner_id,
-        recipient_id: fa.owner_id,
-        reference_id: id,
-      });
+      const { id: transactionId } = await this.deps.purchases.start(
+        trx,
+        {
+          type: "share_purchase",
+          referenceId: id,
+          artworkId,
+          amountCents: total,
+          buyerId: buyer.id,
+          sellerId: owner.id,
+          recipientId: owner.id,
+          paymentMethodId: method.id,
+          description: `${input.shares_quantity} shares of ${artworkId}`,
+        },
+        { chargeInRequest: true },
+      );
       const purchase = await trx
         .insertInto("fractional_purchases")
         .values({
@@ -285,7 +289,7 @@ export class FractionalService {
           token_id: fa.token_id,
           buyer_id: buyer.id,
           buyer_wallet: buyer.wallet_address.toLowerCase(),
-          owner_id: fa.owner_id,
+          owner_id: owner.id,
           shares: input.shares_quantity,
           price_per_share_cents: fa.price_per_share_cents,
           total_cents: total,
@@ -297,10 +301,10 @@ export class FractionalService {
         })
         .returningAll()
         .executeTakeFirstOrThrow();
-      await enqueue(trx, SHARE_CHARGE_TASK, { purchase_id: id }, { jobKey: `share_charge:${id}`, maxAttempts: 25 });
       return toPurchase(purchase);
     });
     const id = created.purchase_id;
+    await this.deps.purchases.charge(created.transaction_id).catch((err: unknown) => this.log.error({ err, purchase_id: id }, "charging in the request failed; the job will"));
     await this.deps.operations.waitFor(mintKey(id), async () => (await this.findPurchase(id))?.status !== "pending", this.deps.purchaseWaitMs);
     const purchase = (await this.findPurchase(id))!;
     // A failure before any charge succeeded is the payment's (402); after it, the mint's (refunded).
@@ -318,77 +322,33 @@ export class FractionalService {
     return this.deps.db.selectFrom("fractional_purchases").selectAll().where("id", "=", id).executeTakeFirst();
   }
 
-  readonly chargeTask: Task = async (payload) => {
-    const { purchase_id: id, attempt } = payload as { purchase_id?: unknown; attempt?: unknown };
-    if (typeof id !== "string") throw new Error(`${SHARE_CHARGE_TASK}: payload without purchase_id`);
-    await this.charge(id, typeof attempt === "number" ? attempt : 1);
-  };
-
-  /** Charges a purchase at `charging`; success requests the mint, in one transaction; a final failure releases the shares. */
-  async charge(id: string, attempt = 1): Promise<void> {
-    const { db, payments, operations, ledger } = this.deps;
-    const p = await this.findPurchase(id);
-    if (!p || p.status !== "pending" || p.stage !== "charging") return;
-    const step = await chargeStep(
-      payments,
-      {
-        userId: p.buyer_id,
-        paymentMethodId: p.payment_method_id,
-        idempotencyKey: `share_purchase:${p.id}`,
-        amountCents: p.total_cents,
-        description: `${p.shares} shares of ${p.artwork_id}`,
-        metadata: { purchase_id: p.id, transaction_id: p.transaction_id },
-      },
-      attempt,
-      { attempts: this.deps.chargeAttempts, ...CHARGE_RETRY },
-    );
-    if (step.kind === "retry") {
-      await db.transaction().execute(async (trx) => {
-        await enqueue(trx, SHARE_CHARGE_TASK, { purchase_id: p.id, attempt: step.attempt }, { jobKey: `share_charge:${p.id}:${step.attempt}`, runAt: new Date(Date.now() + step.delayMs) });
-        await trx.updateTable("fractional_purchases").set({ updated_at: sql<Date>`now()` }).where("id", "=", p.id).execute();
-      });
-      return;
-    }
-    if (step.kind === "failed") {
-      await db.transaction().execute((trx) => this.fail(trx, p.id, step.failure, null));
-      return;
-    }
-    const charged = step.charge;
-    await db.transaction().execute(async (trx) => {
-      const moved = await trx
+  /** Share purchases as a kind of purchase: what happens at each step of their payment (payments/purchases.ts). */
+  readonly purchaseKind: PurchaseKind = {
+    type: "share_purchase",
+    keyPrefix: "share_purchase",
+    onCharged: async (trx, purchase, charge) => {
+      const p = await trx
         .updateTable("fractional_purchases")
-        .set({ stage: "minting", charge_id: charged.chargeId, fee_cents: charged.feeCents, updated_at: sql<Date>`now()` })
-        .where("id", "=", p.id)
+        .set({ stage: "minting", charge_id: charge.chargeId, fee_cents: charge.feeCents, updated_at: sql<Date>`now()` })
+        .where("id", "=", purchase.reference_id!)
         .where("status", "=", "pending")
         .where("stage", "=", "charging")
         .returningAll()
         .executeTakeFirst();
-      if (!moved) {
-        // Failed meanwhile by an overlapping run: the charge it did not see goes back.
-        await enqueue(trx, SHARE_REFUND_TASK, { purchase_id: p.id, charge_id: charged.chargeId }, { jobKey: `share_refund:${p.id}`, maxAttempts: 25 });
-        return;
-      }
-      await trx.updateTable("transactions").set({ charge_id: charged.chargeId, fee_cents: charged.feeCents, updated_at: sql<Date>`now()` }).where("id", "=", p.transaction_id).execute();
-      await operations.request(trx, {
+      if (!p) return { refund: { code: "purchase_closed", reason: "The purchase was closed before its payment" } };
+      await this.deps.operations.request(trx, {
         key: mintKey(p.id),
         kind: MINT_OPERATION,
         payload: { purchase_id: p.id, to: p.buyer_wallet, token_id: p.token_id.toString(), amount: String(p.shares), purchase_key: p.purchase_key },
       });
-      await ledger.append(trx, {
-        kind: "payment.charged",
-        subjectId: p.id,
-        actorId: p.buyer_id,
-        parties: [p.buyer_id, p.owner_id],
-        data: { purchase_id: p.id, transaction_id: p.transaction_id, charge_id: charged.chargeId, amount_cents: p.total_cents.toString(), fee_cents: charged.feeCents.toString(), shares: p.shares },
-      });
-    });
-  }
+    },
+    onPaymentFailed: async (trx, purchase, failure) => {
+      await this.fail(trx, purchase.reference_id!, failure);
+    },
+  };
 
-  /**
-   * Fails a pending purchase in `trx`: its shares are released, its transaction fails; a charge
-   * (`chargeId`: the mint failed after it) is refunded by a job.
-   */
-  private async fail(trx: Transaction<Database>, id: string, failure: PaymentFailure, chargeId: string | null): Promise<void> {
+  /** Fails a pending purchase in `trx` and releases its shares; the money is its purchase's (refunded when charged). */
+  private async fail(trx: Transaction<Database>, id: string, failure: PaymentFailure): Promise<FractionalPurchase | undefined> {
     const p = await trx
       .updateTable("fractional_purchases")
       .set({ status: "failed", stage: "done", failure_code: failure.code, failure_reason: failure.reason, failed_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
@@ -396,49 +356,13 @@ export class FractionalService {
       .where("status", "=", "pending")
       .returningAll()
       .executeTakeFirst();
-    if (!p) return;
+    if (!p) return undefined;
     await trx
       .updateTable("fractional_artworks")
       .set({ shares_sold: sql<number>`shares_sold - ${p.shares}`, updated_at: sql<Date>`now()` })
       .where("artwork_id", "=", p.artwork_id)
       .execute();
-    if (chargeId) {
-      await enqueue(trx, SHARE_REFUND_TASK, { purchase_id: p.id, charge_id: chargeId }, { jobKey: `share_refund:${p.id}`, maxAttempts: 25 });
-    } else {
-      await failTransaction(trx, p.transaction_id, failure.reason);
-    }
-    await this.deps.ledger.append(trx, {
-      kind: chargeId ? "mint.failed" : "payment.failed",
-      subjectId: p.id,
-      actorId: null,
-      parties: [p.buyer_id, p.owner_id],
-      data: { purchase_id: p.id, transaction_id: p.transaction_id, code: failure.code, reason: failure.reason, shares_released: p.shares },
-    });
-  }
-
-  readonly refundTask: Task = async (payload) => {
-    const { purchase_id: id, charge_id: chargeId } = payload as { purchase_id?: unknown; charge_id?: unknown };
-    if (typeof id !== "string" || typeof chargeId !== "string") throw new Error(`${SHARE_REFUND_TASK}: payload without purchase_id and charge_id`);
-    await this.refund(id, chargeId);
-  };
-
-  /** Refunds a failed purchase's charge (key `refund:share_purchase:<id>`) and fails its transaction, saying so. */
-  async refund(id: string, chargeId: string): Promise<void> {
-    const { db, payments, ledger } = this.deps;
-    const p = await this.findPurchase(id);
-    if (!p || p.status !== "failed") return;
-    const refund = await payments.refund({ chargeId, idempotencyKey: `refund:share_purchase:${p.id}` });
-    await db.transaction().execute(async (trx) => {
-      const failed = await failTransaction(trx, p.transaction_id, `${p.failure_reason ?? "the shares could not be minted"}; the payment was refunded (${refund.id})`, { chargeId });
-      if (!failed) return;
-      await ledger.append(trx, {
-        kind: "payment.refunded",
-        subjectId: p.id,
-        actorId: null,
-        parties: [p.buyer_id, p.owner_id],
-        data: { purchase_id: p.id, transaction_id: p.transaction_id, charge_id: chargeId, refund_id: refund.id, amount_cents: refund.amountCents.toString() },
-      });
-    });
+    return p;
   }
 
   private readonly mintKind: ChainOperationKind<MintFacts> = {
@@ -482,9 +406,17 @@ export class FractionalService {
       for (const entry of appends) await this.deps.ledger.append(trx, entry);
     },
     onFailed: async (trx, op, reason) => {
-      const id = (op.payload as { purchase_id: string }).purchase_id;
-      const p = await trx.selectFrom("fractional_purchases").select("charge_id").where("id", "=", id).executeTakeFirst();
-      await this.fail(trx, id, { code: "mint_failed", reason: `The shares could not be minted: ${reason}` }, p?.charge_id ?? null);
+      const failure = { code: "mint_failed", reason: `The shares could not be minted: ${reason}` };
+      const p = await this.fail(trx, (op.payload as { purchase_id: string }).purchase_id, failure);
+      if (!p) return;
+      await this.deps.purchases.failEffect(trx, p.transaction_id, failure);
+      await this.deps.ledger.append(trx, {
+        kind: "mint.failed",
+        subjectId: p.id,
+        actorId: null,
+        parties: [p.buyer_id, p.owner_id],
+        data: { purchase_id: p.id, transaction_id: p.transaction_id, code: failure.code, reason: failure.reason, shares_released: p.shares },
+      });
     },
   };
 
@@ -532,7 +464,7 @@ export class FractionalService {
     const bps = Math.round((held * 10_000) / fa.total_shares);
     await trx.updateTable("fractional_purchases").set({ new_ownership_bps: bps }).where("id", "=", p.id).execute();
     const fee = p.fee_cents ?? 0n;
-    const completed = (await completeTransaction(trx, p.transaction_id, { feeCents: fee, payoutCents: p.total_cents - fee, chainTx: facts.txHash }))!;
+    const completed = (await this.deps.purchases.complete(trx, p.transaction_id, { payoutCents: p.total_cents - fee, chainTx: facts.txHash }))!;
     await recordEvent(
       trx,
       "fractional.purchase_confirmed",
@@ -562,40 +494,11 @@ export class FractionalService {
     return [this.classKind, this.mintKind];
   }
 
-  /** Re-enqueues charge jobs of purchases whose process died while the job was locked. */
-  async recoverStuckCharges(): Promise<number> {
-    const { db } = this.deps;
-    const stuck = await db
-      .selectFrom("fractional_purchases")
-      .select("id")
-      .where("stage", "=", "charging")
-      .where("status", "=", "pending")
-      .where("updated_at", "<", sql<Date>`now() - ${STUCK_CHARGE_MS} * interval '1 millisecond'`)
-      .limit(100)
-      .execute();
-    for (const { id } of stuck) {
-      await db.transaction().execute(async (trx) => {
-        await enqueue(trx, SHARE_CHARGE_TASK, { purchase_id: id }, { jobKey: `share_charge_recover:${id}`, maxAttempts: 25 });
-        await trx.updateTable("fractional_purchases").set({ updated_at: sql<Date>`now()` }).where("id", "=", id).execute();
-      });
-    }
-    return stuck.length;
-  }
-
   // ---- helpers ----
 
   private requireContract(): Address {
     if (!this.deps.artShares) throw new ApiError(503, "service_unavailable", "The share contract is not configured (ART_SHARES_ADDRESS)");
     return this.deps.artShares;
-  }
-
-  private async certificateOf(artworkId: string) {
-    try {
-      return await this.deps.certificates.byArtworkId(artworkId);
-    } catch (err) {
-      if (err instanceof IndexerNotReadyError) throw new ApiError(503, "service_unavailable", "The chain indexer is not ready yet; retry shortly", { headers: { "Retry-After": "5" } });
-      throw err;
-    }
   }
 }
 

@@ -1,22 +1,22 @@
-import { type Kysely, sql } from "kysely";
+import { type Kysely, sql, type Transaction } from "kysely";
 import type { Database, Db } from "../../db/database.ts";
 import type { Transact } from "../../db/transact.ts";
-import { enqueue, type Task } from "../../jobs/queue.ts";
 import { ApiError } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
 import { type Page, paginate, paginated } from "../../lib/pagination.ts";
 import { iso, isoOrNull } from "../../lib/time.ts";
 import type { Actor } from "../../lib/actor.ts";
 import type { LedgerService } from "../ledger/ledger.service.ts";
-import type { PaymentsService } from "../payments/payments.service.ts";
-import { childTransactions, refundTransactions } from "../payments/transactions.ts";
+import type { Purchases } from "../payments/purchases.ts";
 import type { UsersService } from "../users/users.service.ts";
-import type { Dispute } from "./marketplace.tables.ts";
+import type { Dispute, Sale } from "./marketplace.tables.ts";
+import type { User } from "../users/users.service.ts";
+import type { OwnershipService } from "../artworks/ownership.ts";
 import * as sales from "./sales.repository.ts";
 import type { SalesService } from "./sales.service.ts";
 
-/** The job that refunds a dispute resolved with `refund` (payload `{ dispute_id }`). */
-export const DISPUTE_REFUND_TASK = "marketplace_dispute_refund";
+
+const FORCE_HINT = "; an admin may refund without the return with force: true and a note";
 
 /** How long after completion a buyer may dispute a sale. */
 export const DISPUTE_WINDOW_DAYS = 14;
@@ -31,20 +31,23 @@ export class DisputesService {
   constructor(
     private readonly deps: {
       db: Kysely<Database>;
-      payments: PaymentsService;
       users: UsersService;
+      ownership: OwnershipService;
+      purchases: Purchases;
       sales: SalesService;
       ledger: LedgerService;
     },
   ) {}
 
   async open(actor: Actor, transactionId: string, input: { reason: string }, transact: Transact) {
-    const { ledger } = this.deps;
+    const { ledger, ownership } = this.deps;
     const seen = isId("transaction", transactionId) ? await sales.find(this.deps.db, transactionId) : undefined;
     // A transaction you are not a party of is not yours to know about (admins read every one); a royalty payout is no sale.
     if (!seen || (actor.role !== "admin" && seen.buyer_id !== actor.userId && seen.seller_id !== actor.userId)) throw ApiError.notFound("Transaction");
     if (seen.buyer_id !== actor.userId) throw ApiError.forbidden("Only the buyer may dispute a sale");
     return transact(async (trx) => {
+      // The artwork's lock first: a dispute is never opened beside a listing of the artwork (its refund could not unwind a resale).
+      await ownership.lockFor(trx, seen.artwork_id, "dispute");
       const sale = (await sales.lock(trx, transactionId))!;
       if (sale.status !== "completed") throw ApiError.conflict("invalid_state", `The sale is ${sale.status}: only a completed sale can be disputed`);
       const deadline = sale.completed_at!.getTime() + DISPUTE_WINDOW_DAYS * 86_400_000;
@@ -82,10 +85,28 @@ export class DisputesService {
     return Number(row.n);
   }
 
-  async resolve(admin: Actor, id: string, input: { resolution: "refund" | "reject"; note?: string | undefined }, transact: Transact) {
-    const { ledger } = this.deps;
+  /**
+   * Resolves an open dispute (admins). A `refund` must unwind the sale: the certificate goes back
+   * from the buyer's custodial wallet to the seller's. When it cannot (shares issued, resold, an
+   * external wallet), the resolution is refused (409 invalid_state with the reason) unless `force`
+   * says to refund without the return (the note then required, and recorded in the ledger).
+   */
+  async resolve(admin: Actor, id: string, input: { resolution: "refund" | "reject"; note?: string | undefined; force?: boolean | undefined }, transact: Transact) {
+    const { db, ledger, ownership, purchases, users } = this.deps;
     if (!isId("dispute", id)) throw ApiError.notFound("Dispute");
+    const force = input.force === true;
+    if (force && input.resolution !== "refund") throw ApiError.validation([{ field: "force", code: "invalid_value", message: "force applies to a refund only" }]);
+    if (force && !input.note) throw ApiError.validation([{ field: "note", code: "required", message: "a forced refund needs a note saying why" }]);
+    const seen = await this.find(db, id);
+    if (!seen) throw ApiError.notFound("Dispute");
+    const sale = (await sales.find(db, seen.transaction_id))!;
+    // Read before the transaction: where the certificate is now, on the chain.
+    const unwind = input.resolution === "refund" && !force ? await this.unwindRefusal(sale, await users.get(sale.buyer_id)) : null;
     return transact(async (trx) => {
+      if (input.resolution === "refund" && !force) {
+        await ownership.lockFor(trx, sale.artwork_id, "return", FORCE_HINT);
+        if (unwind) throw unwind;
+      }
       const dispute = await trx.selectFrom("disputes").selectAll().where("id", "=", id).forUpdate().executeTakeFirst();
       if (!dispute) throw ApiError.notFound("Dispute");
       if (dispute.status !== "open") throw ApiError.conflict("invalid_state", `The dispute is ${dispute.status} already`);
@@ -98,61 +119,53 @@ export class DisputesService {
           resolved_by: admin.userId,
           resolved_at: sql<Date>`now()`,
           refund_status: input.resolution === "refund" ? "pending" : null,
+          refund_forced: force,
           updated_at: sql<Date>`now()`,
         })
         .where("id", "=", id)
         .returningAll()
         .executeTakeFirstOrThrow();
-      if (input.resolution === "refund") await enqueue(trx, DISPUTE_REFUND_TASK, { dispute_id: id }, { jobKey: `dispute_refund:${id}`, maxAttempts: 25 });
+      if (input.resolution === "refund") {
+        await purchases.refund(trx, dispute.transaction_id, { reason: "dispute", actorId: admin.userId, referenceId: id, note: input.note ?? null, forced: force });
+      }
       await ledger.append(trx, {
         kind: "dispute.resolved",
         subjectId: id,
         actorId: admin.userId,
         parties: [dispute.buyer_id, dispute.seller_id],
-        data: { transaction_id: dispute.transaction_id, resolution: input.resolution, note: input.note ?? null },
+        data: { transaction_id: dispute.transaction_id, resolution: input.resolution, note: input.note ?? null, ...(force ? { forced: true } : {}) },
       });
       return toDispute(resolved);
     });
   }
 
-  readonly refundTask: Task = async (payload) => {
-    const disputeId = (payload as { dispute_id?: unknown }).dispute_id;
-    if (typeof disputeId !== "string") throw new Error(`${DISPUTE_REFUND_TASK}: payload without dispute_id`);
-    await this.refund(disputeId);
-  };
+  /** Why a refund of the sale could not give the seller the certificate back, read from the chain now; null when it can. */
+  private async unwindRefusal(sale: Sale, buyer: User): Promise<ApiError | null> {
+    const { wallet } = await this.deps.ownership.walletHolding(sale.artwork_id, sale.token_id);
+    if (wallet !== sale.buyer_wallet) return ApiError.refused("resold", `The certificate is no longer in the buyer's wallet (it is held by ${wallet}): it cannot go back to the seller${FORCE_HINT}`);
+    if (buyer.wallet_kind !== "custodial" || buyer.wallet_address.toLowerCase() !== sale.buyer_wallet) {
+      return ApiError.refused("external_wallet", `The certificate is in the buyer's own wallet ${sale.buyer_wallet}: the platform cannot sign its return to the seller${FORCE_HINT}`);
+    }
+    return null;
+  }
 
   /**
-   * Refunds a dispute resolved with `refund` (the refund key is the dispute's: one refund, also
-   * across retries), then, in one transaction: the sale and its transactions `refunded`, the ledger
-   * entry, and the certificate's return when the buyer's wallet is custodial and still holds it.
+   * A dispute's refund went through (its purchase's refund step, in that transaction): the dispute
+   * records it, and unless an admin forced it the certificate goes back from the buyer's custodial
+   * wallet to the seller's (checked at the resolution, under the dispute's lock on the artwork).
    */
-  async refund(disputeId: string): Promise<void> {
-    const { db, payments, users, ledger } = this.deps;
-    const dispute = await this.find(db, disputeId);
-    if (!dispute || dispute.refund_status !== "pending") return;
-    const sale = (await sales.find(db, dispute.transaction_id))!;
-    const refund = await payments.refund({ chargeId: sale.charge_id!, idempotencyKey: `refund:dispute:${dispute.id}` });
-    const buyer = await users.get(sale.buyer_id);
-    await db.transaction().execute(async (trx) => {
-      const moved = await trx
-        .updateTable("disputes")
-        .set({ refund_status: "refunded", refund_id: refund.id, certificate_return: buyer.wallet_kind === "custodial" ? "pending" : "not_possible", updated_at: sql<Date>`now()` })
-        .where("id", "=", dispute.id)
-        .where("refund_status", "=", "pending")
-        .returningAll()
-        .executeTakeFirst();
-      if (!moved) return;
-      await sales.move(trx, sale.id, ["completed"], "refunded");
-      await refundTransactions(trx, [sale.id, ...(await childTransactions(trx, sale.id)).map((t) => t.id)]);
-      if (buyer.wallet_kind === "custodial") await this.deps.sales.requestReturn(trx, dispute.id, sale, buyer);
-      await ledger.append(trx, {
-        kind: "payment.refunded",
-        subjectId: sale.id,
-        actorId: dispute.resolved_by,
-        parties: [sale.buyer_id, sale.seller_id],
-        data: { transaction_id: sale.id, dispute_id: dispute.id, charge_id: sale.charge_id, refund_id: refund.id, amount_cents: refund.amountCents.toString(), reason: "dispute" },
-      });
-    });
+  async onRefunded(trx: Transaction<Database>, disputeId: string, refundId: string): Promise<void> {
+    const dispute = await trx.selectFrom("disputes").selectAll().where("id", "=", disputeId).forUpdate().executeTakeFirstOrThrow();
+    if (dispute.refund_status !== "pending") return;
+    const sale = (await sales.find(trx, dispute.transaction_id))!;
+    const buyer = await this.deps.users.findByWallet(trx, sale.buyer_wallet);
+    const returning = !dispute.refund_forced && buyer?.id === sale.buyer_id && buyer.wallet_kind === "custodial";
+    await trx
+      .updateTable("disputes")
+      .set({ refund_status: "refunded", refund_id: refundId, certificate_return: dispute.refund_forced ? "waived" : returning ? "pending" : "not_possible", updated_at: sql<Date>`now()` })
+      .where("id", "=", dispute.id)
+      .execute();
+    if (returning) await this.deps.sales.requestReturn(trx, dispute.id, sale, buyer);
   }
 
   private find(db: Db, id: string): Promise<Dispute | undefined> {
@@ -172,6 +185,7 @@ export function toDispute(d: Dispute) {
     resolution_note: d.resolution_note,
     refund_status: d.refund_status,
     certificate_return: d.certificate_return,
+    refund_forced: d.refund_forced,
     created_at: iso(d.created_at),
     resolved_at: isoOrNull(d.resolved_at),
   };

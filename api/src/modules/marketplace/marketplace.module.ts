@@ -1,14 +1,16 @@
 import type { ArtworksService } from "../artworks/artworks.service.ts";
+import type { OwnershipService } from "../artworks/ownership.ts";
 import type { LedgerService } from "../ledger/ledger.service.ts";
 import { defineModule, migrationsOf } from "../module.ts";
 import type { PaymentsService } from "../payments/payments.service.ts";
+import type { Purchases } from "../payments/purchases.ts";
 import type { UsersService } from "../users/users.service.ts";
-import { DISPUTE_REFUND_TASK, DisputesService } from "./disputes.service.ts";
+import { DisputesService } from "./disputes.service.ts";
 import { registerMarketplaceRoutes } from "./marketplace.routes.ts";
 import { MarketplaceService } from "./marketplace.service.ts";
 import { OFFER_EXPIRE_TASK, OffersService } from "./offers.service.ts";
 import { registerSalesRoutes } from "./sales.routes.ts";
-import { SALE_CHARGE_TASK, SALE_REFUND_TASK, SalesService } from "./sales.service.ts";
+import { SalesService } from "./sales.service.ts";
 import { SettlementViews } from "./settlement-views.ts";
 
 /**
@@ -19,43 +21,45 @@ import { SettlementViews } from "./settlement-views.ts";
  */
 export const marketplaceModule = defineModule<
   { marketplace: MarketplaceService; sales: SalesService; offers: OffersService; disputes: DisputesService },
-  { users: UsersService; artworks: ArtworksService; payments: PaymentsService; ledger: LedgerService }
+  { users: UsersService; artworks: ArtworksService; ownership: OwnershipService; payments: PaymentsService; purchases: Purchases; ledger: LedgerService }
 >({
   name: "marketplace",
   migrations: migrationsOf(import.meta.url),
-  create: ({ db, config, logger, indexedCertificates, users, artworks, payments, ledger, chainOperations, publicClient, relayer, custody }) => {
+  create: ({ db, config, logger, users, artworks, ownership, payments, purchases, ledger, chainOperations, publicClient, relayer, custody }) => {
     const views = new SettlementViews(db, config.indexer.viewsSchema);
     const chain = { id: config.chain.id, certificate: config.chain.artCertificateAddress, market: config.chain.artMarketAddress };
     const sales = new SalesService({
       db,
       logger,
       payments,
+      purchases,
       artworks,
       users,
       ledger,
       operations: chainOperations,
       views,
-      certificates: indexedCertificates,
+      ownership,
       publicClient,
       relayer,
       custody,
       chain,
       purchaseWaitMs: config.marketplace.purchaseWaitMs,
-      chargeAttempts: config.marketplace.chargeAttempts,
     });
     const offers = new OffersService({ db, users, payments, sales, ledger });
-    const disputes = new DisputesService({ db, payments, users, sales, ledger });
+    const disputes = new DisputesService({ db, users, ownership, purchases, sales, ledger });
     const marketplace = new MarketplaceService({
       db,
       artworks,
-      users,
-      certificates: indexedCertificates,
+      ownership,
       offers,
       views,
       chain,
       viewsSchema: config.indexer.viewsSchema,
       logger,
     });
+    ownership.registerEncumbrances({ name: "marketplace", locksOf: (trx, artworkId) => marketplace.locksOf(trx, artworkId) });
+    purchases.register(sales.purchaseKind);
+    sales.onDisputeRefunded = (trx, disputeId, refundId) => disputes.onRefunded(trx, disputeId, refundId);
     return { marketplace, sales, offers, disputes };
   },
   routes: ({ api }, services) => {
@@ -63,17 +67,16 @@ export const marketplaceModule = defineModule<
     registerSalesRoutes(api, services);
   },
   chainOperationKinds: ({ sales }) => [sales.settlementKind],
-  worker: ({ marketplace, sales, offers, disputes }, { config, logger }) => {
+  worker: ({ marketplace, offers }, { config, logger }) => {
     let timer: NodeJS.Timeout | null = null;
     let running: Promise<void> | null = null;
     let stopped = false;
-    // The safety nets behind the jobs: listings whose token moved, offers whose expiry job was lost,
-    // sales whose charge job sits behind a dead worker.
+    // The safety nets behind the jobs: listings whose token moved, offers whose expiry job was lost
+    // (a sale's charge is its purchase's: payments sweeps those).
     const sweep = async () => {
       try {
         await marketplace.cancelMovedListings();
         await offers.expireOverdue();
-        await sales.recoverStuckCharges();
       } catch (err) {
         logger.error({ err }, "marketplace sweep failed");
       }
@@ -89,10 +92,7 @@ export const marketplaceModule = defineModule<
     return {
       tasks: {
         general: {
-          [SALE_CHARGE_TASK]: sales.chargeTask,
-          [SALE_REFUND_TASK]: sales.refundTask,
           [OFFER_EXPIRE_TASK]: offers.expireTask,
-          [DISPUTE_REFUND_TASK]: disputes.refundTask,
         },
       },
       start: () => {

@@ -32,8 +32,24 @@ export function openListingOf(db: Db, artworkId: string): Promise<Listing | unde
   return db.selectFrom("listings").selectAll().where("artwork_id", "=", artworkId).where("status", "in", ["active", "pending_payment"]).executeTakeFirst();
 }
 
+/**
+ * The sale of the artwork whose dispute is open, or resolved with a refund still unwinding (the
+ * money or the certificate on its way back), if any.
+ */
+export function unsettledDisputeOf(db: Db, artworkId: string): Promise<{ id: string; transaction_id: string } | undefined> {
+  return db
+    .selectFrom("disputes")
+    .innerJoin("sales", "sales.id", "disputes.transaction_id")
+    .select(["disputes.id", "disputes.transaction_id"])
+    .where("sales.artwork_id", "=", artworkId)
+    .where((eb) => eb.or([eb("disputes.status", "=", "open"), eb("disputes.refund_status", "=", "pending"), eb("disputes.certificate_return", "=", "pending")]))
+    .limit(1)
+    .executeTakeFirst();
+}
+
+/** Listings with their artwork's summary (the artworks module's view). */
 function withTitle(db: Db) {
-  return db.selectFrom("listings").innerJoin("artworks", "artworks.id", "listings.artwork_id");
+  return db.selectFrom("listings").innerJoin("artwork_summaries as artworks", "artworks.id", "listings.artwork_id");
 }
 
 export function find(db: Db, id: string): Promise<ListingWithTitle | undefined> {

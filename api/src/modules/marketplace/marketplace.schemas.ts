@@ -1,4 +1,4 @@
-import { usdAmount, usdValue } from "../../lib/money.ts";
+import { chargeableUsd, usdValue } from "../../lib/money.ts";
 import { paginationQuery, paginationSchema } from "../../lib/pagination.ts";
 import { exampleId, idOf, idParam, plainString, text, timestamp } from "../../lib/schema.ts";
 import { z } from "../../openapi/zod.ts";
@@ -11,7 +11,7 @@ export const listingIdParams = z.object({ id: idParam("listing") });
 export const listingCreateSchema = z
   .strictObject({
     artwork_id: plainString({ min: 1, max: 64 }).openapi({ example: "art_01JD3Y5V0Q3G7W7J6T4N4C2X1M", description: "A certified artwork whose certificate your wallet holds" }),
-    price_usd: usdAmount.refine((v) => v > 0, { message: "must be greater than 0" }).openapi({ description: "US dollars, more than 0 and at most 1e9, at most 2 decimals" }),
+    price_usd: chargeableUsd,
     accepts_offers: z.boolean().openapi({ description: "Whether buyers may make offers below the price" }),
   })
   .openapi("ListingCreate", { example: { artwork_id: exampleId("artwork"), price_usd: 12500, accepts_offers: true } });

@@ -1,6 +1,6 @@
 import { type Kysely, sql } from "kysely";
 import type { Logger } from "pino";
-import { type IndexedCertificate, type IndexedCertificates, IndexerNotReadyError } from "../../chain/certificates.ts";
+import { IndexerNotReadyError } from "../../chain/certificates.ts";
 import type { Database, Db } from "../../db/database.ts";
 import { type Transact, transactOn } from "../../db/transact.ts";
 import { ApiError, found } from "../../lib/errors.ts";
@@ -10,7 +10,7 @@ import { type Page, paginated } from "../../lib/pagination.ts";
 import { iso } from "../../lib/time.ts";
 import type { ArtworksService } from "../artworks/artworks.service.ts";
 import type { Actor } from "../../lib/actor.ts";
-import type { UsersService } from "../users/users.service.ts";
+import type { ArtworkLock, OwnershipService } from "../artworks/ownership.ts";
 import * as repo from "./marketplace.repository.ts";
 import type { OffersService } from "./offers.service.ts";
 import type { SettlementViews } from "./settlement-views.ts";
@@ -26,8 +26,7 @@ export class MarketplaceService {
     private readonly deps: {
       db: Kysely<Database>;
       artworks: ArtworksService;
-      users: UsersService;
-      certificates: IndexedCertificates;
+      ownership: OwnershipService;
       offers: OffersService;
       views: SettlementViews;
       chain: { certificate: `0x${string}` | null; market: `0x${string}` | null };
@@ -43,31 +42,27 @@ export class MarketplaceService {
    * conflict, also under races: the partial unique index decides).
    */
   async createListing(actor: Actor, input: ListingCreate, transact: Transact = transactOn(this.deps.db)) {
-    const { artworks, users } = this.deps;
+    const { artworks, ownership } = this.deps;
     const artwork = await artworks.findAny(input.artwork_id);
     if (!artwork || artwork.deleted_at) throw ApiError.validation([{ field: "artwork_id", code: "not_found", message: "no such artwork" }]);
-    const certificate = await this.certificateOf(artwork.id);
-    if (!certificate) {
-      throw ApiError.conflict(
-        "invalid_state",
-        `The artwork is not certified on-chain${artwork.status === "certified" ? " in the indexer yet; retry shortly" : ` (status ${artwork.status})`}: only certified artworks can be listed`,
-      );
+    if (artwork.status !== "certified" || artwork.token_id === null) {
+      throw ApiError.conflict("invalid_state", `The artwork is not certified on-chain (status ${artwork.status}): only certified artworks can be listed`);
     }
-    const seller = await users.get(actor.userId);
-    if (certificate.owner.toLowerCase() !== seller.wallet_address.toLowerCase()) {
-      throw ApiError.forbidden(`Only the on-chain owner of the artwork's certificate (token ${certificate.tokenId}) may list it; your wallet does not hold it`);
+    const holder = await ownership.holderOf(artwork);
+    if (!holder.user || holder.user.id !== actor.userId) {
+      throw ApiError.forbidden(`Only the holder of the artwork's certificate (token ${holder.tokenId}) may list it; your wallet does not hold it`);
     }
+    const seller = holder.user;
     if (seller.wallet_kind !== "custodial") await this.requireMarketApproval(seller.wallet_address);
     return transact(async (trx) => {
-      // The artwork's row lock orders this listing with a fractionalization of the same work.
-      const locked = await artworks.lockForSale(trx, artwork.id);
-      if (locked?.fractionalized_at) throw ApiError.conflict("invalid_state", "The artwork is fractionalized: its shares are sold, not the whole work");
+      // The artwork's row lock orders this listing with a fractionalization, a dispute or a removal.
+      await ownership.lockFor(trx, artwork.id, "list");
       const created = await repo.insertUnlessOpen(trx, {
         id: newId("listing"),
         artwork_id: artwork.id,
         seller_id: seller.id,
-        seller_wallet: certificate.owner.toLowerCase(),
-        token_id: certificate.tokenId,
+        seller_wallet: holder.wallet!,
+        token_id: artwork.token_id!,
         price_cents: usdToCents(input.price_usd),
         currency: "USD",
         accepts_offers: input.accepts_offers,
@@ -82,9 +77,13 @@ export class MarketplaceService {
     });
   }
 
-  /** The artwork's open (active or pending payment) listing, if any, read in the caller's transaction. */
-  openListingOf(db: Db, artworkId: string) {
-    return repo.openListingOf(db, artworkId);
+  /** What of the marketplace hangs off an artwork: its open listing, a dispute of its sale still unwinding. */
+  async locksOf(db: Db, artworkId: string): Promise<ArtworkLock[]> {
+    const [listing, dispute] = await Promise.all([repo.openListingOf(db, artworkId), repo.unsettledDisputeOf(db, artworkId)]);
+    const locks: ArtworkLock[] = [];
+    if (listing) locks.push({ reason: "listed", detail: `it is listed for sale (${listing.id}, ${listing.status}); cancel the listing first` });
+    if (dispute) locks.push({ reason: "disputed", detail: `its sale ${dispute.transaction_id} is disputed (${dispute.id}) until the dispute is resolved and any refund has unwound` });
+    return locks;
   }
 
   /** Active listings of artworks that are not deleted; filters in dollars match cents inclusively. */
@@ -151,7 +150,7 @@ export class MarketplaceService {
    * seconds; how many were cancelled.
    */
   async cancelMovedListings(): Promise<number> {
-    const { db, artworks, offers, viewsSchema, logger } = this.deps;
+    const { db, artworks, ownership, offers, viewsSchema, logger } = this.deps;
     let moved: { id: string; tx_hash: string }[];
     try {
       // With the transfer that took the token away (the delisting's provenance names it).
@@ -172,6 +171,9 @@ export class MarketplaceService {
     }
     let cancelled = 0;
     for (const { id, tx_hash } of moved) {
+      const seen = await repo.find(db, id);
+      // The indexer may lag behind a new owner's listing: only the chain's answer cancels.
+      if (!seen || (await ownership.walletHolding(seen.artwork_id, seen.token_id)).wallet === seen.seller_wallet) continue;
       await db.transaction().execute(async (trx) => {
         const listing = await repo.lock(trx, id);
         if (!listing || listing.status !== "active") return;
@@ -183,17 +185,6 @@ export class MarketplaceService {
     }
     if (cancelled > 0) logger.info({ cancelled }, "cancelled listings whose certificate left the seller's wallet");
     return cancelled;
-  }
-
-  private async certificateOf(artworkId: string): Promise<IndexedCertificate | undefined> {
-    try {
-      return await this.deps.certificates.byArtworkId(artworkId);
-    } catch (err) {
-      if (err instanceof IndexerNotReadyError) {
-        throw new ApiError(503, "service_unavailable", "The chain indexer is not ready yet; retry shortly", { headers: { "Retry-After": "5" } });
-      }
-      throw err;
-    }
   }
 }
 

@@ -1,4 +1,4 @@
-import type { ColumnType, Selectable } from "kysely";
+import type { ColumnType, Generated, Selectable } from "kysely";
 import type { NullableTimestamp, Timestamp } from "../../db/columns.ts";
 
 export type ListingStatus = "active" | "pending_payment" | "sold" | "cancelled";
@@ -98,7 +98,9 @@ export interface DisputesTable {
   resolved_by: string | null;
   refund_status: "pending" | "refunded" | null;
   refund_id: string | null;
-  certificate_return: "pending" | "returned" | "not_possible" | null;
+  /** An admin refunded without the certificate's return (docs/ownership-and-money.md). */
+  refund_forced: Generated<boolean>;
+  certificate_return: "pending" | "returned" | "not_possible" | "waived" | null;
   return_tx_hash: string | null;
   created_at: Timestamp;
   updated_at: Timestamp;

@@ -1,4 +1,4 @@
-import { usdAmount, usdValue } from "../../lib/money.ts";
+import { chargeableUsd, usdValue } from "../../lib/money.ts";
 import { paginationQuery, paginationSchema } from "../../lib/pagination.ts";
 import { exampleId, idOf, idParam, plainString, text, timestamp } from "../../lib/schema.ts";
 import { z } from "../../openapi/zod.ts";
@@ -10,7 +10,7 @@ export const offerIdParams = z.object({ id: idParam("offer") });
 export const offerCreateSchema = z
   .strictObject({
     listing_id: plainString({ min: 1, max: 64 }).openapi({ example: "lst_01JD3Y5V0Q3G7W7J6T4N4C2X1M", description: "An active listing that accepts offers, not yours" }),
-    offer_amount_usd: usdAmount.refine((v) => v > 0, { message: "must be greater than 0" }).openapi({ description: "US dollars, more than 0 and at most 1e9, at most 2 decimals" }),
+    offer_amount_usd: chargeableUsd,
     message: text({ max: 1000, multiline: true }).optional().openapi({ description: "A note to the seller (at most 1,000 characters)" }),
     expires_in_hours: z.number().int().min(1).max(720).default(72).openapi({ description: "1..720, default 72: the offer expires then (`offer.expired`)" }),
     payment_method_id: plainString({ min: 1, max: 64 }).openapi({
@@ -72,9 +72,11 @@ export const disputeCreateSchema = z
 export const disputeResolveSchema = z
   .strictObject({
     resolution: z.enum(["refund", "reject"]).openapi({
-      description: "refund: the payment is refunded, the transaction (and its royalty payout) `refunded`, and the certificate returned on-chain when the buyer's wallet is custodial; reject: nothing changes",
+      description:
+        "refund: the payment is refunded, the transaction (and its royalty payout) `refunded`, and the certificate returned on-chain from the buyer's custodial wallet to the seller; refused (409 `invalid_state` with `reason` `shares_issued`, `resold` or `external_wallet`) when that return is impossible, unless `force`. reject: nothing changes",
     }),
-    note: text({ max: 2000, multiline: true }).optional(),
+    note: text({ max: 2000, multiline: true }).optional().openapi({ description: "Why; required with `force`" }),
+    force: z.boolean().optional().openapi({ description: "With `refund`: refund even though the certificate cannot go back (it stays where it is; `certificate_return` `waived`); recorded in the audit ledger with the note" }),
   })
   .openapi("DisputeResolve", { example: { resolution: "refund", note: "Damage confirmed from the buyer's photos." } });
 
@@ -89,9 +91,10 @@ export const disputeSchema = z
     resolution: z.enum(["refund", "reject"]).nullable(),
     resolution_note: z.string().nullable(),
     refund_status: z.enum(["pending", "refunded"]).nullable().openapi({ description: "A refund's progress at the payment processor" }),
-    certificate_return: z.enum(["pending", "returned", "not_possible"]).nullable().openapi({
-      description: "A refund's return of the certificate to the seller on-chain: from a custodial buyer wallet only (an external wallet keeps it: not_possible)",
+    certificate_return: z.enum(["pending", "returned", "not_possible", "waived"]).nullable().openapi({
+      description: "A refund's return of the certificate to the seller on-chain: pending -> returned (or not_possible when the transfer failed); waived: a forced refund left it with the buyer",
     }),
+    refund_forced: z.boolean().openapi({ description: "The refund was forced by an admin without the certificate's return" }),
     created_at: timestamp,
     resolved_at: timestamp.nullable(),
   })

@@ -94,7 +94,7 @@ export class OffersService {
     if (seen && listing?.status === "active" && seen.seller_id === actor.userId) await sales.requireHeldBySeller(listing);
     return this.decide(actor, id, "seller", transact, async (trx, offer, listing) => {
       if (listing.status !== "active") throw ApiError.conflict("invalid_state", `The listing is ${listing.status}: an offer can be accepted only on an active listing`);
-      const sale = await sales.startSale(trx, { listing, buyer: buyer!, paymentMethodId: offer.payment_method_id, priceCents: offer.amount_cents, offerId: offer.id });
+      const sale = await sales.startSale(trx, { listing, buyer: buyer!, paymentMethodId: offer.payment_method_id, priceCents: offer.amount_cents, offerId: offer.id }, { chargeInRequest: false });
       const accepted = (await repo.move(trx, offer.id, "pending", "accepted", { decidedBy: actor.userId, transactionId: sale.id }))!;
       await removeJobs(trx, [expireJobKey(offer.id)]);
       await recordOfferEvent(trx, "offer.accepted", accepted);

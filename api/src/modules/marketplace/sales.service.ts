@@ -3,7 +3,6 @@ import type { Logger } from "pino";
 import { type Address, type Chain, decodeEventLog, type Hash, type PublicClient, type Transport } from "viem";
 import { artCertificateAbi } from "../../chain/abi/ArtCertificate.ts";
 import { artMarketAbi } from "../../chain/abi/ArtMarket.ts";
-import type { IndexedCertificates } from "../../chain/certificates.ts";
 import type { CustodyWallet } from "../../chain/custody.ts";
 import { isRevertWith } from "../../chain/errors.ts";
 import { relayForwarded } from "../../chain/forwarder.ts";
@@ -12,7 +11,6 @@ import type { Relayer } from "../../chain/relayer.ts";
 import type { ChainOperation, Database, Db } from "../../db/database.ts";
 import type { Transact } from "../../db/transact.ts";
 import { recordEvent } from "../../jobs/outbox.ts";
-import { enqueue, type Task } from "../../jobs/queue.ts";
 import { ApiError, found } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
 import { centsToUsd } from "../../lib/money.ts";
@@ -20,21 +18,19 @@ import type { Page } from "../../lib/pagination.ts";
 import { paginated } from "../../lib/pagination.ts";
 import { iso } from "../../lib/time.ts";
 import type { ArtworksService } from "../artworks/artworks.service.ts";
+import type { OwnershipService } from "../artworks/ownership.ts";
 import type { Actor } from "../../lib/actor.ts";
 import type { LedgerAppend, LedgerService } from "../ledger/ledger.service.ts";
 import type { PaymentsService } from "../payments/payments.service.ts";
-import { chargeStep, type PaymentFailure } from "../payments/charge-step.ts";
+import type { PurchaseKind, Purchases } from "../payments/purchases.ts";
 import {
-  completeTransaction,
-  failTransaction,
   findTransaction,
-  insertTransaction,
   isPartyOf,
   listTransactionsOf,
   type TransactionFilter,
   toTransaction,
 } from "../payments/transactions.ts";
-import type { User } from "../users/users.tables.ts";
+import type { User } from "../users/users.service.ts";
 import type { UsersService } from "../users/users.service.ts";
 import * as listings from "./marketplace.repository.ts";
 import type { Listing, Sale } from "./marketplace.tables.ts";
@@ -42,19 +38,9 @@ import * as offers from "./offers.repository.ts";
 import * as repo from "./sales.repository.ts";
 import type { Settlement, SettlementViews } from "./settlement-views.ts";
 
-/** The job that charges a sale's buyer (payload `{ sale_id }`, job key `sale_charge:<id>`). */
-export const SALE_CHARGE_TASK = "marketplace_sale_charge";
-/** The job that refunds a sale whose certificate could not be transferred (payload `{ sale_id }`). */
-export const SALE_REFUND_TASK = "marketplace_sale_refund";
 /** The chain operation that moves a certificate through ArtMarket.settle, once per sale id. */
 export const SETTLE_OPERATION = "marketplace_settle";
 
-/** The n-th transient retry of a charge waits CHARGE_RETRY_BASE_MS * 2^(n-1). */
-const CHARGE_RETRY_BASE_MS = 1_000;
-/** A sale still `pending_payment` this long after its last change has lost its job's process: re-enqueued. */
-const STUCK_CHARGE_MS = 120_000;
-/** Transient retries wait at most this (below STUCK_CHARGE_MS: a scheduled retry is never taken for lost). */
-const CHARGE_RETRY_MAX_MS = 60_000;
 
 /**
  * What ArtMarket.settle is asked to do: the sale's id on the chain (`txn_…`, or `return:dsp_…` for
@@ -74,20 +60,19 @@ export interface SalesDeps {
   db: Kysely<Database>;
   logger: Logger;
   payments: PaymentsService;
+  purchases: Purchases;
   artworks: ArtworksService;
   users: UsersService;
   ledger: LedgerService;
   operations: ChainOperations;
   views: SettlementViews;
-  certificates: IndexedCertificates;
+  ownership: OwnershipService;
   publicClient: PublicClient<Transport, Chain>;
   relayer: Relayer;
   custody: CustodyWallet;
   chain: { id: number; certificate: Address | null; market: Address | null };
   /** How long a purchase waits for its outcome before answering 202 (the sale goes on). */
   purchaseWaitMs: number;
-  /** Runs of the charge job (1 s, 2 s, 4 s… apart) before a transient failure fails the sale. */
-  chargeAttempts: number;
 }
 
 
@@ -126,32 +111,44 @@ export class SalesService {
       const listing = found(await listings.lock(trx, listingId), "Listing");
       if (listing.seller_id === buyer.id) throw ApiError.conflict("invalid_state", "You cannot buy your own listing");
       if (listing.status !== "active") throw ApiError.conflict("invalid_state", `The listing is ${listing.status}: only an active listing can be bought`);
-      const sale = await this.startSale(trx, { listing, buyer, paymentMethodId: method.id, priceCents: listing.price_cents, offerId: null });
+      const sale = await this.startSale(trx, { listing, buyer, paymentMethodId: method.id, priceCents: listing.price_cents, offerId: null }, { chargeInRequest: true });
       return toTransaction((await findTransaction(trx, sale.id))!);
     });
+    await this.deps.purchases.charge(started.tx_id).catch((err: unknown) => this.log.error({ err, sale_id: started.tx_id }, "charging in the request failed; the job will"));
     return this.awaitOutcome(started.tx_id, this.deps.purchaseWaitMs);
   }
 
   /**
-   * Starts the sale of a locked, active listing in `trx`: the `sale` transaction (pending), the sale
-   * row (`pending_payment`: the partial unique index allows one live sale per listing), the listing
-   * in `pending_payment`, and the charge job. Only `trx` is used (callers check the seller still holds
-   * the token before opening it, with requireHeldBySeller).
+   * Starts the sale of a locked, active listing in `trx`: its purchase (pending, charged by the
+   * request after the commit or, for an accepted offer, by its job at once), the sale row
+   * (`pending_payment`: the partial unique index allows one live sale per listing) and the listing in
+   * `pending_payment`. Only `trx` is used (callers check the seller still holds the token before
+   * opening it, with requireHeldBySeller).
    */
-  async startSale(trx: Transaction<Database>, input: { listing: Listing; buyer: User; paymentMethodId: string; priceCents: bigint; offerId: string | null }): Promise<Sale> {
+  async startSale(
+    trx: Transaction<Database>,
+    input: { listing: Listing; buyer: User; paymentMethodId: string; priceCents: bigint; offerId: string | null },
+    options: { chargeInRequest: boolean },
+  ): Promise<Sale> {
     const { listing, buyer } = input;
     const id = newId("transaction");
-    await insertTransaction(trx, {
-      id,
-      type: "sale",
-      status: "pending",
-      artwork_id: listing.artwork_id,
-      amount_cents: input.priceCents,
-      buyer_id: buyer.id,
-      seller_id: listing.seller_id,
-      recipient_id: listing.seller_id,
-      recipient_wallet: listing.seller_wallet,
-    });
+    await this.deps.purchases.start(
+      trx,
+      {
+        type: "sale",
+        id,
+        referenceId: id,
+        artworkId: listing.artwork_id,
+        amountCents: input.priceCents,
+        buyerId: buyer.id,
+        sellerId: listing.seller_id,
+        recipientId: listing.seller_id,
+        recipientWallet: listing.seller_wallet,
+        paymentMethodId: input.paymentMethodId,
+        description: `Artwork ${listing.artwork_id}`,
+      },
+      options,
+    );
     const sale = await repo.insert(trx, {
       id,
       listing_id: listing.id,
@@ -167,18 +164,17 @@ export class SalesService {
       status: "pending_payment",
     });
     await trx.updateTable("listings").set({ status: "pending_payment", updated_at: sql<Date>`now()` }).where("id", "=", listing.id).execute();
-    await enqueue(trx, SALE_CHARGE_TASK, { sale_id: id }, { jobKey: `sale_charge:${id}`, maxAttempts: 25 });
     return sale;
   }
 
   /**
    * Refuses (409) a sale of a token that left the seller's wallet on-chain since it was listed (the
-   * sweep is cancelling that listing). Call it before the sale's transaction: it reads the indexer's
-   * views on a connection of its own. The transfer itself checks again, on-chain.
+   * sweep is cancelling that listing). Call it before the sale's transaction: it reads the chain.
+   * The transfer itself checks again, on-chain.
    */
-  async requireHeldBySeller(listing: Pick<Listing, "artwork_id" | "seller_wallet">): Promise<void> {
-    const certificate = await this.deps.certificates.byArtworkId(listing.artwork_id);
-    if (certificate && certificate.owner.toLowerCase() !== listing.seller_wallet) {
+  async requireHeldBySeller(listing: Pick<Listing, "artwork_id" | "token_id" | "seller_wallet">): Promise<void> {
+    const { wallet } = await this.deps.ownership.walletHolding(listing.artwork_id, listing.token_id);
+    if (wallet !== listing.seller_wallet) {
       throw ApiError.conflict("invalid_state", "The seller's wallet no longer holds the artwork's certificate on-chain; the listing is being cancelled");
     }
   }
@@ -204,102 +200,48 @@ export class SalesService {
     return { transaction: toTransaction(transaction), failureCode: sale.failure_code, paymentFailed: sale.status === "payment_failed" };
   }
 
-  // ---- the charge ----
+  // ---- the payment ----
 
-  readonly chargeTask: Task = async (payload) => {
-    const { sale_id: saleId, attempt } = payload as { sale_id?: unknown; attempt?: unknown };
-    if (typeof saleId !== "string") throw new Error(`${SALE_CHARGE_TASK}: payload without sale_id`);
-    await this.charge(saleId, typeof attempt === "number" ? attempt : 1);
+  /** Sales as a kind of purchase: what happens at each step of their payment (payments/purchases.ts). */
+  readonly purchaseKind: PurchaseKind = {
+    type: "sale",
+    keyPrefix: "sale",
+    // Paid: the transfer is requested, in the transaction that records the charge.
+    onCharged: async (trx, purchase, charge) => {
+      const sale = await repo.move(trx, purchase.id, ["pending_payment"], "paid", { charge_id: charge.chargeId, fee_cents: charge.feeCents, paid_at: sql<Date>`now()` });
+      if (!sale) return { refund: { code: "sale_closed", reason: "The sale was closed before its payment" } };
+      await this.deps.operations.request(trx, { key: settleKey(sale.id), kind: SETTLE_OPERATION, payload: await this.settlePayload(trx, sale) });
+    },
+    // Declined (or refused, or retries spent): the listing is active again, an offer `payment_failed`.
+    onPaymentFailed: async (trx, purchase, failure) => {
+      const sale = await repo.move(trx, purchase.id, ["pending_payment"], "payment_failed", { failure_code: failure.code, failure_reason: failure.reason, failed_at: sql<Date>`now()` });
+      if (!sale) return;
+      await trx.updateTable("listings").set({ status: "active", updated_at: sql<Date>`now()` }).where("id", "=", sale.listing_id).where("status", "=", "pending_payment").execute();
+      if (sale.offer_id) await offers.move(trx, sale.offer_id, "accepted", "payment_failed");
+    },
+    // A completed sale refunded by a dispute (the dispute's rules); a failed settlement's refund changes nothing more here.
+    onRefunded: async (trx, purchase, refund, cause) => {
+      if (cause?.reason !== "dispute" || !cause.referenceId) return;
+      await repo.move(trx, purchase.id, ["completed"], "refunded");
+      return this.onDisputeRefunded?.(trx, cause.referenceId, refund.id);
+    },
   };
 
-  /**
-   * Charges a `pending_payment` sale (run `attempt` of its charge job). Success: `paid` and the
-   * transfer requested, in one transaction. A decline (or a refused request, a method detached
-   * since): `payment_failed`, the listing active again. A transient failure (still failing after
-   * the payments service's own retries) schedules the next run with backoff, with the same charge
-   * key; after `chargeAttempts` runs the sale fails.
-   */
-  async charge(saleId: string, attempt = 1): Promise<void> {
-    const { db, payments, ledger, operations, chargeAttempts } = this.deps;
-    const sale = await repo.find(db, saleId);
-    if (!sale || sale.status !== "pending_payment") return;
-    const step = await chargeStep(
-      payments,
-      {
-        userId: sale.buyer_id,
-        paymentMethodId: sale.payment_method_id,
-        idempotencyKey: `sale:${sale.id}`,
-        amountCents: sale.price_cents,
-        description: `Artwork ${sale.artwork_id}`,
-        metadata: { transaction_id: sale.id, listing_id: sale.listing_id },
-      },
-      attempt,
-      { attempts: chargeAttempts, baseMs: CHARGE_RETRY_BASE_MS, maxMs: CHARGE_RETRY_MAX_MS },
-    );
-    if (step.kind === "retry") {
-      this.log.info({ sale_id: sale.id, attempt, retry_in_ms: step.delayMs, err: step.error }, "sale charge failed transiently; retrying");
-      await db.transaction().execute(async (trx) => {
-        await enqueue(trx, SALE_CHARGE_TASK, { sale_id: sale.id, attempt: step.attempt }, { jobKey: `sale_charge:${sale.id}:${step.attempt}`, runAt: new Date(Date.now() + step.delayMs) });
-        await trx.updateTable("sales").set({ updated_at: sql<Date>`now()` }).where("id", "=", sale.id).execute();
-      });
-      return;
-    }
-    if (step.kind === "failed") {
-      this.log.info({ sale_id: sale.id, code: step.failure.code }, "sale payment failed");
-      await db.transaction().execute((trx) => this.failPayment(trx, sale.id, step.failure));
-      return;
-    }
-    const charged = step.charge;
-    const settlement = await this.settlePayload(sale);
-    await db.transaction().execute(async (trx) => {
-      const paid = await repo.move(trx, sale.id, ["pending_payment"], "paid", { charge_id: charged.chargeId, fee_cents: charged.feeCents, paid_at: sql<Date>`now()` });
-      if (!paid) {
-        // Failed meanwhile by an overlapping run of the job: the charge it did not see goes back.
-        const now = await repo.find(trx, sale.id);
-        if (now?.status === "payment_failed") {
-          await enqueue(trx, SALE_REFUND_TASK, { sale_id: sale.id, charge_id: charged.chargeId }, { jobKey: `sale_refund:${sale.id}`, maxAttempts: 25 });
-        }
-        return;
-      }
-      await trx.updateTable("transactions").set({ charge_id: charged.chargeId, fee_cents: charged.feeCents, updated_at: sql<Date>`now()` }).where("id", "=", sale.id).execute();
-      await operations.request(trx, { key: settleKey(sale.id), kind: SETTLE_OPERATION, payload: settlement });
-      await ledger.append(trx, {
-        kind: "payment.charged",
-        subjectId: sale.id,
-        actorId: sale.buyer_id,
-        parties: [sale.buyer_id, sale.seller_id],
-        data: { transaction_id: sale.id, charge_id: charged.chargeId, amount_cents: sale.price_cents.toString(), fee_cents: charged.feeCents.toString(), currency: "USD" },
-      });
-    });
-  }
+  /** Set by the disputes service: a dispute's refund went through (the certificate's return, if any). */
+  onDisputeRefunded: ((trx: Transaction<Database>, disputeId: string, refundId: string) => Promise<LedgerAppend[] | void>) | null = null;
 
-  private async settlePayload(sale: Sale): Promise<Record<string, unknown>> {
-    const seller = await this.deps.users.get(sale.seller_id);
+  /** What the transfer of a paid sale asks ArtMarket, read in the caller's transaction (never a second connection). */
+  private async settlePayload(db: Db, sale: Sale): Promise<Record<string, unknown>> {
+    const seller = await this.deps.users.findByWallet(db, sale.seller_wallet);
     const payload: SettlePayload = {
       sale_id: sale.id,
       token_id: sale.token_id.toString(),
       from: sale.seller_wallet as Address,
       to: sale.buyer_wallet as Address,
       price_cents: sale.price_cents.toString(),
-      from_custody_index: custodyIndexOf(seller, sale.seller_wallet),
+      from_custody_index: seller ? custodyIndexOf(seller, sale.seller_wallet) : null,
     };
     return { ...payload };
-  }
-
-  /** A final payment failure, in `trx`: the sale and its transaction fail, the listing is active again, an offer `payment_failed`. */
-  private async failPayment(trx: Transaction<Database>, saleId: string, failure: PaymentFailure): Promise<void> {
-    const sale = await repo.move(trx, saleId, ["pending_payment"], "payment_failed", { failure_code: failure.code, failure_reason: failure.reason, failed_at: sql<Date>`now()` });
-    if (!sale) return;
-    await failTransaction(trx, sale.id, failure.reason);
-    await trx.updateTable("listings").set({ status: "active", updated_at: sql<Date>`now()` }).where("id", "=", sale.listing_id).where("status", "=", "pending_payment").execute();
-    if (sale.offer_id) await offers.move(trx, sale.offer_id, "accepted", "payment_failed");
-    await this.deps.ledger.append(trx, {
-      kind: "payment.failed",
-      subjectId: sale.id,
-      actorId: null,
-      parties: [sale.buyer_id, sale.seller_id],
-      data: { transaction_id: sale.id, code: failure.code, reason: failure.reason, amount_cents: sale.price_cents.toString() },
-    });
   }
 
   // ---- the transfer (a chain operation) ----
@@ -435,27 +377,13 @@ export class SalesService {
       settle_tx_hash: s.txHash,
       completed_at: sql<Date>`now()`,
     });
-    const completed = (await completeTransaction(trx, sale.id, { feeCents, royaltyCents, payoutCents, chainTx: s.txHash }))!;
-    let royaltyRecipient: User | undefined;
-    if (royaltyApplies) {
-      royaltyRecipient = await users.findByWallet(trx, s.royaltyReceiver);
-      await insertTransaction(trx, {
-        id: newId("transaction"),
-        type: "royalty_payout",
-        status: "completed",
-        artwork_id: sale.artwork_id,
-        amount_cents: royaltyCents,
-        buyer_id: sale.buyer_id,
-        seller_id: sale.seller_id,
-        recipient_id: royaltyRecipient?.id ?? null,
-        recipient_wallet: s.royaltyReceiver,
-        parent_id: sale.id,
-        payout_cents: royaltyCents,
-        charge_id: sale.charge_id,
-        chain_tx: s.txHash,
-        completed_at: new Date(),
-      });
-    }
+    const royaltyRecipient = royaltyApplies ? await users.findByWallet(trx, s.royaltyReceiver) : undefined;
+    const completed = (await this.deps.purchases.complete(trx, sale.id, {
+      royaltyCents,
+      payoutCents,
+      chainTx: s.txHash,
+      payouts: royaltyApplies ? [{ amountCents: royaltyCents, recipientId: royaltyRecipient?.id ?? null, recipientWallet: s.royaltyReceiver }] : [],
+    }))!;
     await trx.updateTable("listings").set({ status: "sold", updated_at: sql<Date>`now()` }).where("id", "=", sale.listing_id).execute();
     if (sale.offer_id) await offers.move(trx, sale.offer_id, "accepted", "completed");
     // The listing sold: its other pending offers are rejected (CONTRACT §5).
@@ -533,47 +461,13 @@ export class SalesService {
       .where("status", "=", "pending_payment")
       .execute();
     if (sale.offer_id) await offers.move(trx, sale.offer_id, "accepted", "payment_failed");
-    await enqueue(trx, SALE_REFUND_TASK, { sale_id: sale.id }, { jobKey: `sale_refund:${sale.id}`, maxAttempts: 25 });
+    await this.deps.purchases.failEffect(trx, sale.id, { code: "settlement_failed", reason: `The certificate could not be transferred: ${reason}` });
     await this.deps.ledger.append(trx, {
       kind: "settlement.failed",
       subjectId: sale.id,
       actorId: null,
       parties: [sale.buyer_id, sale.seller_id],
       data: { transaction_id: sale.id, reason },
-    });
-  }
-
-  readonly refundTask: Task = async (payload) => {
-    const { sale_id: saleId, charge_id: chargeId } = payload as { sale_id?: unknown; charge_id?: unknown };
-    if (typeof saleId !== "string") throw new Error(`${SALE_REFUND_TASK}: payload without sale_id`);
-    await this.refundSale(saleId, typeof chargeId === "string" ? chargeId : null);
-  };
-
-  /**
-   * Refunds the charge of a sale that did not go through: a `settlement_failed` sale (its
-   * transaction then fails, saying so), or a `payment_failed` one whose charge succeeded in an
-   * overlapping run (`chargeId`). The refund key is the sale's: one refund, also across retries.
-   */
-  async refundSale(saleId: string, chargeId: string | null = null): Promise<void> {
-    const { db, payments, ledger } = this.deps;
-    const sale = await repo.find(db, saleId);
-    const charge = sale?.charge_id ?? chargeId;
-    if (!sale || !charge || (sale.status !== "settlement_failed" && sale.status !== "payment_failed")) return;
-    const refund = await payments.refund({ chargeId: charge, idempotencyKey: `refund:sale:${sale.id}` });
-    await db.transaction().execute(async (trx) => {
-      if (sale.status === "settlement_failed") {
-        const failed = await failTransaction(trx, sale.id, `${sale.failure_reason ?? "the certificate could not be transferred"}; the payment was refunded (${refund.id})`);
-        if (!failed) return;
-      } else if (await ledger.has(trx, "payment.refunded", sale.id)) {
-        return;
-      }
-      await ledger.append(trx, {
-        kind: "payment.refunded",
-        subjectId: sale.id,
-        actorId: null,
-        parties: [sale.buyer_id, sale.seller_id],
-        data: { transaction_id: sale.id, charge_id: charge, refund_id: refund.id, amount_cents: refund.amountCents.toString(), reason: sale.status },
-      });
     });
   }
 
@@ -624,21 +518,6 @@ export class SalesService {
     const t = isId("transaction", id) ? await findTransaction(this.deps.db, id) : undefined;
     if (!t || (actor.role !== "admin" && !isPartyOf(t, actor.userId))) throw ApiError.notFound("Transaction");
     return toTransaction(t);
-  }
-
-  // ---- recovery ----
-
-  /** Re-enqueues charge jobs of sales whose process died while the job was locked (graphile-worker keeps it locked for hours). */
-  async recoverStuckCharges(): Promise<number> {
-    const { db } = this.deps;
-    const stuck = await repo.stuckPendingPayment(db, STUCK_CHARGE_MS, 100);
-    for (const { id } of stuck) {
-      await db.transaction().execute(async (trx) => {
-        await enqueue(trx, SALE_CHARGE_TASK, { sale_id: id }, { jobKey: `sale_charge_recover:${id}`, maxAttempts: 25 });
-        await trx.updateTable("sales").set({ updated_at: sql<Date>`now()` }).where("id", "=", id).execute();
-      });
-    }
-    return stuck.length;
   }
 }
 

@@ -5,6 +5,7 @@ import { type Transact, transactOn } from "../../db/transact.ts";
 import { ApiError, found } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
 import { type Page, paginated } from "../../lib/pagination.ts";
+import { centsToUsd } from "../../lib/money.ts";
 import { iso } from "../../lib/time.ts";
 import { type CardDetails, type Charge, type PaymentProcessor, PaymentTransientError, type Refund } from "./processor.ts";
 import * as repo from "./payments.repository.ts";
@@ -82,6 +83,21 @@ export class PaymentsService {
   platformFeeCents(amountCents: bigint): bigint {
     if (amountCents < 0n) throw new RangeError("amountCents must not be negative");
     return (amountCents * BigInt(this.settings.platformFeeBps) + 5_000n) / 10_000n;
+  }
+
+  /** The processor's bounds of a charge, in cents. */
+  get limits(): { minCents: bigint; maxCents: bigint } {
+    return this.processor.limits;
+  }
+
+  /**
+   * Refuses (400, on `field`) an amount the processor would not charge, before anything is
+   * reserved or spent: what is sold must be payable (docs/ownership-and-money.md).
+   */
+  requireChargeable(amountCents: bigint, field: string, what = "The amount"): void {
+    const { minCents, maxCents } = this.processor.limits;
+    if (amountCents < minCents) throw ApiError.validation([{ field, code: "too_small", message: `${what} (${centsToUsd(amountCents)} USD) is below the smallest card charge, ${centsToUsd(minCents)} USD` }]);
+    if (amountCents > maxCents) throw ApiError.validation([{ field, code: "too_large", message: `${what} (${centsToUsd(amountCents)} USD) is above the largest card charge, ${centsToUsd(maxCents)} USD` }]);
   }
 
   /**

@@ -1,4 +1,4 @@
-import type { ColumnType, Selectable } from "kysely";
+import type { ColumnType, Generated, Selectable } from "kysely";
 import type { NullableTimestamp, Timestamp } from "../../db/columns.ts";
 
 type Cents = ColumnType<bigint, bigint, bigint>;
@@ -54,6 +54,7 @@ export interface SandboxProcessingErrorsTable {
 
 export type TransactionType = "sale" | "royalty_payout" | "share_purchase" | "ticket_purchase";
 export type TransactionStatus = "pending" | "completed" | "failed" | "refunded";
+export type PurchaseStage = "charging" | "effecting" | "refunding" | "done";
 
 /**
  * A money record (CONTRACT §5: pending -> completed / failed / refunded). A `sale` concerns its buyer
@@ -79,6 +80,17 @@ export interface TransactionsTable {
   charge_id: string | null;
   chain_tx: string | null;
   failure_reason: string | null;
+  /** Where a purchase is in its lifecycle (purchases.ts); null for payouts and rows older than it. */
+  stage: ColumnType<PurchaseStage | null, PurchaseStage | null | undefined, PurchaseStage | null>;
+  payment_method_id: ColumnType<string | null, string | null | undefined, string | null>;
+  description: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Set before the processor is first asked: from then on a charge may exist under the purchase's key. */
+  charge_started_at: NullableTimestamp;
+  charge_runs: Generated<number>;
+  failure_code: ColumnType<string | null, string | null | undefined, string | null>;
+  refund_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Why a completed purchase was refunded (purchases.ts RefundCause). */
+  refund_cause: ColumnType<unknown, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
   completed_at: NullableTimestamp;

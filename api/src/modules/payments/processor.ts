@@ -10,6 +10,8 @@
 export interface PaymentProcessor {
   /** `sandbox`, `stripe`: stored with each saved method, so a method is charged where it was saved. */
   readonly name: string;
+  /** The smallest and largest charge it takes, in cents (Stripe's USD bounds: USD_CHARGE_LIMITS). */
+  readonly limits: { readonly minCents: bigint; readonly maxCents: bigint };
   /** The public facts of a card the processor knows by `token` (a test card id, a Stripe `pm_…`), or null. */
   describeCard(token: string): Promise<CardDetails | null>;
   /** Whether `token` is a test card id, accepted directly wherever a payment_method_id is (Stripe's test mode). */

@@ -1,6 +1,7 @@
 import type { Kysely } from "kysely";
 import type { Database } from "../../db/database.ts";
 import { newId } from "../../lib/ids.ts";
+import { USD_CHARGE_LIMITS } from "../../lib/money.ts";
 import {
   type CardDetails,
   type Charge,
@@ -44,9 +45,6 @@ export const TEST_CARDS: Readonly<Record<string, TestCard>> = {
   pm_card_processingError_twice: { brand: "visa", last4: "0119", outcome: { kind: "transient", times: 2 } },
 };
 
-/** Stripe's bounds of a USD charge: at least $0.50, at most $999,999.99. */
-export const MIN_CHARGE_CENTS = 50n;
-export const MAX_CHARGE_CENTS = 99_999_999n;
 
 /**
  * The built-in processor: Stripe's test mode, kept in this database (`sandbox_charges`,
@@ -63,6 +61,8 @@ export const MAX_CHARGE_CENTS = 99_999_999n;
  */
 export class SandboxProcessor implements PaymentProcessor {
   readonly name = "sandbox";
+  /** Stripe's bounds of a USD charge. */
+  readonly limits = USD_CHARGE_LIMITS;
 
   constructor(private readonly db: Kysely<Database>) {}
 
@@ -80,8 +80,8 @@ export class SandboxProcessor implements PaymentProcessor {
   async charge(request: ChargeRequest): Promise<Charge> {
     const card = this.isTestCard(request.paymentMethod) ? TEST_CARDS[request.paymentMethod]! : null;
     if (!card) throw new PaymentRequestRefused("resource_missing", `No such PaymentMethod: '${request.paymentMethod}'`);
-    if (request.amountCents < MIN_CHARGE_CENTS) throw new PaymentRequestRefused("amount_too_small", "Amount must be at least $0.50 usd");
-    if (request.amountCents > MAX_CHARGE_CENTS) throw new PaymentRequestRefused("amount_too_large", "Amount must be no more than $999,999.99");
+    if (request.amountCents < this.limits.minCents) throw new PaymentRequestRefused("amount_too_small", "Amount must be at least $0.50 usd");
+    if (request.amountCents > this.limits.maxCents) throw new PaymentRequestRefused("amount_too_large", "Amount must be no more than $999,999.99");
     const fee = request.applicationFeeCents ?? 0n;
     if (fee < 0n || fee > request.amountCents) throw new PaymentRequestRefused("invalid_application_fee", "The application fee must be between 0 and the amount");
 

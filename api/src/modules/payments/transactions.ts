@@ -1,14 +1,13 @@
-import { type Insertable, sql } from "kysely";
 import type { Db } from "../../db/database.ts";
 import { centsToUsd, usdValue } from "../../lib/money.ts";
 import { type Page, paginate, paginationQuery, paginationSchema } from "../../lib/pagination.ts";
 import { idOf, timestamp } from "../../lib/schema.ts";
 import { iso, isoOrNull } from "../../lib/time.ts";
 import { z } from "../../openapi/zod.ts";
-import type { TransactionRow, TransactionsTable, TransactionStatus, TransactionType } from "./payments.tables.ts";
+import type { TransactionRow, TransactionStatus, TransactionType } from "./payments.tables.ts";
 
 /**
- * The money records (`transactions`) every paying feature writes in its own database transaction,
+ * Reads of the money records (`transactions`, written only by the purchase lifecycle, purchases.ts)
  * and the Transaction resource they answer as. Who may see one: its buyer, seller and recipient,
  * and admins.
  */
@@ -16,63 +15,8 @@ import type { TransactionRow, TransactionsTable, TransactionStatus, TransactionT
 export const TRANSACTION_TYPES = ["sale", "royalty_payout", "share_purchase", "ticket_purchase"] as const;
 export const TRANSACTION_STATUSES = ["pending", "completed", "failed", "refunded"] as const;
 
-export function insertTransaction(db: Db, row: Insertable<TransactionsTable>): Promise<TransactionRow> {
-  return db.insertInto("transactions").values(row).returningAll().executeTakeFirstOrThrow();
-}
-
 export function findTransaction(db: Db, id: string): Promise<TransactionRow | undefined> {
   return db.selectFrom("transactions").selectAll().where("id", "=", id).executeTakeFirst();
-}
-
-/** Moves a pending transaction to `completed` with what it settled to; undefined when it was not pending. */
-export function completeTransaction(
-  db: Db,
-  id: string,
-  facts: { feeCents?: bigint; royaltyCents?: bigint; payoutCents?: bigint | null; chargeId?: string | null; chainTx?: string | null; completedAt?: Date },
-): Promise<TransactionRow | undefined> {
-  return db
-    .updateTable("transactions")
-    .set({
-      status: "completed",
-      ...(facts.feeCents !== undefined ? { fee_cents: facts.feeCents } : {}),
-      ...(facts.royaltyCents !== undefined ? { royalty_cents: facts.royaltyCents } : {}),
-      ...(facts.payoutCents !== undefined ? { payout_cents: facts.payoutCents } : {}),
-      ...(facts.chargeId !== undefined ? { charge_id: facts.chargeId } : {}),
-      ...(facts.chainTx !== undefined ? { chain_tx: facts.chainTx } : {}),
-      completed_at: facts.completedAt ?? sql<Date>`now()`,
-      updated_at: sql<Date>`now()`,
-    })
-    .where("id", "=", id)
-    .where("status", "=", "pending")
-    .returningAll()
-    .executeTakeFirst();
-}
-
-/** Moves a pending transaction to `failed`; undefined when it was not pending. */
-export function failTransaction(db: Db, id: string, reason: string, extra: { chargeId?: string | null } = {}): Promise<TransactionRow | undefined> {
-  return db
-    .updateTable("transactions")
-    .set({ status: "failed", failure_reason: reason, failed_at: sql<Date>`now()`, updated_at: sql<Date>`now()`, ...(extra.chargeId !== undefined ? { charge_id: extra.chargeId } : {}) })
-    .where("id", "=", id)
-    .where("status", "=", "pending")
-    .returningAll()
-    .executeTakeFirst();
-}
-
-/** Moves completed transactions (a sale and its royalty payout) to `refunded`; the rows moved. */
-export function refundTransactions(db: Db, ids: readonly string[]): Promise<TransactionRow[]> {
-  if (ids.length === 0) return Promise.resolve([]);
-  return db
-    .updateTable("transactions")
-    .set({ status: "refunded", refunded_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
-    .where("id", "in", [...ids])
-    .where("status", "=", "completed")
-    .returningAll()
-    .execute();
-}
-
-export function childTransactions(db: Db, parentId: string): Promise<TransactionRow[]> {
-  return db.selectFrom("transactions").selectAll().where("parent_id", "=", parentId).orderBy("id").execute();
 }
 
 export interface TransactionFilter {

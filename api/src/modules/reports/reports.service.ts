@@ -1,15 +1,13 @@
-import type { Kysely } from "kysely";
-import type { Database } from "../../db/database.ts";
 import { ApiError } from "../../lib/errors.ts";
 import { centsToUsd } from "../../lib/money.ts";
 import { iso } from "../../lib/time.ts";
 import type { CertificationPipeline } from "../artworks/certification.ts";
 import type { ChallengesService } from "../community/challenges.service.ts";
 import type { DisputesService } from "../marketplace/disputes.service.ts";
+import type { Purchases } from "../payments/purchases.ts";
 import type { UsersService } from "../users/users.service.ts";
 import { FIRST_YEAR, parseQuarter, type Quarter, quarterOf, quartersEndingWith, shiftQuarter } from "./quarters.ts";
 import type { ReportPageFacts } from "./report-page.ts";
-import * as repo from "./reports.repository.ts";
 
 /** What each figure means (the page says it beside the number; README and OpenAPI say the same). */
 export const FIGURE_NOTES = {
@@ -34,14 +32,14 @@ export interface QuarterReport {
 
 /**
  * The admins' quarterly figures (README, Admin reports): new users, certifications, challenges and
- * open disputes through their features' services, the volume read from the payments table
- * (reports.repository.ts). A report writes nothing.
+ * open disputes through their features' services, the volume through the purchases' (payments). A
+ * report writes nothing.
  */
 export class ReportsService {
   constructor(
     private readonly deps: {
-      db: Kysely<Database>;
       users: UsersService;
+      purchases: Purchases;
       certification: CertificationPipeline;
       challenges: ChallengesService;
       disputes: DisputesService;
@@ -65,7 +63,7 @@ export class ReportsService {
     const [newUsers, artworksCertified, volumeCents, activeDisputes, challengesCompleted] = await Promise.all([
       this.deps.users.countJoined(range),
       this.deps.certification.countCertified(range),
-      repo.volumeCents(this.deps.db, range),
+      this.deps.purchases.volumeCents(range),
       this.deps.disputes.countOpen(),
       this.deps.challenges.countClosed(range),
     ]);

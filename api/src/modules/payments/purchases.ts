@@ -1,0 +1,452 @@
+import { type Kysely, sql, type Transaction, type UpdateObject } from "kysely";
+import type { Logger } from "pino";
+import type { Database, Db } from "../../db/database.ts";
+import { enqueue, removeJobs, type Task } from "../../jobs/queue.ts";
+import { newId } from "../../lib/ids.ts";
+import type { LedgerAppend, LedgerService } from "../ledger/ledger.service.ts";
+import { chargeStep, type PaymentFailure } from "./charge-step.ts";
+import type { ChargeResult, PaymentsService } from "./payments.service.ts";
+import type { Refund } from "./processor.ts";
+import type { PurchaseStage, TransactionRow, TransactionType } from "./payments.tables.ts";
+
+/** The job that charges a purchase (payload `{ id, run? }`): the fallback of a request that charges itself, or the charge itself. */
+export const PURCHASE_CHARGE_TASK = "purchase_charge";
+/** The job that refunds a purchase's charge (payload `{ id }`). */
+export const PURCHASE_REFUND_TASK = "purchase_refund";
+
+/** What is bought: each has its module's rules, registered as a kind. */
+export type PurchaseType = Exclude<TransactionType, "royalty_payout">;
+
+const PURCHASE_TYPES: readonly PurchaseType[] = ["sale", "share_purchase", "ticket_purchase"];
+
+/** A purchase is its transaction row, with the lifecycle's columns. */
+export type Purchase = TransactionRow;
+
+/** Why a completed purchase is refunded (kept with it, handed to the kind, written in the ledger). */
+export interface RefundCause {
+  /** `dispute`, `event_cancelled`. */
+  reason: string;
+  actorId: string | null;
+  /** The record that asked for it (`dsp_…`). */
+  referenceId?: string;
+  note?: string | null;
+  /** An admin refunded without unwinding what the purchase gave (docs/ownership-and-money.md). */
+  forced?: boolean;
+}
+
+/**
+ * What a module registers for one kind of purchase: its own rules at each step. The component owns
+ * the purchase's row, its charge (with the key, retries and the fallback job), refunds and the sweep.
+ */
+export interface PurchaseKind {
+  readonly type: PurchaseType;
+  /** Charges are keyed `<keyPrefix>:<reference id>`, refunds `refund:<keyPrefix>:<reference id>`: one of each per purchase. */
+  readonly keyPrefix: string;
+  /** Before the first charge only: a final failure instead of charging (the event was cancelled meanwhile), or null. */
+  beforeCharge?(db: Db, purchase: Purchase): Promise<PaymentFailure | null>;
+  /**
+   * The charge succeeded, in the transaction that records it: the module's effect starts (a chain
+   * operation whose confirmation calls `complete`) or is done (it calls `complete` here). `{ refund }`:
+   * the effect can no longer happen (the module has undone its own part); the charge goes back.
+   */
+  onCharged(trx: Transaction<Database>, purchase: Purchase, charge: ChargeResult): Promise<void | { refund: PaymentFailure }>;
+  /** The payment failed for good (declined, refused, retries spent, `beforeCharge`): the module releases what it reserved. */
+  onPaymentFailed(trx: Transaction<Database>, purchase: Purchase, failure: PaymentFailure): Promise<void>;
+  /** A refund went through: of a completed purchase (`cause` given) or of one whose effect failed. Ledger entries to append after the component's. */
+  onRefunded?(trx: Transaction<Database>, purchase: Purchase, refund: Refund, cause: RefundCause | null): Promise<LedgerAppend[] | void>;
+}
+
+export interface PurchaseStart {
+  type: PurchaseType;
+  /** The transaction's id (`txn_…`); a new one by default (a sale's id is its transaction's). */
+  id?: string;
+  /** The module's record paid for (`frac_…`, `ord_…`, a sale's own id): the charge key's suffix. */
+  referenceId: string;
+  artworkId?: string | null;
+  amountCents: bigint;
+  buyerId: string;
+  /** Who sells and who receives the money (the seller of a sale, the holder of a share class). */
+  sellerId?: string | null;
+  recipientId?: string | null;
+  recipientWallet?: string | null;
+  paymentMethodId: string;
+  /** What the charge is for, as the card statement and the processor's dashboard show it. */
+  description: string;
+}
+
+/** A royalty paid out of a completed sale (its own `royalty_payout` transaction). */
+export interface Payout {
+  amountCents: bigint;
+  recipientId: string | null;
+  recipientWallet: string;
+}
+
+export interface PurchasesDeps {
+  db: Kysely<Database>;
+  logger: Logger;
+  payments: PaymentsService;
+  ledger: LedgerService;
+  /** Runs of a charge (1 s, 2 s, 4 s… apart, at most a minute) before transient failures fail the purchase (MARKETPLACE_CHARGE_ATTEMPTS). */
+  chargeRuns: number;
+}
+
+/** The request charges; the job queued with the purchase charges this much later if the request's process died first. */
+const FALLBACK_CHARGE_DELAY_MS = 15_000;
+const CHARGE_RETRY = { baseMs: 1_000, maxMs: 60_000 };
+/** A purchase charging or refunding this long after its last change has lost its step's process: the sweep starts it again. */
+const STUCK_MS = 120_000;
+
+/**
+ * Every purchase's lifecycle (docs/ownership-and-money.md), shaped like the chain operations: one
+ * durable row (the purchase's `transactions` row), the charge with its key and retries, the module's
+ * effect registered as a kind, refunds as a step of their own, and a sweep.
+ *
+ *   charging --charged--> effecting --complete--> done (completed)
+ *      |                     '--failEffect--> refunding --refunded--> done (failed, refunded)
+ *      '--declined, refused, retries spent--> done (failed)
+ *   done (completed) --refund--> refunding --refunded--> done (refunded)
+ *
+ * A purchase is started in the module's transaction (its reservation with it); the charge runs
+ * after the commit, in the request or in the job, and once per key whatever runs it. Every write to
+ * `transactions` goes through here.
+ */
+export class Purchases {
+  private readonly log: Logger;
+  private readonly kinds = new Map<string, PurchaseKind>();
+
+  constructor(private readonly deps: PurchasesDeps) {
+    this.log = deps.logger.child({ component: "purchases" });
+  }
+
+  register(kind: PurchaseKind): void {
+    if (this.kinds.has(kind.type)) throw new Error(`purchase kind ${kind.type} is registered twice`);
+    this.kinds.set(kind.type, kind);
+  }
+
+  /**
+   * Starts a purchase in the module's transaction: its row, pending and charging, and its charge
+   * job: at once, or (`chargeInRequest`) later, as the fallback of the caller's own `charge` after
+   * its commit.
+   */
+  async start(trx: Transaction<Database>, input: PurchaseStart, options: { chargeInRequest: boolean }): Promise<Purchase> {
+    this.kindOf(input.type);
+    const id = input.id ?? newId("transaction");
+    const row = await trx
+      .insertInto("transactions")
+      .values({
+        id,
+        type: input.type,
+        status: "pending",
+        stage: "charging",
+        artwork_id: input.artworkId ?? null,
+        amount_cents: input.amountCents,
+        buyer_id: input.buyerId,
+        seller_id: input.sellerId ?? null,
+        recipient_id: input.recipientId ?? null,
+        recipient_wallet: input.recipientWallet ?? null,
+        reference_id: input.referenceId,
+        payment_method_id: input.paymentMethodId,
+        description: input.description,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await enqueue(trx, PURCHASE_CHARGE_TASK, { id }, { jobKey: chargeJobKey(id), maxAttempts: 25, ...(options.chargeInRequest ? { runAt: new Date(Date.now() + FALLBACK_CHARGE_DELAY_MS) } : {}) });
+    return row;
+  }
+
+  readonly chargeTask: Task = async (payload) => {
+    const { id, run } = payload as { id?: unknown; run?: unknown };
+    if (typeof id !== "string") throw new Error(`${PURCHASE_CHARGE_TASK}: payload without id`);
+    await this.charge(id, typeof run === "number" ? run : 1);
+  };
+
+  /**
+   * Run `run` of a charging purchase's charge: then, in one transaction, the charge recorded and the
+   * kind's effect started (`effecting`), or the purchase failed and the kind's reservation released,
+   * or the next run scheduled (transient failures, with the same key). The purchase is marked
+   * `charge_started_at` before the processor is first asked: from then on a charge may exist under
+   * its key, and a run that died after charging loses nothing (the next finds the same charge).
+   */
+  async charge(id: string, run = 1): Promise<void> {
+    const { db, payments } = this.deps;
+    const p = await this.find(db, id);
+    if (!p || p.status !== "pending" || p.stage !== "charging") return;
+    const kind = this.kindOf(p.type);
+    if (p.charge_started_at === null) {
+      const refusal = await kind.beforeCharge?.(db, p);
+      if (refusal) {
+        await db.transaction().execute((trx) => this.failPayment(trx, id, refusal));
+        return;
+      }
+      await db.updateTable("transactions").set({ charge_started_at: sql<Date>`now()`, updated_at: sql<Date>`now()` }).where("id", "=", id).where("charge_started_at", "is", null).execute();
+    }
+    const step = await chargeStep(
+      payments,
+      {
+        userId: p.buyer_id!,
+        paymentMethodId: p.payment_method_id!,
+        idempotencyKey: `${kind.keyPrefix}:${p.reference_id}`,
+        amountCents: p.amount_cents,
+        ...(p.description !== null ? { description: p.description } : {}),
+        metadata: { transaction_id: p.id, type: p.type, reference_id: p.reference_id ?? p.id },
+      },
+      run,
+      { attempts: this.deps.chargeRuns, ...CHARGE_RETRY },
+    );
+    if (step.kind === "retry") {
+      this.log.info({ transaction_id: id, run, retry_in_ms: step.delayMs, err: step.error }, "charge failed transiently; retrying");
+      await db.transaction().execute(async (trx) => {
+        await enqueue(trx, PURCHASE_CHARGE_TASK, { id, run: step.attempt }, { jobKey: chargeJobKey(id), runAt: new Date(Date.now() + step.delayMs), maxAttempts: 25 });
+        await trx.updateTable("transactions").set({ charge_runs: step.attempt, updated_at: sql<Date>`now()` }).where("id", "=", id).execute();
+      });
+      return;
+    }
+    if (step.kind === "failed") {
+      this.log.info({ transaction_id: id, code: step.failure.code }, "payment failed");
+      await db.transaction().execute((trx) => this.failPayment(trx, id, step.failure));
+      return;
+    }
+    await db.transaction().execute((trx) => this.charged(trx, id, step.charge));
+  }
+
+  /** A charge that succeeded, in its transaction: recorded and handed to the kind; a charge nobody can use any more goes back. */
+  private async charged(trx: Transaction<Database>, id: string, charge: ChargeResult): Promise<void> {
+    const moved = await this.move(trx, id, "charging", { stage: "effecting", charge_id: charge.chargeId, fee_cents: charge.feeCents });
+    if (!moved) {
+      // Failed meanwhile by an overlapping run (or its kind): the charge it did not see goes back.
+      const now = (await this.lock(trx, id))!;
+      if (now.status === "failed" && now.charge_id === null) {
+        await trx.updateTable("transactions").set({ stage: "refunding", charge_id: charge.chargeId, updated_at: sql<Date>`now()` }).where("id", "=", id).execute();
+        await this.enqueueRefund(trx, id);
+      }
+      return;
+    }
+    await removeJobs(trx, [chargeJobKey(id)]);
+    const outcome = await this.kindOf(moved.type).onCharged(trx, moved, charge);
+    if (outcome?.refund) await this.failEffect(trx, id, outcome.refund);
+    await this.deps.ledger.append(trx, {
+      kind: "payment.charged",
+      subjectId: moved.reference_id ?? id,
+      actorId: moved.buyer_id,
+      parties: partiesOf(moved),
+      data: { transaction_id: id, type: moved.type, reference_id: moved.reference_id, charge_id: charge.chargeId, amount_cents: moved.amount_cents.toString(), fee_cents: charge.feeCents.toString(), currency: "USD" },
+    });
+  }
+
+  /** A final payment failure, in `trx`: the purchase fails, its kind releases what it reserved, the ledger says why. */
+  private async failPayment(trx: Transaction<Database>, id: string, failure: PaymentFailure): Promise<void> {
+    const p = await this.move(trx, id, "charging", { status: "failed", stage: "done", failure_code: failure.code, failure_reason: failure.reason, failed_at: sql<Date>`now()` });
+    if (!p) return;
+    await removeJobs(trx, [chargeJobKey(id)]);
+    await this.kindOf(p.type).onPaymentFailed(trx, p, failure);
+    await this.deps.ledger.append(trx, {
+      kind: "payment.failed",
+      subjectId: p.reference_id ?? id,
+      actorId: null,
+      parties: partiesOf(p),
+      data: { transaction_id: id, type: p.type, reference_id: p.reference_id, code: failure.code, reason: failure.reason, amount_cents: p.amount_cents.toString() },
+    });
+  }
+
+  /**
+   * The purchase's effect is done (the certificate moved, the shares minted, the tickets issued),
+   * in the module's transaction: completed with what it settled to, and the payouts it made (a
+   * royalty). Undefined when it was not being effected.
+   */
+  async complete(
+    trx: Transaction<Database>,
+    id: string,
+    facts: { royaltyCents?: bigint; payoutCents: bigint; chainTx?: string | null; payouts?: Payout[] },
+  ): Promise<Purchase | undefined> {
+    const p = await this.move(trx, id, "effecting", {
+      status: "completed",
+      stage: "done",
+      ...(facts.royaltyCents !== undefined ? { royalty_cents: facts.royaltyCents } : {}),
+      payout_cents: facts.payoutCents,
+      ...(facts.chainTx !== undefined ? { chain_tx: facts.chainTx } : {}),
+      completed_at: sql<Date>`now()`,
+    });
+    if (!p) return undefined;
+    for (const payout of facts.payouts ?? []) {
+      await trx
+        .insertInto("transactions")
+        .values({
+          id: newId("transaction"),
+          type: "royalty_payout",
+          status: "completed",
+          artwork_id: p.artwork_id,
+          amount_cents: payout.amountCents,
+          buyer_id: p.buyer_id,
+          seller_id: p.seller_id,
+          recipient_id: payout.recipientId,
+          recipient_wallet: payout.recipientWallet,
+          parent_id: p.id,
+          payout_cents: payout.amountCents,
+          charge_id: p.charge_id,
+          chain_tx: p.chain_tx,
+          completed_at: p.completed_at,
+        })
+        .execute();
+    }
+    return p;
+  }
+
+  /**
+   * The effect failed for good after the charge (the transfer or the mint was refused), in the
+   * module's transaction: the charge is refunded by a job, then the purchase fails saying so.
+   */
+  async failEffect(trx: Transaction<Database>, id: string, failure: PaymentFailure): Promise<void> {
+    const p = await this.move(trx, id, "effecting", { stage: "refunding", failure_code: failure.code, failure_reason: failure.reason });
+    if (p) await this.enqueueRefund(trx, id);
+  }
+
+  /**
+   * Refunds a completed purchase, in the caller's transaction (whose rules decided it may be
+   * unwound: docs/ownership-and-money.md): the refund is a job (the processor is outside the
+   * database), then the purchase and its payouts are `refunded` and the kind records its part.
+   * False when the purchase was not completed (or is being refunded already).
+   */
+  async refund(trx: Transaction<Database>, id: string, cause: RefundCause): Promise<boolean> {
+    const p = await trx
+      .updateTable("transactions")
+      .set({ stage: "refunding", refund_cause: JSON.stringify(cause), updated_at: sql<Date>`now()` })
+      .where("id", "=", id)
+      .where("status", "=", "completed")
+      .where((eb) => eb.or([eb("stage", "=", "done"), eb("stage", "is", null)]))
+      .where("charge_id", "is not", null)
+      .returning("id")
+      .executeTakeFirst();
+    if (p) await this.enqueueRefund(trx, id);
+    return Boolean(p);
+  }
+
+  readonly refundTask: Task = async (payload) => {
+    const { id } = payload as { id?: unknown };
+    if (typeof id !== "string") throw new Error(`${PURCHASE_REFUND_TASK}: payload without id`);
+    await this.refundStep(id);
+  };
+
+  /**
+   * A purchase's refund at the processor (one per purchase: its key), then, in one transaction: a
+   * completed purchase and its payouts `refunded`, a pending one (its effect failed) `failed` with
+   * the refund named, a failed one (a stray charge) keeps `failed`; the ledger entry; the kind's part.
+   */
+  async refundStep(id: string): Promise<void> {
+    const { db, payments, ledger } = this.deps;
+    const seen = await this.find(db, id);
+    if (!seen || seen.stage !== "refunding" || !seen.charge_id) return;
+    const kind = this.kindOf(seen.type);
+    const refund = await payments.refund({ chargeId: seen.charge_id, idempotencyKey: `refund:${kind.keyPrefix}:${seen.reference_id}` });
+    await db.transaction().execute(async (trx) => {
+      const p = await this.lock(trx, id);
+      if (!p || p.stage !== "refunding") return;
+      const cause = p.status === "completed" ? ((p.refund_cause ?? null) as RefundCause | null) : null;
+      const note = `${p.failure_reason ?? "The purchase did not go through"}; the payment was refunded (${refund.id})`;
+      const moved =
+        p.status === "completed"
+          ? await trx
+              .updateTable("transactions")
+              .set({ status: "refunded", stage: "done", refund_id: refund.id, refunded_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+              .where((eb) => eb.or([eb("id", "=", id), eb.and([eb("parent_id", "=", id), eb("status", "=", "completed")])]))
+              .returningAll()
+              .execute()
+          : await trx
+              .updateTable("transactions")
+              .set({ status: "failed", stage: "done", refund_id: refund.id, failure_reason: note, failed_at: sql<Date>`coalesce(failed_at, now())`, updated_at: sql<Date>`now()` })
+              .where("id", "=", id)
+              .returningAll()
+              .execute();
+      const refunded = moved.find((t) => t.id === id)!;
+      const appends = (await kind.onRefunded?.(trx, refunded, refund, cause)) ?? [];
+      await ledger.append(trx, {
+        kind: "payment.refunded",
+        subjectId: p.reference_id ?? id,
+        actorId: cause?.actorId ?? null,
+        parties: partiesOf(p),
+        data: {
+          transaction_id: id,
+          type: p.type,
+          reference_id: p.reference_id,
+          charge_id: p.charge_id,
+          refund_id: refund.id,
+          amount_cents: refund.amountCents.toString(),
+          reason: cause?.reason ?? p.failure_code ?? "failed",
+          ...(cause?.referenceId ? { [`${cause.reason}_id`]: cause.referenceId } : {}),
+          ...(cause?.forced ? { forced: true, note: cause.note ?? null } : {}),
+        },
+      });
+      for (const entry of appends) await ledger.append(trx, entry);
+    });
+  }
+
+  /** Charges and refunds whose step lost its process (its job sits behind a dead worker): started again. */
+  async recoverStuck(): Promise<number> {
+    const { db } = this.deps;
+    const stuck = await db
+      .selectFrom("transactions")
+      .select(["id", "stage"])
+      .where("stage", "in", ["charging", "refunding"])
+      .where("updated_at", "<", sql<Date>`now() - ${STUCK_MS} * interval '1 millisecond'`)
+      .limit(100)
+      .execute();
+    for (const { id, stage } of stuck) {
+      await db.transaction().execute(async (trx) => {
+        if (stage === "charging") await enqueue(trx, PURCHASE_CHARGE_TASK, { id }, { jobKey: `purchase_charge_recover:${id}`, maxAttempts: 25 });
+        else await this.enqueueRefund(trx, id, "purchase_refund_recover");
+        await trx.updateTable("transactions").set({ updated_at: sql<Date>`now()` }).where("id", "=", id).execute();
+      });
+    }
+    return stuck.length;
+  }
+
+  /** Cents paid for purchases completed in [from, to) and not refunded since (the admin report's volume; a royalty is part of its sale). */
+  async volumeCents(range: { from: Date; to: Date }): Promise<bigint> {
+    const row = await this.deps.db
+      .selectFrom("transactions")
+      .select(sql<string>`coalesce(sum(amount_cents), 0)`.as("cents"))
+      .where("status", "=", "completed")
+      .where("type", "in", PURCHASE_TYPES)
+      .where("completed_at", ">=", range.from)
+      .where("completed_at", "<", range.to)
+      .executeTakeFirstOrThrow();
+    return BigInt(row.cents);
+  }
+
+  /** Moves a pending purchase on from `stage` (only from there: a step another run took already changes nothing); the purchase moved. */
+  private move(trx: Transaction<Database>, id: string, stage: PurchaseStage, set: UpdateObject<Database, "transactions">): Promise<Purchase | undefined> {
+    return trx
+      .updateTable("transactions")
+      .set({ ...set, updated_at: sql<Date>`now()` })
+      .where("id", "=", id)
+      .where("status", "=", "pending")
+      .where("stage", "=", stage)
+      .returningAll()
+      .executeTakeFirst();
+  }
+
+  find(db: Db, id: string): Promise<Purchase | undefined> {
+    return db.selectFrom("transactions").selectAll().where("id", "=", id).executeTakeFirst();
+  }
+
+  private lock(trx: Transaction<Database>, id: string): Promise<Purchase | undefined> {
+    return trx.selectFrom("transactions").selectAll().where("id", "=", id).forUpdate().executeTakeFirst();
+  }
+
+  private enqueueRefund(trx: Transaction<Database>, id: string, prefix = "purchase_refund"): Promise<void> {
+    return enqueue(trx, PURCHASE_REFUND_TASK, { id }, { jobKey: `${prefix}:${id}`, maxAttempts: 25 });
+  }
+
+  private kindOf(type: string): PurchaseKind {
+    const kind = this.kinds.get(type);
+    if (!kind) throw new Error(`unknown purchase kind ${type}`);
+    return kind;
+  }
+}
+
+function chargeJobKey(id: string): string {
+  return `purchase_charge:${id}`;
+}
+
+function partiesOf(p: Purchase): string[] {
+  return [p.buyer_id, p.seller_id, p.recipient_id].filter((id): id is string => id !== null);
+}

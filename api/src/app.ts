@@ -3,6 +3,7 @@ import path from "node:path";
 import { OpenAPIRegistry } from "@asteasolutions/zod-to-openapi";
 import type { Config } from "./config.ts";
 import express, { type Express } from "express";
+import { staleness } from "./chain/indexer-lag.ts";
 import { accessLog } from "./http/access-log.ts";
 import { IdempotencyStore } from "./http/idempotency.ts";
 import { bodyErrors, checkJsonBytes, errorHandler, notFound, requestId, requireJsonBody } from "./http/problem.ts";
@@ -42,6 +43,15 @@ export function createApp(deps: AppDeps): Express {
 
   app.use(requestId);
   app.use(accessLog(deps.deps.logger));
+  // Answers drawn from the indexer (owners, transfers, shareholders) say when it is behind the chain.
+  const indexerLag = deps.indexer?.lag;
+  if (indexerLag) {
+    app.use((_req, res, next) => {
+      const stale = staleness(indexerLag(), Date.now());
+      if (stale) res.setHeader("Indexer-Lag", `blocks=${stale.lagBlocks ?? "unknown"}, seconds=${Math.floor(stale.behindForMs / 1000)}`);
+      next();
+    });
+  }
 
   const registry = new OpenAPIRegistry();
   const router = express.Router();

@@ -278,7 +278,7 @@ export interface paths {
         post?: never;
         /**
          * Delete an artwork (soft)
-         * @description The artist or an admin. The artwork leaves listings and its detail answers 404; its certificate (on-chain and `/certificate`), provenance, image and metadata stay.
+         * @description The holder of its certificate on-chain or an admin; refused (409 `invalid_state`, `reason` `listed`, `disputed` or `shares_issued`) while a listing, a dispute or shareholders hang off it. The artwork leaves listings and its detail answers 404; its certificate (on-chain and `/certificate`), provenance, image and metadata stay.
          *
          *     Requires a bearer token with the `artworks:write` scope.
          */
@@ -287,7 +287,7 @@ export interface paths {
         head?: never;
         /**
          * Change an artwork's price, description or sale status
-         * @description The artist or an admin. Fields of the certificate (title, year, medium, dimensions, image, artist) are immutable: 409 immutable_field. Other unknown fields are 400.
+         * @description The holder of its certificate on-chain (the artist until it is certified and as long as they hold it; docs/ownership-and-money.md) or an admin. Fields of the certificate (title, year, medium, dimensions, image, artist) are immutable: 409 immutable_field. Other unknown fields are 400.
          *
          *     Requires a bearer token with the `artworks:write` scope.
          */
@@ -2075,6 +2075,8 @@ export interface components {
                 code: string;
                 message: string;
             }[];
+            /** @description Which rule refused a move (409 `invalid_state`): `listed`, `disputed`, `shares_issued`, `resold`, `external_wallet`, `own_artwork`, `owner_unknown`, `hold_limit`, `free_ticket_limit`, `below_minimum_charge` (docs/ownership-and-money.md) */
+            reason?: string;
         };
         ProfileUpdateResult: {
             /** @example usr_01JD3Y5V0Q3G7W7J6T4N4C2X1M */
@@ -5798,6 +5800,15 @@ export interface operations {
             };
             /** @description Not found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Refused by the resource's state, or a concurrent request with the same Idempotency-Key */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -5,7 +5,13 @@
  * the stalled one, once per stall. The real processes: test/e2e/stack-indexer-stall.test.ts.
  */
 import { describe, expect, it } from "vitest";
-import { IndexerLagTracker, type IndexerLagSample } from "../../api/src/chain/indexer-lag.ts";
+import express from "express";
+import type { AddressInfo } from "node:net";
+import { createPublicClient, http } from "viem";
+import { IndexerLagTracker, type IndexerLagSample, type IndexerLagState, STALE_AFTER_MS, staleness } from "../../api/src/chain/indexer-lag.ts";
+import { createDb } from "../../api/src/db/connection.ts";
+import { registerHealthRoutes } from "../../api/src/modules/health/health.routes.ts";
+import { testEnvironment } from "../support/environment.ts";
 import { IndexerWatchdog } from "../../tools/stack/indexer-watchdog.ts";
 
 const bounds = { maxLagBlocks: 5, stallMs: 10_000 };
@@ -114,5 +120,52 @@ describe("IndexerWatchdog", () => {
     await h.step(1, at(null, 9));
     expect(h.restarts).toHaveLength(2);
     expect(h.watchdog.restarts).toBe(0);
+  });
+});
+
+describe("staleness of the indexer's answers", () => {
+  it("counts an indexer behind the head as stale once it has made no progress for STALE_AFTER_MS, never one at the head", () => {
+    const tracker = new IndexerLagTracker(bounds);
+    expect(staleness(tracker.observe(at(17, 17), 0), 0)).toBeNull();
+    const behind = tracker.observe(at(17, 19), 1_000);
+    expect(staleness(behind, 1_000 + STALE_AFTER_MS - 1)).toBeNull();
+    expect(staleness(behind, 1_000 + STALE_AFTER_MS)).toEqual({ lagBlocks: 2, behindForMs: STALE_AFTER_MS });
+    // Progress restarts the clock; catching up ends it.
+    expect(staleness(tracker.observe(at(18, 19), 4_000), 4_500)).toBeNull();
+    expect(staleness(tracker.observe(at(19, 19), 9_000), 20_000)).toBeNull();
+    expect(staleness(null, 0)).toBeNull();
+  });
+
+  it("makes /readyz say degraded (200) while the indexer is stale within the block bound, ready when it is not", async () => {
+    const env = testEnvironment();
+    const publicClient = createPublicClient({ transport: http(env.rpcUrl) });
+    const db = createDb(env.databaseUrl, 1);
+    let state: IndexerLagState | null = null;
+    const app = express();
+    registerHealthRoutes(app, {
+      db,
+      publicClient,
+      maxLagBlocks: 5,
+      indexer: { indexedBlock: async () => (await publicClient.getBlockNumber({ cacheTime: 0 })) - 2n, lag: () => state, stallTimeoutMs: 60_000 },
+    });
+    const server = app.listen(0, "127.0.0.1");
+    await new Promise((resolve) => server.once("listening", resolve));
+    const readyz = async () => {
+      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/readyz`);
+      return { status: res.status, body: (await res.json()) as { status: string; checks: { indexer: { status: string; behind_for_ms?: number } } } };
+    };
+    try {
+      const stuck = new IndexerLagTracker({ maxLagBlocks: 5, stallMs: 60_000 });
+      stuck.observe(at(10, 12), Date.now() - 10_000);
+      state = stuck.observe(at(10, 12), Date.now());
+      const degraded = await readyz();
+      expect(degraded).toMatchObject({ status: 200, body: { status: "degraded", checks: { indexer: { status: "degraded" } } } });
+      expect(degraded.body.checks.indexer.behind_for_ms).toBeGreaterThanOrEqual(10_000);
+      state = new IndexerLagTracker(bounds).observe(at(12, 13), Date.now());
+      expect(await readyz()).toMatchObject({ status: 200, body: { status: "ready", checks: { indexer: { status: "ok" } } } });
+    } finally {
+      server.close();
+      await db.destroy();
+    }
   });
 });

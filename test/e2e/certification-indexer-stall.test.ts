@@ -87,6 +87,12 @@ describe("certification while the indexer is stalled", () => {
         return r.status === 503 && r.body.checks.indexer.stalled ? r : null;
       }, { what: "/readyz reporting the stall" });
       expect(ready.body.checks.indexer.error).toMatch(/^indexer stalled: at block \d+, \d+ blocks behind the chain head \d+, no new block indexed for \d+ s .*confirmed from the chain/);
+      // What the API shows of the chain is old, and its answers say so.
+      const answer = await waitFor(async () => {
+        const res = await fetch(`${api.url}/v1/artworks/${ids[0]}`);
+        return res.headers.get("indexer-lag") ? res : null;
+      }, { what: "the Indexer-Lag header" });
+      expect(answer.headers.get("indexer-lag")).toMatch(/^blocks=[1-9]\d*, seconds=\d+$/);
     }
 
     const client = publicClient();
@@ -145,6 +151,7 @@ describe("certification while the indexer is stalled", () => {
       expect(await certifiedEvents(c.artwork_id)).toHaveLength(1);
       expect(await certifiedEntries(c.artwork_id)).toEqual([{ tx_hash: c.tx_hash }]);
     }
-    await waitFor(async () => (await readyz(p.api)).status === 200, { timeoutMs: 15_000, what: "/readyz 200 after the catch-up" });
+    await waitFor(async () => (await readyz(p.api)).status === 200 && (await readyz(p.api)).body.checks.indexer.status === "ok", { timeoutMs: 15_000, what: "/readyz ready after the catch-up" });
+    expect((await fetch(`${p.api.url}/v1/artworks/${ids[0]}`)).headers.get("indexer-lag")).toBeNull();
   }, 60_000);
 });

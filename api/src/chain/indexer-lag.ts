@@ -79,6 +79,20 @@ export class IndexerLagTracker {
   }
 }
 
+/** Behind the head without a new block this long, the indexer's answers are stale rather than a block late (a local chain indexes each block within tens of ms). */
+export const STALE_AFTER_MS = 2_000;
+
+/**
+ * How stale the indexer's projection is now: the blocks it is behind the head when it has made no
+ * progress for STALE_AFTER_MS or more, else null. Answers drawn from it (owners, transfers,
+ * shareholders) say so (the `Indexer-Lag` header) and /readyz says `degraded`.
+ */
+export function staleness(state: IndexerLagState | null, now: number): { lagBlocks: number | null; behindForMs: number } | null {
+  if (!state || state.stuckSince === null) return null;
+  const behindForMs = now - state.stuckSince;
+  return behindForMs >= STALE_AFTER_MS ? { lagBlocks: state.lagBlocks, behindForMs } : null;
+}
+
 /** One line for logs and /readyz: where the indexer is, how far behind, and for how long. */
 export function describeLag(state: IndexerLagState, bounds: IndexerLagBounds): string {
   const at = state.indexedBlock === null ? "its indexed block is unknown (it does not answer)" : `at block ${state.indexedBlock}`;

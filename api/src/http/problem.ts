@@ -21,6 +21,13 @@ export const problemSchema = z
       .array(z.object({ field: z.string(), code: z.string(), message: z.string() }))
       .optional()
       .openapi({ description: "Per-field problems of a validation failure" }),
+    reason: z
+      .string()
+      .optional()
+      .openapi({
+        description:
+          "Which rule refused a move (409 `invalid_state`): `listed`, `disputed`, `shares_issued`, `resold`, `external_wallet`, `own_artwork`, `owner_unknown`, `hold_limit`, `free_ticket_limit`, `below_minimum_charge` (docs/ownership-and-money.md)",
+      }),
   })
   .openapi("Problem", { description: "RFC 9457 problem details" });
 

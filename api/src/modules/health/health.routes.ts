@@ -1,7 +1,7 @@
 import type { Express } from "express";
 import { type Kysely, sql } from "kysely";
 import type { PublicClient } from "viem";
-import { describeLag, type IndexerLagState } from "../../chain/indexer-lag.ts";
+import { describeLag, type IndexerLagState, staleness } from "../../chain/indexer-lag.ts";
 import type { Database } from "../../db/database.ts";
 
 export interface IndexerProbe {
@@ -23,7 +23,8 @@ class CheckFailure extends Error {
 }
 
 interface Check {
-  status: "ok" | "error";
+  /** `degraded`: working, but the indexer's view of the chain is behind (answers carry `Indexer-Lag`). */
+  status: "ok" | "degraded" | "error";
   latency_ms: number;
   error?: string;
   [key: string]: unknown;
@@ -81,13 +82,15 @@ export function registerHealthRoutes(
             });
           }
           if (lag !== null && lag > deps.maxLagBlocks) throw new CheckFailure(`indexer is ${lag} blocks behind (max ${deps.maxLagBlocks})`, measured);
-          return { ...measured, stalled: false };
+          // Behind without progress for a moment, not yet stalled: still serving, but what it shows of the chain is old.
+          const stale = lag !== 0 ? staleness(state, Date.now()) : null;
+          return { ...measured, stalled: false, ...(stale ? { status: "degraded", behind_for_ms: stale.behindForMs } : {}) };
         })
       : { status: "error", latency_ms: 0, error: "no indexer configured (INDEXER_URL)" };
     const checks = { database, chain, indexer };
-    const ready = Object.values(checks).every((c) => c.status === "ok");
+    const ready = Object.values(checks).every((c) => c.status !== "error");
     if (ready) {
-      res.json({ status: "ready", checks });
+      res.json({ status: indexer.status === "degraded" ? "degraded" : "ready", checks });
       return;
     }
     res
@@ -100,7 +103,7 @@ export function registerHealthRoutes(
           status: 503,
           code: "service_unavailable",
           detail: `Not ready: ${Object.entries(checks)
-            .filter(([, c]) => c.status !== "ok")
+            .filter(([, c]) => c.status === "error")
             .map(([name, c]) => `${name} (${c.error})`)
             .join(", ")}`,
           request_id: res.getHeader("X-Request-Id"),

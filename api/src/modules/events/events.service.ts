@@ -1,13 +1,14 @@
-import { type Kysely, sql, type Transaction } from "kysely";
+import type { Kysely } from "kysely";
 import type { Database } from "../../db/database.ts";
 import { type Transact, transactOn } from "../../db/transact.ts";
 import { ApiError, found } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
 import { centsToUsd, usdToCents } from "../../lib/money.ts";
-import { containsPattern, paginate, paginated } from "../../lib/pagination.ts";
+import { paginated } from "../../lib/pagination.ts";
 import { iso, isoOrNull } from "../../lib/time.ts";
 import type { Actor } from "../../lib/actor.ts";
 import type { UsersService } from "../users/users.service.ts";
+import * as repo from "./events.repository.ts";
 import type { EventCreate, EventPatch, EventsQuery } from "./events.schemas.ts";
 import type { PlatformEvent, ScheduleItem, Speaker, TicketKind } from "./events.tables.ts";
 
@@ -28,25 +29,22 @@ export class EventsService {
     return transact(async (trx) => {
       const artists = await this.requireArtists(trx, input.artist_ids);
       const id = newId("event");
-      await trx
-        .insertInto("platform_events")
-        .values({
-          id,
-          title: input.title,
-          type: input.type,
-          format: input.format,
-          location: input.location,
-          description: input.description,
-          starts_at: input.starts_at,
-          ends_at: input.ends_at,
-          featured: input.featured,
-          ...tickets,
-          schedule: JSON.stringify(schedule),
-          speakers: JSON.stringify(speakers),
-          created_by: actor.userId,
-        })
-        .execute();
-      await this.setArtists(trx, id, artists);
+      await repo.insert(trx, {
+        id,
+        title: input.title,
+        type: input.type,
+        format: input.format,
+        location: input.location,
+        description: input.description,
+        starts_at: input.starts_at,
+        ends_at: input.ends_at,
+        featured: input.featured,
+        ...tickets,
+        schedule: JSON.stringify(schedule),
+        speakers: JSON.stringify(speakers),
+        created_by: actor.userId,
+      });
+      await repo.setArtists(trx, id, artists);
       return this.detailIn(trx, id);
     });
   }
@@ -58,7 +56,7 @@ export class EventsService {
    */
   async update(id: string, patch: EventPatch, transact: Transact = transactOn(this.deps.db)) {
     return transact(async (trx) => {
-      const event = found(isId("event", id) ? await lockEvent(trx, id) : undefined, "Event");
+      const event = found(isId("event", id) ? await repo.lock(trx, id) : undefined, "Event");
       if (event.status === "cancelled") throw ApiError.conflict("invalid_state", "The event is cancelled: it cannot be edited");
       const startsAt = patch.starts_at ?? event.starts_at;
       const endsAt = patch.ends_at ?? event.ends_at;
@@ -79,43 +77,28 @@ export class EventsService {
       const schedule = patch.schedule !== undefined || patch.speakers !== undefined || patch.starts_at !== undefined || patch.ends_at !== undefined
         ? scheduleOf(patch.schedule ?? event.schedule.map((item) => ({ ...item, starts_at: new Date(item.starts_at), ends_at: new Date(item.ends_at) })), speakers, startsAt, endsAt)
         : event.schedule;
-      if (patch.artist_ids !== undefined) await this.setArtists(trx, event.id, await this.requireArtists(trx, patch.artist_ids));
-      await trx
-        .updateTable("platform_events")
-        .set({
-          ...(patch.title !== undefined ? { title: patch.title } : {}),
-          ...(patch.type !== undefined ? { type: patch.type } : {}),
-          ...(patch.location !== undefined ? { location: patch.location } : {}),
-          ...(patch.description !== undefined ? { description: patch.description } : {}),
-          ...(patch.featured !== undefined ? { featured: patch.featured } : {}),
-          ...(tickets ?? {}),
-          format,
-          starts_at: startsAt,
-          ends_at: endsAt,
-          schedule: JSON.stringify(schedule),
-          speakers: JSON.stringify(speakers),
-          sequence: sql<number>`sequence + 1`,
-          updated_at: sql<Date>`now()`,
-        })
-        .where("id", "=", event.id)
-        .execute();
+      if (patch.artist_ids !== undefined) await repo.setArtists(trx, event.id, await this.requireArtists(trx, patch.artist_ids));
+      await repo.update(trx, event.id, {
+        ...(patch.title !== undefined ? { title: patch.title } : {}),
+        ...(patch.type !== undefined ? { type: patch.type } : {}),
+        ...(patch.location !== undefined ? { location: patch.location } : {}),
+        ...(patch.description !== undefined ? { description: patch.description } : {}),
+        ...(patch.featured !== undefined ? { featured: patch.featured } : {}),
+        ...(tickets ?? {}),
+        format,
+        starts_at: startsAt,
+        ends_at: endsAt,
+        schedule: JSON.stringify(schedule),
+        speakers: JSON.stringify(speakers),
+      });
       return this.detailIn(trx, event.id);
     });
   }
 
   /** Public list (CONTRACT §3): by default the events that have not ended, soonest first. */
   async list(query: EventsQuery) {
-    const { db } = this.deps;
-    let q = db.selectFrom("platform_events");
-    if (query.type) q = q.where("type", "=", query.type);
-    if (query.featured !== undefined) q = q.where("featured", "=", query.featured);
-    if (query.location) q = q.where("location", "ilike", containsPattern(query.location));
-    // Dates are UTC days, both inclusive: an event is in [from, to] when it overlaps those days.
-    if (query.from) q = q.where("ends_at", ">=", new Date(`${query.from}T00:00:00Z`));
-    if (query.to) q = q.where("starts_at", "<", new Date(Date.parse(`${query.to}T00:00:00Z`) + 86_400_000));
-    if (!query.from && !query.to) q = q.where("ends_at", ">", sql<Date>`now()`);
-    const { rows, total } = await paginate(q, query, (x) => x.selectAll().orderBy("starts_at").orderBy("id"));
-    const counts = await this.artistCounts(rows.map((r) => r.id));
+    const { rows, total } = await repo.search(this.deps.db, query, query);
+    const counts = rows.length === 0 ? new Map<string, number>() : await repo.countArtists(this.deps.db, rows.map((r) => r.id));
     return paginated(rows.map((r) => toSummary(r, counts.get(r.id) ?? 0)), query, total);
   }
 
@@ -126,19 +109,12 @@ export class EventsService {
 
   /** The event, for its calendar entry. */
   async find(id: string): Promise<PlatformEvent> {
-    return found(isId("event", id) ? await this.deps.db.selectFrom("platform_events").selectAll().where("id", "=", id).executeTakeFirst() : undefined, "Event");
+    return found(isId("event", id) ? await repo.find(this.deps.db, id) : undefined, "Event");
   }
 
   async detailIn(db: Kysely<Database>, id: string) {
-    const event = found(await db.selectFrom("platform_events").selectAll().where("id", "=", id).executeTakeFirst(), "Event");
-    // Names from the users module's view (UsersViews): joined here, not a third round trip.
-    const artists = await db
-      .selectFrom("event_artists")
-      .innerJoin("user_directory as u", "u.id", "event_artists.artist_id")
-      .select(["u.id", "u.display_name"])
-      .where("event_artists.event_id", "=", id)
-      .orderBy("event_artists.position")
-      .execute();
+    const event = found(await repo.find(db, id), "Event");
+    const artists = await repo.artistsOf(db, id);
     const now = Date.now();
     return {
       ...toSummary(event, artists.length),
@@ -153,17 +129,6 @@ export class EventsService {
     };
   }
 
-  private async artistCounts(ids: string[]): Promise<Map<string, number>> {
-    if (ids.length === 0) return new Map();
-    const rows = await this.deps.db
-      .selectFrom("event_artists")
-      .select(["event_id", (eb) => eb.fn.countAll<string>().as("n")])
-      .where("event_id", "in", ids)
-      .groupBy("event_id")
-      .execute();
-    return new Map(rows.map((r) => [r.event_id, Number(r.n)]));
-  }
-
   /** Every id a user with the artist role; in the order given, without repeats. */
   private async requireArtists(db: Kysely<Database>, ids: string[]): Promise<string[]> {
     const unique = [...new Set(ids)];
@@ -176,18 +141,6 @@ export class EventsService {
     }
     return unique;
   }
-
-  private async setArtists(trx: Kysely<Database>, eventId: string, artistIds: string[]): Promise<void> {
-    await trx.deleteFrom("event_artists").where("event_id", "=", eventId).execute();
-    if (artistIds.length > 0) {
-      await trx.insertInto("event_artists").values(artistIds.map((artist_id, position) => ({ event_id: eventId, artist_id, position }))).execute();
-    }
-  }
-}
-
-/** Locks an event's row for a change of its seats or state. */
-export function lockEvent(trx: Transaction<Database>, id: string): Promise<PlatformEvent | undefined> {
-  return trx.selectFrom("platform_events").selectAll().where("id", "=", id).forUpdate().executeTakeFirst();
 }
 
 /** The ticket columns of an event of `format`: a kind the format does not offer is refused. */

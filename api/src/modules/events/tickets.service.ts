@@ -1,4 +1,4 @@
-import { type Kysely, type SelectQueryBuilder, sql, type Transaction } from "kysely";
+import type { Kysely, Transaction } from "kysely";
 import type { Logger } from "pino";
 import type { Database } from "../../db/database.ts";
 import { type Transact, transactOn } from "../../db/transact.ts";
@@ -8,7 +8,7 @@ import { randomCode } from "../../lib/codes.ts";
 import { ApiError, found } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
 import { centsToUsd } from "../../lib/money.ts";
-import { type Page, paginate, paginated } from "../../lib/pagination.ts";
+import { type Page, paginated } from "../../lib/pagination.ts";
 import { iso, isoOrNull } from "../../lib/time.ts";
 import type { Actor } from "../../lib/actor.ts";
 import type { LedgerAppend, LedgerService } from "../ledger/ledger.service.ts";
@@ -16,9 +16,11 @@ import type { PaymentFailure } from "../payments/charge-step.ts";
 import type { PaymentsService } from "../payments/payments.service.ts";
 import type { PurchaseKind, Purchases } from "../payments/purchases.ts";
 import type { UsersService } from "../users/users.service.ts";
-import { lockEvent, onSale, remainingOf } from "./events.service.ts";
+import * as events from "./events.repository.ts";
+import { onSale, remainingOf } from "./events.service.ts";
 import type { TicketPurchase } from "./events.schemas.ts";
 import type { PlatformEvent, Ticket, TicketKind, TicketOrder } from "./events.tables.ts";
+import * as repo from "./tickets.repository.ts";
 
 export const TICKET_HOLD_EXPIRY_TASK = "ticket_order_hold_expiry";
 
@@ -66,7 +68,7 @@ export class TicketsService {
   async purchase(actor: Actor, eventId: string, input: TicketPurchase, transact: Transact) {
     const { db, users, payments } = this.deps;
     if (!isId("event", eventId)) throw ApiError.notFound("Event");
-    const event = found(await db.selectFrom("platform_events").selectAll().where("id", "=", eventId).executeTakeFirst(), "Event");
+    const event = found(await events.find(db, eventId), "Event");
     const price = priceOf(event, input.kind);
     if (price === null) throw ApiError.validation([{ field: "kind", code: "invalid_value", message: `this ${event.format} event sells no ${input.kind} tickets` }]);
     if (price > 0n) payments.requireChargeable(price * BigInt(input.quantity), "quantity", `${input.quantity} ticket(s) at ${centsToUsd(price)} USD`);
@@ -75,7 +77,7 @@ export class TicketsService {
 
     const created = await transact(async (trx) => {
       // The reservation locks the event's row until the commit: one buyer's orders are counted one after another.
-      const reserved = await reserve(trx, eventId, input.kind, input.quantity);
+      const reserved = await repo.reserveSeats(trx, eventId, input.kind, input.quantity);
       if (!reserved) await this.refusal(trx, eventId, input.kind, input.quantity);
       const unit = priceOf(reserved!, input.kind)!;
       const total = unit * BigInt(input.quantity);
@@ -83,22 +85,19 @@ export class TicketsService {
       const held = total > 0n && !method;
       if (held) await this.requireWithinHoldLimit(trx, reserved!, buyer.id, input);
       if (total === 0n) await this.requireWithinFreeLimit(trx, eventId, buyer.id, input);
-      await trx
-        .insertInto("ticket_orders")
-        .values({
-          id,
-          event_id: eventId,
-          buyer_id: buyer.id,
-          kind: input.kind,
-          quantity: input.quantity,
-          unit_price_cents: unit,
-          total_cents: total,
-          payment_method_id: null,
-          transaction_id: null,
-          status: held ? "awaiting_payment" : "pending",
-          payment_due_at: held ? new Date(Date.now() + this.deps.holdMs) : null,
-        })
-        .execute();
+      await repo.insertOrder(trx, {
+        id,
+        event_id: eventId,
+        buyer_id: buyer.id,
+        kind: input.kind,
+        quantity: input.quantity,
+        unit_price_cents: unit,
+        total_cents: total,
+        payment_method_id: null,
+        transaction_id: null,
+        status: held ? "awaiting_payment" : "pending",
+        payment_due_at: held ? new Date(Date.now() + this.deps.holdMs) : null,
+      });
       if (total === 0n) {
         // Free tickets: nothing to charge, issued at once.
         await this.confirm(trx, id, null);
@@ -123,13 +122,13 @@ export class TicketsService {
     if (order.buyer_id !== actor.userId) throw ApiError.forbidden("Only the buyer may pay a ticket order");
     const method = await this.deps.payments.resolvePaymentMethod(actor.userId, paymentMethodId);
     await transact(async (trx) => {
-      const locked = await trx.selectFrom("ticket_orders").selectAll().where("id", "=", orderId).forUpdate().executeTakeFirstOrThrow();
+      const locked = (await repo.lockOrder(trx, orderId))!;
       if (locked.status !== "awaiting_payment") throw ApiError.conflict("invalid_state", `The order is ${locked.status}: only an order awaiting payment can be paid`);
       if (locked.payment_due_at! <= new Date()) throw ApiError.conflict("invalid_state", `The order's seats were held until ${iso(locked.payment_due_at!)}; buy again`);
       await removeJobs(trx, [`ticket_hold:${orderId}`]);
       const due = locked.total_cents - locked.discount_cents;
       if (due === 0n) {
-        await trx.updateTable("ticket_orders").set({ status: "pending", updated_at: sql<Date>`now()` }).where("id", "=", orderId).execute();
+        await repo.markPending(trx, orderId);
         await this.confirm(trx, orderId, null);
       } else {
         await this.startPayment(trx, locked, actor.userId, method.id, due);
@@ -146,11 +145,7 @@ export class TicketsService {
       { type: "ticket_purchase", referenceId: order.id, amountCents: amount, buyerId, paymentMethodId, description: `${order.quantity} ${order.kind} ticket(s) for ${order.event_id}` },
       { chargeInRequest: true },
     );
-    await trx
-      .updateTable("ticket_orders")
-      .set({ status: "pending", payment_method_id: paymentMethodId, transaction_id: purchase.id, payment_due_at: null, updated_at: sql<Date>`now()` })
-      .where("id", "=", order.id)
-      .execute();
+    await repo.startCharge(trx, order.id, paymentMethodId, purchase.id);
   }
 
   /** After the order's transaction committed: charges a pending order here (its purchase's fallback job otherwise), and reads the outcome. */
@@ -177,15 +172,8 @@ export class TicketsService {
   /** An order still awaiting payment at `payment_due_at` expires: its seats are released. */
   async expireHold(id: string): Promise<boolean> {
     return this.deps.db.transaction().execute(async (trx) => {
-      const order = await trx
-        .updateTable("ticket_orders")
-        .set({ status: "expired", failure_reason: "Not paid before payment_due_at: the seats were released", updated_at: sql<Date>`now()` })
-        .where("id", "=", id)
-        .where("status", "=", "awaiting_payment")
-        .where("payment_due_at", "<=", sql<Date>`now()`)
-        .returningAll()
-        .executeTakeFirst();
-      if (order) await release(trx, order.event_id, order.kind, order.quantity);
+      const order = await repo.expireHold(trx, id);
+      if (order) await repo.releaseSeats(trx, order.event_id, order.kind, order.quantity);
       return Boolean(order);
     });
   }
@@ -197,7 +185,7 @@ export class TicketsService {
    */
   async applyDiscount(trx: Transaction<Database>, userId: string, orderId: string, discount: { pct?: number; usdCents?: bigint }): Promise<{ applied_cents: bigint; description: string } | null> {
     if (!isId("order", orderId)) return null;
-    const order = await trx.selectFrom("ticket_orders").selectAll().where("id", "=", orderId).forUpdate().executeTakeFirst();
+    const order = await repo.lockOrder(trx, orderId);
     if (!order || order.buyer_id !== userId || order.status !== "awaiting_payment" || order.discount_cents > 0n || order.payment_due_at! <= new Date()) return null;
     const wanted = discount.pct !== undefined ? (order.total_cents * BigInt(Math.round(discount.pct * 100))) / 10_000n : (discount.usdCents ?? 0n);
     const applied = wanted > order.total_cents ? order.total_cents : wanted;
@@ -207,7 +195,7 @@ export class TicketsService {
     if (due > 0n && due < minCents) {
       throw ApiError.refused("below_minimum_charge", `The discount would leave ${centsToUsd(due)} USD to pay on order ${orderId}, below the smallest card charge (${centsToUsd(minCents)} USD); nothing was spent`);
     }
-    await trx.updateTable("ticket_orders").set({ discount_cents: applied, updated_at: sql<Date>`now()` }).where("id", "=", orderId).execute();
+    await repo.setDiscount(trx, orderId, applied);
     return { applied_cents: applied, description: `${centsToUsd(applied)} USD off ticket order ${orderId} (now ${centsToUsd(order.total_cents - applied)} USD due)` };
   }
 
@@ -219,7 +207,7 @@ export class TicketsService {
   private async requireWithinHoldLimit(trx: Transaction<Database>, event: PlatformEvent, buyerId: string, input: TicketPurchase): Promise<void> {
     const remaining = remainingOf(event, input.kind);
     if (remaining === null) return;
-    const held = await heldSeats(trx, event.id, buyerId, input.kind);
+    const held = await repo.heldSeats(trx, event.id, buyerId, input.kind);
     const allowed = Math.max(1, Math.floor(this.deps.holdMaxShare * (remaining + input.quantity + held)));
     if (held + input.quantity > allowed) {
       throw ApiError.refused("hold_limit", `Unpaid holds are limited to ${allowed} ${input.kind} seat(s) per buyer now (you hold ${held}); pay with a payment_method_id, or pay your held orders first`, { held, allowed });
@@ -228,7 +216,7 @@ export class TicketsService {
 
   /** Free tickets per user and event kind are capped: one account never takes every free seat. */
   private async requireWithinFreeLimit(trx: Transaction<Database>, eventId: string, buyerId: string, input: TicketPurchase): Promise<void> {
-    const taken = await freeTicketsOf(trx, eventId, buyerId, input.kind);
+    const taken = await repo.freeTicketsOf(trx, eventId, buyerId, input.kind);
     const cap = this.deps.freeTicketsPerUser;
     if (taken + input.quantity > cap) {
       throw ApiError.refused("free_ticket_limit", `Free ${input.kind} tickets are limited to ${cap} per person for this event; you have ${taken}`, { taken, allowed: cap });
@@ -237,7 +225,7 @@ export class TicketsService {
 
   /** Why no seats were reserved: 404, 409 invalid_state (cancelled, ended) or 409 insufficient_tickets. */
   private async refusal(trx: Transaction<Database>, eventId: string, kind: TicketKind, quantity: number): Promise<never> {
-    const event = found(await trx.selectFrom("platform_events").selectAll().where("id", "=", eventId).executeTakeFirst(), "Event");
+    const event = found(await events.find(trx, eventId), "Event");
     if (event.status === "cancelled") throw ApiError.conflict("invalid_state", "The event is cancelled");
     if (!onSale(event, Date.now())) throw ApiError.conflict("invalid_state", `The event ended at ${iso(event.ends_at)}: its tickets are no longer sold`);
     const remaining = remainingOf(event, kind) ?? 0;
@@ -250,16 +238,16 @@ export class TicketsService {
     keyPrefix: "ticket_order",
     // A cancelled event's order is never charged anew.
     beforeCharge: async (db, purchase) => {
-      const event = await db.selectFrom("ticket_orders").innerJoin("platform_events", "platform_events.id", "ticket_orders.event_id").select("platform_events.status").where("ticket_orders.id", "=", purchase.reference_id!).executeTakeFirst();
+      const event = await repo.eventStatusOf(db, purchase.reference_id!);
       return event?.status === "cancelled" ? EVENT_CANCELLED : null;
     },
     onCharged: async (trx, purchase, charge) => {
       const orderId = purchase.reference_id!;
-      const order = await trx.selectFrom("ticket_orders").select("event_id").where("id", "=", orderId).executeTakeFirstOrThrow();
+      const order = await repo.eventIdOf(trx, orderId);
       // The event's row locked against a cancellation (which locks it too): the cancellation is
       // either wholly before (the order fails and the charge goes back) or wholly after (it refunds
-      // the confirmed order). Not a share lock: failing releases seats, an update of the same row.
-      const locked = await trx.selectFrom("platform_events").select("status").where("id", "=", order.event_id).forNoKeyUpdate().executeTakeFirstOrThrow();
+      // the confirmed order).
+      const locked = await events.lockStatus(trx, order.event_id);
       if (locked.status === "cancelled") {
         await this.failOrder(trx, orderId, EVENT_CANCELLED, charge.chargeId);
         return { refund: EVENT_CANCELLED };
@@ -272,7 +260,7 @@ export class TicketsService {
     // A refund of a confirmed order (its event was cancelled); an order whose charge came back after it failed stays failed.
     onRefunded: async (trx, purchase, refund, cause) => {
       if (!cause) return;
-      const order = await trx.selectFrom("ticket_orders").selectAll().where("id", "=", purchase.reference_id!).forUpdate().executeTakeFirstOrThrow();
+      const order = (await repo.lockOrder(trx, purchase.reference_id!))!;
       return order.refund_stage === "refunding" ? [await this.markRefunded(trx, order, refund.id)] : [];
     },
   };
@@ -282,19 +270,12 @@ export class TicketsService {
    * to the buyer, a ledger entry; false when it was no longer pending.
    */
   private async confirm(trx: Transaction<Database>, id: string, charge: { chargeId: string; feeCents: bigint } | null): Promise<boolean> {
-    const order = await trx
-      .updateTable("ticket_orders")
-      .set({ status: "confirmed", charge_id: charge?.chargeId ?? null, fee_cents: charge?.feeCents ?? null, confirmed_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
-      .where("id", "=", id)
-      .where("status", "=", "pending")
-      .returningAll()
-      .executeTakeFirst();
+    const order = await repo.confirmOrder(trx, id, charge);
     if (!order) return false;
-    const tickets = await trx
-      .insertInto("tickets")
-      .values(Array.from({ length: order.quantity }, () => ({ id: newId("ticket"), order_id: order.id, event_id: order.event_id, holder_id: order.buyer_id, kind: order.kind, code: ticketCode(), status: "valid" as const })))
-      .returning(["id"])
-      .execute();
+    const tickets = await repo.insertTickets(
+      trx,
+      Array.from({ length: order.quantity }, () => ({ id: newId("ticket"), order_id: order.id, event_id: order.event_id, holder_id: order.buyer_id, kind: order.kind, code: ticketCode(), status: "valid" as const })),
+    );
     await recordEvent(
       trx,
       "ticket.purchased",
@@ -328,15 +309,9 @@ export class TicketsService {
 
   /** Fails a pending order in `trx` and releases its seats (its purchase's money is the purchase's: refunded when `chargeId` was taken). */
   private async failOrder(trx: Transaction<Database>, id: string, failure: PaymentFailure, chargeId: string | null): Promise<boolean> {
-    const order = await trx
-      .updateTable("ticket_orders")
-      .set({ status: "failed", charge_id: chargeId, failure_code: failure.code, failure_reason: failure.reason, failed_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
-      .where("id", "=", id)
-      .where("status", "=", "pending")
-      .returningAll()
-      .executeTakeFirst();
+    const order = await repo.failOrder(trx, id, failure, chargeId);
     if (!order) return false;
-    await release(trx, order.event_id, order.kind, order.quantity);
+    await repo.releaseSeats(trx, order.event_id, order.kind, order.quantity);
     return true;
   }
 
@@ -349,29 +324,13 @@ export class TicketsService {
    */
   async cancelEvent<T>(eventId: string, answer: (trx: Transaction<Database>) => Promise<T>, transact: Transact = transactOn(this.deps.db)): Promise<T> {
     return transact(async (trx) => {
-      const event = found(isId("event", eventId) ? await lockEvent(trx, eventId) : undefined, "Event");
+      const event = found(isId("event", eventId) ? await events.lock(trx, eventId) : undefined, "Event");
       if (event.status === "cancelled") return answer(trx);
-      await trx
-        .updateTable("platform_events")
-        .set({ status: "cancelled", cancelled_at: sql<Date>`now()`, sequence: sql<number>`sequence + 1`, updated_at: sql<Date>`now()` })
-        .where("id", "=", event.id)
-        .execute();
-      const confirmed = await trx
-        .updateTable("ticket_orders")
-        .set({ refund_stage: "refunding", updated_at: sql<Date>`now()` })
-        .where("event_id", "=", event.id)
-        .where("status", "=", "confirmed")
-        .where("refund_stage", "is", null)
-        .returningAll()
-        .execute();
-      await trx.updateTable("tickets").set({ status: "refunded" }).where("event_id", "=", event.id).where("status", "=", "valid").execute();
+      await events.cancel(trx, event.id);
+      const confirmed = await repo.startRefundsOf(trx, event.id);
+      await repo.refundTicketsOf(trx, event.id);
       // Orders holding seats without payment: nothing was paid, they just fail.
-      await trx
-        .updateTable("ticket_orders")
-        .set({ status: "failed", failure_code: EVENT_CANCELLED.code, failure_reason: "The event was cancelled before the order was paid", failed_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
-        .where("event_id", "=", event.id)
-        .where("status", "=", "awaiting_payment")
-        .execute();
+      await repo.failUnpaidOf(trx, event.id, { code: EVENT_CANCELLED.code, reason: "The event was cancelled before the order was paid" });
       const appends: LedgerAppend[] = [];
       for (const order of confirmed) {
         if (order.transaction_id) {
@@ -387,13 +346,8 @@ export class TicketsService {
 
   /** A confirmed order of a cancelled event, refunded: its state, its tickets' and `ticket.refunded`; the ledger entry to append last. */
   private async markRefunded(trx: Transaction<Database>, order: TicketOrder, refundId: string | null): Promise<LedgerAppend> {
-    const refunded = await trx
-      .updateTable("ticket_orders")
-      .set({ status: "refunded", refund_stage: "refunded", refunded_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
-      .where("id", "=", order.id)
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    const tickets = await trx.selectFrom("tickets").select("id").where("order_id", "=", order.id).orderBy("id").execute();
+    const refunded = await repo.markRefunded(trx, order.id);
+    const tickets = await repo.ticketIdsOf(trx, order.id);
     await recordEvent(
       trx,
       "ticket.refunded",
@@ -425,18 +379,11 @@ export class TicketsService {
     const { db } = this.deps;
     if (!isId("event", eventId)) throw ApiError.notFound("Event");
     const code = normalizeCode(rawCode);
-    const admitted = await db
-      .updateTable("tickets")
-      .set({ status: "checked_in", checked_in_at: sql<Date>`now()`, checked_in_by: actor.userId })
-      .where("event_id", "=", eventId)
-      .where("code", "=", code)
-      .where("status", "=", "valid")
-      .returningAll()
-      .executeTakeFirst();
+    const admitted = await repo.checkIn(db, eventId, code, actor.userId);
     if (admitted) return toTicket(admitted);
-    const ticket = await db.selectFrom("tickets").selectAll().where("event_id", "=", eventId).where("code", "=", code).executeTakeFirst();
+    const ticket = await repo.findByCode(db, eventId, code);
     if (!ticket) {
-      found(await db.selectFrom("platform_events").select("id").where("id", "=", eventId).executeTakeFirst(), "Event");
+      if (!(await events.exists(db, eventId))) throw ApiError.notFound("Event");
       throw ApiError.notFound("Ticket");
     }
     if (ticket.status === "checked_in") throw ApiError.conflict("invalid_state", `The ticket was checked in already, at ${iso(ticket.checked_in_at!)}`);
@@ -448,15 +395,14 @@ export class TicketsService {
   /** The caller's tickets for an event, newest first. */
   async myTickets(actor: Actor, eventId: string, page: Page) {
     if (!isId("event", eventId)) throw ApiError.notFound("Event");
-    found(await this.deps.db.selectFrom("platform_events").select("id").where("id", "=", eventId).executeTakeFirst(), "Event");
-    const query = this.deps.db.selectFrom("tickets").where("event_id", "=", eventId).where("holder_id", "=", actor.userId);
-    const { rows, total } = await paginate(query, page, (q) => q.selectAll().orderBy("created_at", "desc").orderBy("id", "desc"));
+    if (!(await events.exists(this.deps.db, eventId))) throw ApiError.notFound("Event");
+    const { rows, total } = await repo.ticketsOfHolder(this.deps.db, eventId, actor.userId, page);
     return paginated(rows.map(toTicket), page, total);
   }
 
   /** A ticket for its holder and admins; anyone else 404. */
   async getTicket(actor: Actor, id: string) {
-    const ticket = isId("ticket", id) ? await this.deps.db.selectFrom("tickets").selectAll().where("id", "=", id).executeTakeFirst() : undefined;
+    const ticket = isId("ticket", id) ? await repo.findTicket(this.deps.db, id) : undefined;
     if (!ticket || (actor.role !== "admin" && ticket.holder_id !== actor.userId)) throw ApiError.notFound("Ticket");
     return toTicket(ticket);
   }
@@ -469,56 +415,14 @@ export class TicketsService {
   }
 
   private findOrder(id: string): Promise<TicketOrder | undefined> {
-    return this.deps.db.selectFrom("ticket_orders").selectAll().where("id", "=", id).executeTakeFirst();
+    return repo.findOrder(this.deps.db, id);
   }
 
   private async orderIn(db: Kysely<Database>, id: string) {
-    const order = await db.selectFrom("ticket_orders").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
-    const tickets = await db.selectFrom("tickets").selectAll().where("order_id", "=", id).orderBy("id").execute();
+    const order = (await repo.findOrder(db, id))!;
+    const tickets = await repo.ticketsOf(db, id);
     return toOrder(order, tickets);
   }
-}
-
-/** Seats `buyerId` holds unpaid (awaiting payment, not past due) on an event's kind of ticket. */
-function heldSeats(trx: Transaction<Database>, eventId: string, buyerId: string, kind: TicketKind): Promise<number> {
-  return seatsOf(trx, eventId, buyerId, kind, (q) => q.where("status", "=", "awaiting_payment").where("payment_due_at", ">", sql<Date>`now()`));
-}
-
-/** Free tickets `buyerId` has (or is being issued) on an event's kind of ticket. */
-function freeTicketsOf(trx: Transaction<Database>, eventId: string, buyerId: string, kind: TicketKind): Promise<number> {
-  return seatsOf(trx, eventId, buyerId, kind, (q) => q.where("total_cents", "=", 0n).where("status", "in", ["pending", "confirmed"]));
-}
-
-type OrdersQuery = SelectQueryBuilder<Database, "ticket_orders", object>;
-
-/** Seats in `buyerId`'s orders of an event's kind of ticket that `which` picks. */
-async function seatsOf(trx: Transaction<Database>, eventId: string, buyerId: string, kind: TicketKind, which: (q: OrdersQuery) => OrdersQuery): Promise<number> {
-  const orders = trx.selectFrom("ticket_orders").where("event_id", "=", eventId).where("buyer_id", "=", buyerId).where("kind", "=", kind);
-  const row = await which(orders).select(sql<string>`coalesce(sum(quantity), 0)`.as("n")).executeTakeFirstOrThrow();
-  return Number(row.n);
-}
-
-/** Reserves seats: one conditional UPDATE (on sale, the kind offered, within the capacity); the row, or undefined. */
-function reserve(trx: Transaction<Database>, eventId: string, kind: TicketKind, quantity: number): Promise<PlatformEvent | undefined> {
-  const q = trx.updateTable("platform_events").where("id", "=", eventId).where("status", "=", "scheduled").where("ends_at", ">", sql<Date>`now()`);
-  return (
-    kind === "virtual"
-      ? q
-          .set({ virtual_sold: sql<number>`virtual_sold + ${quantity}` })
-          .where("virtual_price_cents", "is not", null)
-          .where(sql<boolean>`(virtual_capacity is null or virtual_sold + ${quantity} <= virtual_capacity)`)
-      : q
-          .set({ in_person_sold: sql<number>`in_person_sold + ${quantity}` })
-          .where("in_person_price_cents", "is not", null)
-          .where(sql<boolean>`in_person_sold + ${quantity} <= in_person_capacity`)
-  )
-    .returningAll()
-    .executeTakeFirst();
-}
-
-async function release(trx: Transaction<Database>, eventId: string, kind: TicketKind, quantity: number): Promise<void> {
-  const q = trx.updateTable("platform_events").where("id", "=", eventId);
-  await (kind === "virtual" ? q.set({ virtual_sold: sql<number>`virtual_sold - ${quantity}` }) : q.set({ in_person_sold: sql<number>`in_person_sold - ${quantity}` })).execute();
 }
 
 function priceOf(e: PlatformEvent, kind: TicketKind): bigint | null {

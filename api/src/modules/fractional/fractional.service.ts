@@ -1,10 +1,9 @@
-import { type Kysely, sql, type Transaction } from "kysely";
+import type { Kysely, Transaction } from "kysely";
 import type { Logger } from "pino";
 import { type Address, type Chain, type Hex, keccak256, type PublicClient, toBytes, type Transport } from "viem";
 import { artSharesAbi } from "../../chain/abi/ArtShares.ts";
-import { IndexerNotReadyError, readViews } from "../../chain/certificates.ts";
+import { IndexerNotReadyError } from "../../chain/certificates.ts";
 import { isRevertWith } from "../../chain/errors.ts";
-import type { IndexerViews } from "../../chain/indexer-schema.ts";
 import { type ChainOperationKind, type ChainOperations, type KeyedFacts } from "../../chain/operations.ts";
 import type { Relayer } from "../../chain/relayer.ts";
 import type { Database, Db } from "../../db/database.ts";
@@ -13,7 +12,7 @@ import { recordEvent } from "../../jobs/outbox.ts";
 import { ApiError, found } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
 import { centsToUsd, usdToCents } from "../../lib/money.ts";
-import { type Page, paginate, paginated } from "../../lib/pagination.ts";
+import { type Page, paginated } from "../../lib/pagination.ts";
 import { iso, isoOrNull } from "../../lib/time.ts";
 import type { ArtworksService } from "../artworks/artworks.service.ts";
 import type { ArtworkLock, OwnershipService } from "../artworks/ownership.ts";
@@ -23,6 +22,7 @@ import type { PaymentFailure } from "../payments/charge-step.ts";
 import type { PaymentsService } from "../payments/payments.service.ts";
 import type { PurchaseKind, Purchases } from "../payments/purchases.ts";
 import type { UsersService } from "../users/users.service.ts";
+import * as repo from "./fractional.repository.ts";
 import type { FractionalArtwork, FractionalPurchase } from "./fractional.tables.ts";
 
 export const CREATE_CLASS_OPERATION = "fractional_create_class";
@@ -67,11 +67,9 @@ export interface FractionalDeps {
  */
 export class FractionalService {
   private readonly log: Logger;
-  private readonly views: Kysely<IndexerViews>;
 
   constructor(private readonly deps: FractionalDeps) {
     this.log = deps.logger.child({ component: "fractional" });
-    this.views = deps.db.withTables<IndexerViews>().withSchema(deps.viewsSchema) as unknown as Kysely<IndexerViews>;
   }
 
   // ---- fractionalize ----
@@ -89,7 +87,7 @@ export class FractionalService {
     const details = { title: artwork.title, artist_id: artwork.artist_id, display_name: (await users.get(artwork.artist_id)).display_name };
     const created = await transact(async (trx) => {
       const locked = (await ownership.lockFor(trx, artwork.id, "fractionalize"))!;
-      const existing = await trx.selectFrom("fractional_artworks").selectAll().where("artwork_id", "=", artwork.id).executeTakeFirst();
+      const existing = await repo.find(trx, artwork.id);
       // A class whose creation failed for good may be asked for again (with new terms); anything else stands.
       if (locked.fractionalized_at || (existing && existing.status !== "failed")) throw ApiError.conflict("conflict", "The artwork is fractionalized already");
       await artworks.markFractionalized(trx, artwork.id);
@@ -101,9 +99,7 @@ export class FractionalService {
         price_per_share_cents: usdToCents(input.price_per_share_usd),
         status: "pending" as const,
       };
-      const row = existing
-        ? await trx.updateTable("fractional_artworks").set({ ...terms, failure_reason: null, updated_at: sql<Date>`now()` }).where("artwork_id", "=", artwork.id).returningAll().executeTakeFirstOrThrow()
-        : await trx.insertInto("fractional_artworks").values({ artwork_id: artwork.id, ...terms }).returningAll().executeTakeFirstOrThrow();
+      const row = existing ? await repo.renew(trx, artwork.id, terms) : await repo.insert(trx, artwork.id, terms);
       await operations.request(trx, { key: classKey(artwork.id), kind: CREATE_CLASS_OPERATION, payload: { artwork_id: artwork.id, token_id: tokenId.toString(), cap: String(input.total_shares) } });
       return toFractionalArtwork(row, details);
     });
@@ -128,10 +124,9 @@ export class FractionalService {
       });
     },
     settled: (err) => isRevertWith(err, "ArtSharesClassExists"),
-    readIndexed: async (fromBlock, toBlock) =>
-      this.classFacts(await readViews(() => this.views.selectFrom("share_class").select(["token_id", "tx_hash"]).where("block_number", ">", fromBlock).where("block_number", "<=", toBlock).execute())),
+    readIndexed: async (fromBlock, toBlock) => this.classFacts(await repo.indexedClassesIn(this.deps.db, this.deps.viewsSchema, fromBlock, toBlock)),
     lookupIndexed: async (ops) =>
-      this.classFacts(await readViews(() => this.views.selectFrom("share_class").select(["token_id", "tx_hash"]).where("token_id", "in", ops.map((op) => BigInt((op.payload as { token_id: string }).token_id))).execute())),
+      this.classFacts(await repo.indexedClassesOf(this.deps.db, this.deps.viewsSchema, ops.map((op) => BigInt((op.payload as { token_id: string }).token_id)))),
     readFromChain: async (ops) => {
       const out: KeyedFacts<ClassFacts>[] = [];
       for (const op of ops) {
@@ -142,18 +137,11 @@ export class FractionalService {
       return out;
     },
     onConfirmed: async (trx, confirmed) => {
-      for (const { op, facts } of confirmed) {
-        await trx
-          .updateTable("fractional_artworks")
-          .set({ status: "active", class_tx_hash: facts.txHash, activated_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
-          .where("artwork_id", "=", (op.payload as { artwork_id: string }).artwork_id)
-          .where("status", "=", "pending")
-          .execute();
-      }
+      for (const { op, facts } of confirmed) await repo.activate(trx, (op.payload as { artwork_id: string }).artwork_id, facts.txHash);
     },
     onFailed: async (trx, op, reason) => {
       const artworkId = (op.payload as { artwork_id: string }).artwork_id;
-      await trx.updateTable("fractional_artworks").set({ status: "failed", failure_reason: reason, updated_at: sql<Date>`now()` }).where("artwork_id", "=", artworkId).execute();
+      await repo.markFailed(trx, artworkId, reason);
       // No shares exist: the work may be listed whole again (or fractionalized anew).
       await this.deps.artworks.markFractionalized(trx, artworkId, false);
     },
@@ -162,11 +150,7 @@ export class FractionalService {
   /** Share classes as facts of the operations that created them (keyed by artwork). */
   private async classFacts(rows: { token_id: bigint; tx_hash: Hex }[]): Promise<KeyedFacts<ClassFacts>[]> {
     if (rows.length === 0) return [];
-    const artworks = await this.deps.db
-      .selectFrom("fractional_artworks")
-      .select(["artwork_id", "token_id"])
-      .where("token_id", "in", rows.map((r) => BigInt(r.token_id)))
-      .execute();
+    const artworks = await repo.artworksOfTokens(this.deps.db, rows.map((r) => BigInt(r.token_id)));
     const byToken = new Map(artworks.map((a) => [a.token_id.toString(), a.artwork_id]));
     return rows.flatMap((r) => {
       const artworkId = byToken.get(r.token_id.toString());
@@ -176,15 +160,14 @@ export class FractionalService {
 
   /** What of this module hangs off an artwork: its share class, once asked for (shareholders may hold parts of it). */
   async locksOf(db: Db, artworkId: string): Promise<ArtworkLock[]> {
-    const fa = await db.selectFrom("fractional_artworks").select(["status", "total_shares"]).where("artwork_id", "=", artworkId).where("status", "in", ["pending", "active"]).executeTakeFirst();
+    const fa = await repo.openClassOf(db, artworkId);
     return fa ? [{ reason: "shares_issued", detail: `it is fractionalized into ${fa.total_shares} shares (${fa.status}); shareholders hold parts of it` }] : [];
   }
 
   // ---- reads ----
 
   async list(page: Page) {
-    const query = this.deps.db.selectFrom("fractional_artworks").where("status", "=", "active");
-    const { rows, total } = await paginate(query, page, (q) => q.selectAll().orderBy("created_at", "desc").orderBy("artwork_id", "desc"));
+    const { rows, total } = await repo.listActive(this.deps.db, page);
     return paginated(await this.views_(rows), page, total);
   }
 
@@ -196,17 +179,12 @@ export class FractionalService {
   /** The shareholders of an artwork's class, from the indexer's balances (largest first), joined to users by wallet. */
   async shareholders(artworkId: string, page: Page) {
     const fa = found(isId("artwork", artworkId) ? await this.findArtwork(artworkId) : undefined, "Fractional artwork");
-    const query = this.views.selectFrom("share_balance").where("token_id", "=", fa.token_id).where("balance", ">", 0n);
-    const { rows, total } = await readViews(() =>
-      paginate(query, page, (q) => q.select(["holder", "balance", "first_acquired_at"]).orderBy("balance", "desc").orderBy("holder")),
-    ).catch((err: unknown) => {
+    const { rows, total } = await repo.indexedHolders(this.deps.db, this.deps.viewsSchema, fa.token_id, page).catch((err: unknown) => {
       if (err instanceof IndexerNotReadyError) return { rows: [], total: 0 };
       throw err;
     });
     const wallets = rows.map((r) => r.holder.toLowerCase());
-    const users = wallets.length
-      ? await this.deps.db.selectFrom("user_directory").select(["id", "wallet_address"]).where(sql`lower(wallet_address)`, "in", wallets).execute()
-      : [];
+    const users = wallets.length ? await repo.usersOfWallets(this.deps.db, wallets) : [];
     const userOf = new Map(users.map((u) => [u.wallet_address.toLowerCase(), u.id]));
     const shareholders = rows.map((r) => ({
       user_id: userOf.get(r.holder.toLowerCase()) ?? null,
@@ -219,17 +197,12 @@ export class FractionalService {
   }
 
   private findArtwork(artworkId: string): Promise<FractionalArtwork | undefined> {
-    return this.deps.db.selectFrom("fractional_artworks").selectAll().where("artwork_id", "=", artworkId).executeTakeFirst();
+    return repo.find(this.deps.db, artworkId);
   }
 
   private async views_(rows: FractionalArtwork[]) {
     if (rows.length === 0) return [];
-    const details = await this.deps.db
-      .selectFrom("artwork_summaries as artworks")
-      .innerJoin("user_directory as users", "users.id", "artworks.artist_id")
-      .select(["artworks.id", "artworks.title", "artworks.artist_id", "users.display_name"])
-      .where("artworks.id", "in", rows.map((r) => r.artwork_id))
-      .execute();
+    const details = await repo.artworkDetails(this.deps.db, rows.map((r) => r.artwork_id));
     const byId = new Map(details.map((d) => [d.id, d]));
     return rows.map((r) => toFractionalArtwork(r, byId.get(r.artwork_id)!));
   }
@@ -249,19 +222,12 @@ export class FractionalService {
     if (!owner) throw ApiError.refused("owner_unknown", "The artwork's certificate is held by a wallet no user of the platform has: a purchase would pay nobody");
     if (owner.id === buyer.id) throw ApiError.refused("own_artwork", "You hold this artwork's certificate: you cannot buy its shares");
     const created = await transact(async (trx) => {
-      const fa = await trx.selectFrom("fractional_artworks").selectAll().where("artwork_id", "=", artworkId).executeTakeFirst();
+      const fa = await repo.find(trx, artworkId);
       if (!fa) throw ApiError.notFound("Fractional artwork");
       if (fa.status !== "active") throw ApiError.conflict("invalid_state", `The artwork's shares are ${fa.status === "pending" ? "not on-chain yet; retry shortly" : "not for sale (its share class could not be created)"}`);
-      // The reservation: one conditional UPDATE, so concurrent purchases can never exceed the cap.
-      const reserved = await trx
-        .updateTable("fractional_artworks")
-        .set({ shares_sold: sql<number>`shares_sold + ${input.shares_quantity}`, owner_id: owner.id, updated_at: sql<Date>`now()` })
-        .where("artwork_id", "=", artworkId)
-        .where(sql<boolean>`shares_sold + ${input.shares_quantity} <= total_shares`)
-        .returningAll()
-        .executeTakeFirst();
+      const reserved = await repo.reserveShares(trx, artworkId, input.shares_quantity, owner.id);
       if (!reserved) {
-        const now = (await trx.selectFrom("fractional_artworks").select(["total_shares", "shares_sold"]).where("artwork_id", "=", artworkId).executeTakeFirstOrThrow());
+        const now = await repo.sharesOf(trx, artworkId);
         throw new ApiError(409, "insufficient_shares", `Only ${now.total_shares - now.shares_sold} shares are available; you asked for ${input.shares_quantity}`, { available: now.total_shares - now.shares_sold });
       }
       const id = newId("fractionalPurchase");
@@ -281,26 +247,22 @@ export class FractionalService {
         },
         { chargeInRequest: true },
       );
-      const purchase = await trx
-        .insertInto("fractional_purchases")
-        .values({
-          id,
-          artwork_id: artworkId,
-          token_id: fa.token_id,
-          buyer_id: buyer.id,
-          buyer_wallet: buyer.wallet_address.toLowerCase(),
-          owner_id: owner.id,
-          shares: input.shares_quantity,
-          price_per_share_cents: fa.price_per_share_cents,
-          total_cents: total,
-          payment_method_id: method.id,
-          transaction_id: transactionId,
-          purchase_key: purchaseKeyOf(id),
-          status: "pending",
-          stage: "charging",
-        })
-        .returningAll()
-        .executeTakeFirstOrThrow();
+      const purchase = await repo.insertPurchase(trx, {
+        id,
+        artwork_id: artworkId,
+        token_id: fa.token_id,
+        buyer_id: buyer.id,
+        buyer_wallet: buyer.wallet_address.toLowerCase(),
+        owner_id: owner.id,
+        shares: input.shares_quantity,
+        price_per_share_cents: fa.price_per_share_cents,
+        total_cents: total,
+        payment_method_id: method.id,
+        transaction_id: transactionId,
+        purchase_key: purchaseKeyOf(id),
+        status: "pending",
+        stage: "charging",
+      });
       return toPurchase(purchase);
     });
     const id = created.purchase_id;
@@ -319,7 +281,7 @@ export class FractionalService {
   }
 
   private findPurchase(id: string): Promise<FractionalPurchase | undefined> {
-    return this.deps.db.selectFrom("fractional_purchases").selectAll().where("id", "=", id).executeTakeFirst();
+    return repo.findPurchase(this.deps.db, id);
   }
 
   /** Share purchases as a kind of purchase: what happens at each step of their payment (payments/purchases.ts). */
@@ -327,14 +289,7 @@ export class FractionalService {
     type: "share_purchase",
     keyPrefix: "share_purchase",
     onCharged: async (trx, purchase, charge) => {
-      const p = await trx
-        .updateTable("fractional_purchases")
-        .set({ stage: "minting", charge_id: charge.chargeId, fee_cents: charge.feeCents, updated_at: sql<Date>`now()` })
-        .where("id", "=", purchase.reference_id!)
-        .where("status", "=", "pending")
-        .where("stage", "=", "charging")
-        .returningAll()
-        .executeTakeFirst();
+      const p = await repo.startMint(trx, purchase.reference_id!, charge);
       if (!p) return { refund: { code: "purchase_closed", reason: "The purchase was closed before its payment" } };
       await this.deps.operations.request(trx, {
         key: mintKey(p.id),
@@ -349,19 +304,9 @@ export class FractionalService {
 
   /** Fails a pending purchase in `trx` and releases its shares; the money is its purchase's (refunded when charged). */
   private async fail(trx: Transaction<Database>, id: string, failure: PaymentFailure): Promise<FractionalPurchase | undefined> {
-    const p = await trx
-      .updateTable("fractional_purchases")
-      .set({ status: "failed", stage: "done", failure_code: failure.code, failure_reason: failure.reason, failed_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
-      .where("id", "=", id)
-      .where("status", "=", "pending")
-      .returningAll()
-      .executeTakeFirst();
+    const p = await repo.failPurchase(trx, id, failure);
     if (!p) return undefined;
-    await trx
-      .updateTable("fractional_artworks")
-      .set({ shares_sold: sql<number>`shares_sold - ${p.shares}`, updated_at: sql<Date>`now()` })
-      .where("artwork_id", "=", p.artwork_id)
-      .execute();
+    await repo.releaseShares(trx, p.artwork_id, p.shares);
     return p;
   }
 
@@ -382,12 +327,9 @@ export class FractionalService {
       });
     },
     settled: (err) => isRevertWith(err, "ArtSharesPurchaseAlreadyMinted"),
-    readIndexed: async (fromBlock, toBlock) =>
-      this.mintFacts(await readViews(() => this.views.selectFrom("share_mint").select(["purchase_key", "tx_hash"]).where("block_number", ">", fromBlock).where("block_number", "<=", toBlock).execute())),
+    readIndexed: async (fromBlock, toBlock) => this.mintFacts(await repo.indexedMintsIn(this.deps.db, this.deps.viewsSchema, fromBlock, toBlock)),
     lookupIndexed: async (ops) =>
-      this.mintFacts(
-        await readViews(() => this.views.selectFrom("share_mint").select(["purchase_key", "tx_hash"]).where("purchase_key", "in", ops.map((op) => (op.payload as { purchase_key: Hex }).purchase_key)).execute()),
-      ),
+      this.mintFacts(await repo.indexedMintsOf(this.deps.db, this.deps.viewsSchema, ops.map((op) => (op.payload as { purchase_key: Hex }).purchase_key))),
     readFromChain: async (ops) => {
       const out: KeyedFacts<MintFacts>[] = [];
       for (const op of ops) {
@@ -422,11 +364,7 @@ export class FractionalService {
 
   private async mintFacts(rows: { purchase_key: Hex; tx_hash: Hex }[]): Promise<KeyedFacts<MintFacts>[]> {
     if (rows.length === 0) return [];
-    const purchases = await this.deps.db
-      .selectFrom("fractional_purchases")
-      .select(["id", "purchase_key"])
-      .where("purchase_key", "in", rows.map((r) => r.purchase_key.toLowerCase()))
-      .execute();
+    const purchases = await repo.purchasesOfKeys(this.deps.db, rows.map((r) => r.purchase_key.toLowerCase()));
     const byKey = new Map(purchases.map((p) => [p.purchase_key, p.id]));
     return rows.flatMap((r) => {
       const id = byKey.get(r.purchase_key.toLowerCase());
@@ -436,33 +374,16 @@ export class FractionalService {
 
   /** A minted purchase, in the confirming transaction: confirmed, its transaction completed, its event; the ledger entry to append. */
   private async confirm(trx: Transaction<Database>, facts: MintFacts) {
-    const p = await trx
-      .updateTable("fractional_purchases")
-      .set({ status: "confirmed", stage: "done", mint_tx_hash: facts.txHash, confirmed_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
-      .where("purchase_key", "=", facts.purchaseKey)
-      .where("status", "=", "pending")
-      .returningAll()
-      .executeTakeFirst();
+    const p = await repo.confirmPurchase(trx, facts.purchaseKey, facts.txHash);
     if (!p) return null;
-    const fa = await trx
-      .updateTable("fractional_artworks")
-      .set({ shares_confirmed: sql<number>`shares_confirmed + ${p.shares}`, updated_at: sql<Date>`now()` })
-      .where("artwork_id", "=", p.artwork_id)
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    const fa = await repo.confirmShares(trx, p.artwork_id, p.shares);
     // The buyer's holding after this mint: the indexed balance (transfers included), or the
     // confirmed purchases while the indexer lags.
-    const views = (trx as unknown as Kysely<any>).withTables<IndexerViews>().withSchema(this.deps.viewsSchema) as unknown as Kysely<IndexerViews>;
-    const indexed = await readViews(() => views.selectFrom("share_balance").select("balance").where("token_id", "=", p.token_id).where("holder", "=", p.buyer_wallet as Hex).executeTakeFirst()).catch(
-      () => undefined,
-    );
+    const indexed = await repo.indexedBalance(trx, this.deps.viewsSchema, p.token_id, p.buyer_wallet as Hex).catch(() => undefined);
     let held = indexed ? Number(indexed.balance) : 0;
-    if (held < p.shares) {
-      const sum = await trx.selectFrom("fractional_purchases").select(sql<string>`coalesce(sum(shares), 0)`.as("n")).where("artwork_id", "=", p.artwork_id).where("buyer_id", "=", p.buyer_id).where("status", "=", "confirmed").executeTakeFirstOrThrow();
-      held = Number(sum.n);
-    }
+    if (held < p.shares) held = await repo.confirmedSharesOf(trx, p.artwork_id, p.buyer_id);
     const bps = Math.round((held * 10_000) / fa.total_shares);
-    await trx.updateTable("fractional_purchases").set({ new_ownership_bps: bps }).where("id", "=", p.id).execute();
+    await repo.setOwnershipBps(trx, p.id, bps);
     const fee = p.fee_cents ?? 0n;
     const completed = (await this.deps.purchases.complete(trx, p.transaction_id, { payoutCents: p.total_cents - fee, chainTx: facts.txHash }))!;
     await recordEvent(

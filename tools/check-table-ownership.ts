@@ -35,8 +35,8 @@ const REWARDS_POINTS = "rewards' points move to the rewards module's own tables"
 
 /** Today's violations in code being rewritten elsewhere; remove an entry with its violation (a stale entry fails the check). */
 export const ALLOWED: Allowed[] = [
-  { file: "api/src/modules/rewards/rewards.service.ts", table: "artworks", reason: REWARDS_POINTS },
-  { file: "api/src/modules/rewards/rewards.service.ts", table: "users", reason: REWARDS_POINTS },
+  { file: "api/src/modules/rewards/rewards.repository.ts", table: "artworks", reason: REWARDS_POINTS },
+  { file: "api/src/modules/rewards/rewards.repository.ts", table: "users", reason: REWARDS_POINTS },
 ];
 
 const QUERY_METHODS = new Set(["selectFrom", "insertInto", "updateTable", "deleteFrom", "mergeInto", "replaceInto", "innerJoin", "leftJoin", "rightJoin", "fullJoin", "table"]);

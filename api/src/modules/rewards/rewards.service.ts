@@ -1,4 +1,4 @@
-import { type Kysely, sql, type Transaction } from "kysely";
+import type { Kysely, Transaction } from "kysely";
 import type { Database } from "../../db/database.ts";
 import { type Transact, transactOn } from "../../db/transact.ts";
 import type { OutboxEvent } from "../../jobs/outbox.ts";
@@ -6,10 +6,11 @@ import { randomCode } from "../../lib/codes.ts";
 import { ApiError, found } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
 import { centsToUsd, usdToCents } from "../../lib/money.ts";
-import { type Page, paginate, paginated } from "../../lib/pagination.ts";
+import { type Page, paginated } from "../../lib/pagination.ts";
 import { iso } from "../../lib/time.ts";
 import type { Actor } from "../../lib/actor.ts";
-import { artworksNamedBy, type Earning, earningsOf, nextThreshold, TIERS } from "./rewards.rules.ts";
+import * as repo from "./rewards.repository.ts";
+import { artworksNamedBy, type Earning, earningsOf, nextThreshold } from "./rewards.rules.ts";
 import type { RewardCreate, RewardPatch } from "./rewards.schemas.ts";
 import type { Reward } from "./rewards.tables.ts";
 
@@ -22,13 +23,6 @@ export interface DiscountTarget {
   prefix: string;
   apply(trx: Transaction<Database>, userId: string, orderId: string, discount: { pct?: number; usdCents?: bigint }): Promise<{ applied_cents: bigint; description: string } | null>;
 }
-
-/** The tier of `lifetime_points` in SQL (TIERS), for the statement that moves the points. */
-const tierCase = (lifetime: ReturnType<typeof sql>) =>
-  sql`case ${sql.join(
-    [...TIERS].reverse().map((t) => sql`when ${lifetime} >= ${t.from} then ${t.tier}`),
-    sql` `,
-  )} end`;
 
 /**
  * Rewards (README, Rewards): points earned from what users do elsewhere (the outbox handler: the
@@ -56,7 +50,7 @@ export class RewardsService {
   readonly onEvents = async (events: OutboxEvent[]): Promise<void> => {
     const artworkIds = [...new Set(events.flatMap(artworksNamedBy))];
     const artists = new Map(
-      artworkIds.length === 0 ? [] : (await this.deps.db.selectFrom("artworks").select(["id", "artist_id"]).where("id", "in", artworkIds).execute()).map((a) => [a.id, a.artist_id]),
+      artworkIds.length === 0 ? [] : (await repo.artistsOf(this.deps.db, artworkIds)).map((a) => [a.id, a.artist_id]),
     );
     const earnings = events.flatMap((event) => earningsOf(event, (artworkId) => artists.get(artworkId) ?? null).map((e) => ({ ...e, eventId: event.id })));
     if (earnings.length > 0) await this.earn(earnings);
@@ -66,40 +60,23 @@ export class RewardsService {
    * Writes each earning unless its source key was written before, and moves the users' sums by what
    * was written, in one statement, after locking the users' rows in id order. Two dispatchers whose
    * claims share users (or share events: one replays what another holds) then wait for each other
-   * instead of deadlocking, whatever the order of their events. `updated_at` stays the profile's:
-   * points have their own timestamps in the ledger.
+   * instead of deadlocking, whatever the order of their events.
    */
   private async earn(earnings: (Earning & { eventId: string })[]): Promise<void> {
     const users = [...new Set(earnings.map((e) => e.userId))].sort();
     await this.deps.db.transaction().execute(async (trx) => {
-      await trx.selectFrom("users").select("id").where("id", "in", users).orderBy("id").forNoKeyUpdate().execute();
-      await trx
-        .with("written", (db) =>
-          db
-            .insertInto("reward_ledger")
-            .values(
-              earnings.map((e) => ({ id: newId("rewardEvent"), user_id: e.userId, type: "earned" as const, points: e.points, reason: e.reason, reference_id: e.referenceId, source_key: `${e.eventId}:${e.rule}:${e.userId}` })),
-            )
-            .onConflict((oc) => oc.column("source_key").doNothing())
-            .returning(["user_id", "points"]),
-        )
-        .with("earned", (db) => db.selectFrom("written").select(["user_id", sql<number>`sum(points)::int`.as("points")]).groupBy("user_id"))
-        .updateTable("users")
-        .from("earned")
-        .set({
-          service_points: sql<number>`users.service_points + earned.points`,
-          lifetime_points: sql<number>`users.lifetime_points + earned.points`,
-          tier: tierCase(sql`users.lifetime_points + earned.points`) as never,
-        })
-        .whereRef("users.id", "=", "earned.user_id")
-        .execute();
+      await repo.lockUsers(trx, users);
+      await repo.creditEarnings(
+        trx,
+        earnings.map((e) => ({ id: newId("rewardEvent"), user_id: e.userId, type: "earned" as const, points: e.points, reason: e.reason, reference_id: e.referenceId, source_key: `${e.eventId}:${e.rule}:${e.userId}` })),
+      );
     });
   }
 
   // ---- reads ----
 
   async balance(userId: string) {
-    const u = await this.deps.db.selectFrom("users").select(["id", "service_points", "lifetime_points", "tier"]).where("id", "=", userId).executeTakeFirstOrThrow();
+    const u = await repo.pointsOf(this.deps.db, userId);
     const next = nextThreshold(u.lifetime_points);
     return {
       user_id: u.id,
@@ -113,8 +90,7 @@ export class RewardsService {
 
   /** The caller's own ledger, newest first. */
   async history(userId: string, page: Page) {
-    const query = this.deps.db.selectFrom("reward_ledger").where("user_id", "=", userId);
-    const { rows, total } = await paginate(query, page, (q) => q.selectAll().orderBy("created_at", "desc").orderBy("id", "desc"));
+    const { rows, total } = await repo.ledgerOf(this.deps.db, userId, page);
     return paginated(
       rows.map((r) => ({ event_id: r.id, type: r.type, points: r.points, reason: r.reason, reference_id: r.reference_id, created_at: iso(r.created_at) })),
       page,
@@ -123,8 +99,7 @@ export class RewardsService {
   }
 
   async catalog(page: Page, all = false) {
-    const query = all ? this.deps.db.selectFrom("rewards") : this.deps.db.selectFrom("rewards").where("active", "=", true);
-    const { rows, total } = await paginate(query, page, (q) => q.selectAll().orderBy("points_cost").orderBy("id"));
+    const { rows, total } = await repo.listRewards(this.deps.db, page, all);
     return paginated(rows.map(toReward), page, total);
   }
 
@@ -132,21 +107,17 @@ export class RewardsService {
 
   create(actor: Actor, input: RewardCreate, transact: Transact = transactOn(this.deps.db)) {
     return transact(async (trx) => {
-      const row = await trx
-        .insertInto("rewards")
-        .values({
-          id: newId("reward"),
-          name: input.name,
-          points_cost: input.points_cost,
-          kind: input.kind,
-          discount_pct: input.discount_pct ?? null,
-          discount_cents: input.discount_usd !== undefined ? usdToCents(input.discount_usd) : null,
-          stock: input.stock ?? null,
-          active: input.active,
-          created_by: actor.userId,
-        })
-        .returningAll()
-        .executeTakeFirstOrThrow();
+      const row = await repo.insertReward(trx, {
+        id: newId("reward"),
+        name: input.name,
+        points_cost: input.points_cost,
+        kind: input.kind,
+        discount_pct: input.discount_pct ?? null,
+        discount_cents: input.discount_usd !== undefined ? usdToCents(input.discount_usd) : null,
+        stock: input.stock ?? null,
+        active: input.active,
+        created_by: actor.userId,
+      });
       return toReward(row);
     });
   }
@@ -154,22 +125,16 @@ export class RewardsService {
   /** Name, cost, stock (not below what was redeemed: 409) and `active`; the kind and discount stay. */
   async update(id: string, patch: RewardPatch) {
     return this.deps.db.transaction().execute(async (trx) => {
-      const reward = found(isId("reward", id) ? await trx.selectFrom("rewards").selectAll().where("id", "=", id).forUpdate().executeTakeFirst() : undefined, "Reward");
+      const reward = found(isId("reward", id) ? await repo.lockReward(trx, id) : undefined, "Reward");
       if (patch.stock !== undefined && patch.stock !== null && patch.stock < reward.redeemed_count) {
         throw ApiError.conflict("invalid_state", `${reward.redeemed_count} were redeemed already: the stock cannot go below that`);
       }
-      const row = await trx
-        .updateTable("rewards")
-        .set({
-          ...(patch.name !== undefined ? { name: patch.name } : {}),
-          ...(patch.points_cost !== undefined ? { points_cost: patch.points_cost } : {}),
-          ...(patch.stock !== undefined ? { stock: patch.stock } : {}),
-          ...(patch.active !== undefined ? { active: patch.active } : {}),
-          updated_at: sql<Date>`now()`,
-        })
-        .where("id", "=", reward.id)
-        .returningAll()
-        .executeTakeFirstOrThrow();
+      const row = await repo.updateReward(trx, reward.id, {
+        ...(patch.name !== undefined ? { name: patch.name } : {}),
+        ...(patch.points_cost !== undefined ? { points_cost: patch.points_cost } : {}),
+        ...(patch.stock !== undefined ? { stock: patch.stock } : {}),
+        ...(patch.active !== undefined ? { active: patch.active } : {}),
+      });
       return toReward(row);
     });
   }
@@ -184,7 +149,7 @@ export class RewardsService {
    * order of the caller awaiting payment (refused with nothing spent otherwise).
    */
   async redeem(actor: Actor, input: { reward_id: string; points_to_spend: number; order_id?: string | undefined }, transact: Transact) {
-    const reward = found(isId("reward", input.reward_id) ? await this.deps.db.selectFrom("rewards").selectAll().where("id", "=", input.reward_id).executeTakeFirst() : undefined, "Reward");
+    const reward = found(isId("reward", input.reward_id) ? await repo.findReward(this.deps.db, input.reward_id) : undefined, "Reward");
     if (input.points_to_spend !== reward.points_cost) {
       throw ApiError.validation([{ field: "points_to_spend", code: "invalid_value", message: `must equal the reward's cost, ${reward.points_cost} points` }]);
     }
@@ -195,30 +160,17 @@ export class RewardsService {
       throw ApiError.validation([{ field: "order_id", code: "invalid_value", message: "a code reward applies to no order" }]);
     }
     return transact(async (trx) => {
-      const taken = await trx
-        .updateTable("rewards")
-        .set({ redeemed_count: sql<number>`redeemed_count + 1`, updated_at: sql<Date>`now()` })
-        .where("id", "=", reward.id)
-        .where("active", "=", true)
-        .where(sql<boolean>`(stock is null or redeemed_count < stock)`)
-        .returningAll()
-        .executeTakeFirst();
+      const taken = await repo.takeFromStock(trx, reward.id);
       if (!taken) {
-        const now = await trx.selectFrom("rewards").select(["active", "stock", "redeemed_count"]).where("id", "=", reward.id).executeTakeFirstOrThrow();
+        const now = await repo.stockOf(trx, reward.id);
         throw ApiError.conflict("invalid_state", now.active ? `The reward is out of stock (${now.stock} redeemed)` : "The reward is not active");
       }
       if (taken.points_cost !== input.points_to_spend) {
         throw ApiError.validation([{ field: "points_to_spend", code: "invalid_value", message: `must equal the reward's cost, ${taken.points_cost} points` }]);
       }
-      const spent = await trx
-        .updateTable("users")
-        .set({ service_points: sql<number>`service_points - ${taken.points_cost}` })
-        .where("id", "=", actor.userId)
-        .where("service_points", ">=", taken.points_cost)
-        .returning("service_points")
-        .executeTakeFirst();
-      if (!spent) {
-        const { service_points } = await trx.selectFrom("users").select("service_points").where("id", "=", actor.userId).executeTakeFirstOrThrow();
+      const remaining = await repo.spendPoints(trx, actor.userId, taken.points_cost);
+      if (remaining === undefined) {
+        const service_points = await repo.servicePointsOf(trx, actor.userId);
         throw new ApiError(409, "insufficient_points", `The reward costs ${taken.points_cost} points; your balance is ${service_points}`, { balance: service_points });
       }
       const id = newId("redemption");
@@ -235,25 +187,18 @@ export class RewardsService {
         discountCents = applied.applied_cents;
         description = `${taken.name}: ${applied.description}`;
       }
-      await trx
-        .insertInto("reward_ledger")
-        .values({ id: newId("rewardEvent"), user_id: actor.userId, type: "redeemed", points: -taken.points_cost, reason: `Redeemed: ${taken.name}`, reference_id: id, source_key: `redemption:${id}` })
-        .execute();
-      const row = await trx
-        .insertInto("reward_redemptions")
-        .values({
-          id,
-          user_id: actor.userId,
-          reward_id: taken.id,
-          reward_name: description,
-          points_spent: taken.points_cost,
-          activation_code: taken.kind === "code" ? activationCode() : null,
-          order_id: input.order_id ?? null,
-          discount_cents: discountCents,
-          remaining_balance: spent.service_points,
-        })
-        .returningAll()
-        .executeTakeFirstOrThrow();
+      await repo.insertLedgerRow(trx, { id: newId("rewardEvent"), user_id: actor.userId, type: "redeemed", points: -taken.points_cost, reason: `Redeemed: ${taken.name}`, reference_id: id, source_key: `redemption:${id}` });
+      const row = await repo.insertRedemption(trx, {
+        id,
+        user_id: actor.userId,
+        reward_id: taken.id,
+        reward_name: description,
+        points_spent: taken.points_cost,
+        activation_code: taken.kind === "code" ? activationCode() : null,
+        order_id: input.order_id ?? null,
+        discount_cents: discountCents,
+        remaining_balance: remaining,
+      });
       return {
         redemption_id: row.id,
         reward_id: row.reward_id,

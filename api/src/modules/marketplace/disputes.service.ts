@@ -125,8 +125,9 @@ export class DisputesService {
         .where("id", "=", id)
         .returningAll()
         .executeTakeFirstOrThrow();
-      if (input.resolution === "refund") {
-        await purchases.refund(trx, dispute.transaction_id, { reason: "dispute", actorId: admin.userId, referenceId: id, note: input.note ?? null, forced: force });
+      const cause = { reason: "dispute", actorId: admin.userId, referenceId: id, note: input.note ?? null, forced: force };
+      if (input.resolution === "refund" && !(await purchases.refund(trx, dispute.transaction_id, cause))) {
+        throw ApiError.conflict("invalid_state", "The sale's payment is not one that can be refunded now (not completed, or being refunded already)");
       }
       await ledger.append(trx, {
         kind: "dispute.resolved",

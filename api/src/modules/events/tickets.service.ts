@@ -252,7 +252,7 @@ export class TicketsService {
         await this.failOrder(trx, orderId, EVENT_CANCELLED, charge.chargeId);
         return { refund: EVENT_CANCELLED };
       }
-      await this.confirm(trx, orderId, { chargeId: charge.chargeId, feeCents: charge.feeCents });
+      return (await this.confirm(trx, orderId, { chargeId: charge.chargeId, feeCents: charge.feeCents })) ? "completed" : undefined;
     },
     onPaymentFailed: async (trx, purchase, failure) => {
       await this.failOrder(trx, purchase.reference_id!, failure, null);

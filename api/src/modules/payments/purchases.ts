@@ -1,7 +1,7 @@
 import { type Kysely, sql, type Transaction, type UpdateObject } from "kysely";
 import type { Logger } from "pino";
 import type { Database, Db } from "../../db/database.ts";
-import { enqueue, removeJobs, type Task } from "../../jobs/queue.ts";
+import { enqueue, type Task } from "../../jobs/queue.ts";
 import { newId } from "../../lib/ids.ts";
 import type { LedgerAppend, LedgerService } from "../ledger/ledger.service.ts";
 import { chargeStep, type PaymentFailure } from "./charge-step.ts";
@@ -46,10 +46,11 @@ export interface PurchaseKind {
   beforeCharge?(db: Db, purchase: Purchase): Promise<PaymentFailure | null>;
   /**
    * The charge succeeded, in the transaction that records it: the module's effect starts (a chain
-   * operation whose confirmation calls `complete`) or is done (it calls `complete` here). `{ refund }`:
-   * the effect can no longer happen (the module has undone its own part); the charge goes back.
+   * operation whose confirmation calls `complete`), or is done (it called `complete` here and its
+   * ledger entry names the charge: `"completed"`). `{ refund }`: the effect can no longer happen (the
+   * module has undone its own part); the charge goes back.
    */
-  onCharged(trx: Transaction<Database>, purchase: Purchase, charge: ChargeResult): Promise<void | { refund: PaymentFailure }>;
+  onCharged(trx: Transaction<Database>, purchase: Purchase, charge: ChargeResult): Promise<void | "completed" | { refund: PaymentFailure }>;
   /** The payment failed for good (declined, refused, retries spent, `beforeCharge`): the module releases what it reserved. */
   onPaymentFailed(trx: Transaction<Database>, purchase: Purchase, failure: PaymentFailure): Promise<void>;
   /** A refund went through: of a completed purchase (`cause` given) or of one whose effect failed. Ledger entries to append after the component's. */
@@ -172,8 +173,9 @@ export class Purchases {
     const p = await this.find(db, id);
     if (!p || p.status !== "pending" || p.stage !== "charging") return;
     const kind = this.kindOf(p.type);
-    if (p.charge_started_at === null) {
-      const refusal = await kind.beforeCharge?.(db, p);
+    // Only a kind that may give up before charging needs to know whether a charge may exist.
+    if (kind.beforeCharge && p.charge_started_at === null) {
+      const refusal = await kind.beforeCharge(db, p);
       if (refusal) {
         await db.transaction().execute((trx) => this.failPayment(trx, id, refusal));
         return;
@@ -221,9 +223,11 @@ export class Purchases {
       }
       return;
     }
-    await removeJobs(trx, [chargeJobKey(id)]);
+    // The fallback job, if still queued, finds the purchase moved on and does nothing.
     const outcome = await this.kindOf(moved.type).onCharged(trx, moved, charge);
-    if (outcome?.refund) await this.failEffect(trx, id, outcome.refund);
+    if (typeof outcome === "object") await this.failEffect(trx, id, outcome.refund);
+    // Completed at once, the kind's own entry records the charge (one append: the ledger's lock serializes them).
+    if (outcome === "completed") return;
     await this.deps.ledger.append(trx, {
       kind: "payment.charged",
       subjectId: moved.reference_id ?? id,
@@ -237,7 +241,6 @@ export class Purchases {
   private async failPayment(trx: Transaction<Database>, id: string, failure: PaymentFailure): Promise<void> {
     const p = await this.move(trx, id, "charging", { status: "failed", stage: "done", failure_code: failure.code, failure_reason: failure.reason, failed_at: sql<Date>`now()` });
     if (!p) return;
-    await removeJobs(trx, [chargeJobKey(id)]);
     await this.kindOf(p.type).onPaymentFailed(trx, p, failure);
     await this.deps.ledger.append(trx, {
       kind: "payment.failed",

@@ -213,12 +213,15 @@ export class FractionalService {
     const { users, payments } = this.deps;
     if (!isId("artwork", artworkId)) throw ApiError.notFound("Fractional artwork");
     this.requireContract();
-    const buyer = await users.get(actor.userId);
-    const method = await payments.resolvePaymentMethod(buyer.id, input.payment_method_id);
-    // The proceeds go to whoever holds the certificate now (the chain's answer), never to oneself.
     const seen = found(await this.findArtwork(artworkId), "Fractional artwork");
     payments.requireChargeable(seen.price_per_share_cents * BigInt(input.shares_quantity), "shares_quantity", `${input.shares_quantity} share(s) at ${centsToUsd(seen.price_per_share_cents)} USD`);
-    const owner = (await this.deps.ownership.holderOfCertificate(artworkId, seen.token_id)).user;
+    // The proceeds go to whoever holds the certificate now (the chain's answer), never to oneself.
+    const [buyer, method, holder] = await Promise.all([
+      users.get(actor.userId),
+      payments.resolvePaymentMethod(actor.userId, input.payment_method_id),
+      this.deps.ownership.holderOfCertificate(artworkId, seen.token_id),
+    ]);
+    const owner = holder.user;
     if (!owner) throw ApiError.refused("owner_unknown", "The artwork's certificate is held by a wallet no user of the platform has: a purchase would pay nobody");
     if (owner.id === buyer.id) throw ApiError.refused("own_artwork", "You hold this artwork's certificate: you cannot buy its shares");
     const created = await transact(async (trx) => {

@@ -46,8 +46,8 @@ export class DisputesService {
     if (!seen || (actor.role !== "admin" && seen.buyer_id !== actor.userId && seen.seller_id !== actor.userId)) throw ApiError.notFound("Transaction");
     if (seen.buyer_id !== actor.userId) throw ApiError.forbidden("Only the buyer may dispute a sale");
     return transact(async (trx) => {
-      // The artwork's lock first: a dispute is never opened beside a listing of the artwork (its refund could not unwind a resale).
-      await ownership.lockFor(trx, seen.artwork_id, "dispute");
+      // The artwork's lock first: the last sale's dispute is never opened beside a listing of the artwork (its refund could not unwind a resale).
+      if ((await sales.lastSaleIdOf(trx, seen.artwork_id)) === seen.id) await ownership.lockFor(trx, seen.artwork_id, "dispute");
       const sale = (await sales.lock(trx, transactionId))!;
       if (sale.status !== "completed") throw ApiError.conflict("invalid_state", `The sale is ${sale.status}: only a completed sale can be disputed`);
       const deadline = sale.completed_at!.getTime() + DISPUTE_WINDOW_DAYS * 86_400_000;
@@ -104,8 +104,8 @@ export class DisputesService {
     const unwind = input.resolution === "refund" && !force ? await this.unwindRefusal(sale, await users.get(sale.buyer_id)) : null;
     return transact(async (trx) => {
       if (input.resolution === "refund" && !force) {
-        await ownership.lockFor(trx, sale.artwork_id, "return", FORCE_HINT);
         if (unwind) throw unwind;
+        await ownership.lockFor(trx, sale.artwork_id, "return", FORCE_HINT);
       }
       const dispute = await trx.selectFrom("disputes").selectAll().where("id", "=", id).forUpdate().executeTakeFirst();
       if (!dispute) throw ApiError.notFound("Dispute");

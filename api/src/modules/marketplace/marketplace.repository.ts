@@ -33,15 +33,17 @@ export function openListingOf(db: Db, artworkId: string): Promise<Listing | unde
 }
 
 /**
- * The sale of the artwork whose dispute is open, or resolved with a refund still unwinding (the
- * money or the certificate on its way back), if any.
+ * The dispute of the artwork's last sale that is open, or resolved with a refund still unwinding
+ * (the money or the certificate on its way back), if any. A dispute of an earlier sale locks
+ * nothing: the work has been sold on since, so its refund could not bring it back anyway.
  */
 export function unsettledDisputeOf(db: Db, artworkId: string): Promise<{ id: string; transaction_id: string } | undefined> {
   return db
     .selectFrom("disputes")
-    .innerJoin("sales", "sales.id", "disputes.transaction_id")
     .select(["disputes.id", "disputes.transaction_id"])
-    .where("sales.artwork_id", "=", artworkId)
+    .where("disputes.transaction_id", "=", (eb) =>
+      eb.selectFrom("sales").select("id").where("artwork_id", "=", artworkId).where("status", "in", ["completed", "refunded"]).orderBy("completed_at", "desc").limit(1),
+    )
     .where((eb) => eb.or([eb("disputes.status", "=", "open"), eb("disputes.refund_status", "=", "pending"), eb("disputes.certificate_return", "=", "pending")]))
     .limit(1)
     .executeTakeFirst();

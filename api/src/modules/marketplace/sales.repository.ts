@@ -25,14 +25,15 @@ export function move(db: Db, id: string, from: readonly SaleStatus[], to: SaleSt
     .executeTakeFirst();
 }
 
-/** Sales whose charge step has not finished after `olderThanMs` (its job is the durable path; this is the sweep behind it). */
-export function stuckPendingPayment(db: Db, olderThanMs: number, limit: number): Promise<{ id: string }[]> {
-  return db
+/** The id of the artwork's last sale that went through (completed, or refunded since): whose buyer it went to last. */
+export async function lastSaleIdOf(db: Db, artworkId: string): Promise<string | undefined> {
+  const row = await db
     .selectFrom("sales")
     .select("id")
-    .where("status", "=", "pending_payment")
-    .where("updated_at", "<", sql<Date>`now() - ${olderThanMs} * interval '1 millisecond'`)
-    .orderBy("updated_at")
-    .limit(limit)
-    .execute();
+    .where("artwork_id", "=", artworkId)
+    .where("status", "in", ["completed", "refunded"])
+    .orderBy("completed_at", "desc")
+    .limit(1)
+    .executeTakeFirst();
+  return row?.id;
 }

@@ -13,9 +13,9 @@ const tierCase = (lifetime: ReturnType<typeof sql>) =>
 
 // ---- points (columns of users, written by rewards only) ----
 
-/** The artists of artworks. */
+/** The artists of artworks (the artworks module's view). */
 export function artistsOf(db: Db, artworkIds: string[]): Promise<{ id: string; artist_id: string }[]> {
-  return db.selectFrom("artworks").select(["id", "artist_id"]).where("id", "in", artworkIds).execute();
+  return db.selectFrom("artwork_summaries").select(["id", "artist_id"]).where("id", "in", artworkIds).execute();
 }
 
 /** Locks the users' rows in id order (the ORDER BY): one order for every earning, so that two never deadlock. */

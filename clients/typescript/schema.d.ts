@@ -459,9 +459,9 @@ export interface paths {
         put?: never;
         /**
          * Subscribe a URL to events
-         * @description Events: artwork.certified, artwork.certification_failed, offer.created, offer.accepted, offer.rejected, offer.expired, payment.completed, fractional.purchase_confirmed, ticket.purchased, ticket.refunded, challenge.joined; `*` subscribes to all. The URL must be https and resolve only to public addresses (checked now and before every delivery).
+         * @description Events: artwork.certified, artwork.certification_failed, offer.created, offer.accepted, offer.rejected, offer.expired, payment.completed, fractional.purchase_confirmed, ticket.purchased, ticket.refunded, challenge.joined, reward.points_reversed; `*` subscribes to all. The URL must be https and resolve only to public addresses (checked now and before every delivery).
          *
-         *     A subscription receives only the events that concern its owner: `artwork.certified` (the artwork's artist), `artwork.certification_failed` (the artwork's artist), `offer.created` (the buyer and the seller), `offer.accepted` (the buyer and the seller), `offer.rejected` (the buyer and the seller), `offer.expired` (the buyer and the seller), `payment.completed` (the buyer and the seller), `fractional.purchase_confirmed` (the buyer of the shares and the owner who fractionalized the artwork), `ticket.purchased` (the buyer of the tickets), `ticket.refunded` (the buyer of the tickets (their event was cancelled)), `challenge.joined` (the submitter (and admins)). An admin may set `all_users: true` to receive every user's events; anyone else gets 403 `forbidden`.
+         *     A subscription receives only the events that concern its owner: `artwork.certified` (the artwork's artist), `artwork.certification_failed` (the artwork's artist), `offer.created` (the buyer and the seller), `offer.accepted` (the buyer and the seller), `offer.rejected` (the buyer and the seller), `offer.expired` (the buyer and the seller), `payment.completed` (the buyer and the seller), `fractional.purchase_confirmed` (the buyer of the shares and the owner who fractionalized the artwork), `ticket.purchased` (the buyer of the tickets), `ticket.refunded` (the buyer of the tickets (their event was cancelled)), `challenge.joined` (the submitter (and admins)), `reward.points_reversed` (the user whose points were taken back). An admin may set `all_users: true` to receive every user's events; anyone else gets 403 `forbidden`.
          *
          *     The answer carries the signing secret (`whsec_…`), shown only here and on rotation. Deliveries are signed with `X-Service-Signature` and the Standard Webhooks headers; see the README's Webhooks section.
          *
@@ -1910,11 +1910,33 @@ export interface paths {
         };
         /**
          * Your points history
-         * @description Points earned and redeemed (negative), newest first; only your own.
+         * @description Points earned, reversed, redeemed and given back, newest first, each with its source; only your own. A reversal may take the balance below zero (points already spent): redemptions wait until it is back at their cost.
          *
          *     Requires a bearer token with the `rewards:read` scope.
          */
         get: operations["listRewardsHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/rewards/rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How points are earned and taken back
+         * @description The earning rules, from the table the computation uses (docs/rewards.md): each earns once per source and user, and is reversed once when its source stops standing.
+         *
+         *     Public: works without a token (a token, if sent, must be valid).
+         */
+        get: operations["listRewardRules"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2773,13 +2795,13 @@ export interface components {
              */
             url: string;
             /**
-             * @description Event names, or ["*"] for all: artwork.certified, artwork.certification_failed, offer.created, offer.accepted, offer.rejected, offer.expired, payment.completed, fractional.purchase_confirmed, ticket.purchased, ticket.refunded, challenge.joined
+             * @description Event names, or ["*"] for all: artwork.certified, artwork.certification_failed, offer.created, offer.accepted, offer.rejected, offer.expired, payment.completed, fractional.purchase_confirmed, ticket.purchased, ticket.refunded, challenge.joined, reward.points_reversed
              * @example [
              *       "artwork.certified",
              *       "offer.accepted"
              *     ]
              */
-            events: ("artwork.certified" | "artwork.certification_failed" | "offer.created" | "offer.accepted" | "offer.rejected" | "offer.expired" | "payment.completed" | "fractional.purchase_confirmed" | "ticket.purchased" | "ticket.refunded" | "challenge.joined" | "*")[];
+            events: ("artwork.certified" | "artwork.certification_failed" | "offer.created" | "offer.accepted" | "offer.rejected" | "offer.expired" | "payment.completed" | "fractional.purchase_confirmed" | "ticket.purchased" | "ticket.refunded" | "challenge.joined" | "reward.points_reversed" | "*")[];
             description?: string | null;
             /**
              * @description true: every user's events, not only the events that concern you (admins only, with the admin:read scope; 403 otherwise). false (default): only your own events (your artworks, offers, payments...).
@@ -2807,13 +2829,13 @@ export interface components {
              */
             url?: string;
             /**
-             * @description Event names, or ["*"] for all: artwork.certified, artwork.certification_failed, offer.created, offer.accepted, offer.rejected, offer.expired, payment.completed, fractional.purchase_confirmed, ticket.purchased, ticket.refunded, challenge.joined
+             * @description Event names, or ["*"] for all: artwork.certified, artwork.certification_failed, offer.created, offer.accepted, offer.rejected, offer.expired, payment.completed, fractional.purchase_confirmed, ticket.purchased, ticket.refunded, challenge.joined, reward.points_reversed
              * @example [
              *       "artwork.certified",
              *       "offer.accepted"
              *     ]
              */
-            events?: ("artwork.certified" | "artwork.certification_failed" | "offer.created" | "offer.accepted" | "offer.rejected" | "offer.expired" | "payment.completed" | "fractional.purchase_confirmed" | "ticket.purchased" | "ticket.refunded" | "challenge.joined" | "*")[];
+            events?: ("artwork.certified" | "artwork.certification_failed" | "offer.created" | "offer.accepted" | "offer.rejected" | "offer.expired" | "payment.completed" | "fractional.purchase_confirmed" | "ticket.purchased" | "ticket.refunded" | "challenge.joined" | "reward.points_reversed" | "*")[];
             description?: string | null;
             /**
              * @description disabled stops deliveries; active re-enables
@@ -4385,13 +4407,23 @@ export interface components {
             data: {
                 /** @example rev_01JD3Y5V0Q3G7W7J6T4N4C2X1M */
                 event_id: string;
-                /** @enum {string} */
-                type: "earned" | "redeemed";
-                /** @description Negative when redeemed */
+                /**
+                 * @description earned (+), reversal (-: the source stopped standing), redeemed (-), redemption_reversed (+: its order did not go through), adjustment (an opening balance)
+                 * @enum {string}
+                 */
+                type: "earned" | "redeemed" | "reversal" | "redemption_reversed" | "adjustment";
+                /** @description Negative when redeemed or reversed */
                 points: number;
                 reason: string;
                 /** @description What earned them (an artwork, a transaction, an order, a post...) or the redemption */
                 reference_id: string;
+                source: {
+                    /** @description certification, sale, share_purchase, ticket_order, post, challenge_submission, challenge_win, redemption, adjustment */
+                    type: string;
+                    id: string;
+                } | null;
+                /** @description The earning rule (GET /v1/rewards/rules) of an earning or its reversal */
+                rule: string | null;
                 /**
                  * Format: date-time
                  * @example 2026-11-22T10:00:00.000Z
@@ -4399,6 +4431,17 @@ export interface components {
                 created_at: string;
             }[];
             pagination: components["schemas"]["Pagination"];
+        };
+        RewardRules: {
+            data: {
+                rule: string;
+                source_type: string;
+                /** @description The event that makes the source stand */
+                event: string;
+                who: string;
+                points: string;
+                reversed_when: string;
+            }[];
         };
         RewardList: {
             data: components["schemas"]["Reward"][];
@@ -13256,6 +13299,62 @@ export interface operations {
             };
             /** @description Insufficient scope, not the owner, or account suspended */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listRewardRules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RewardRules"];
+                };
+            };
+            /** @description Malformed request, invalid parameter or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, invalid, expired or revoked bearer token */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -107,6 +107,7 @@ const EXCLUDED: Record<string, string> = {
   "GET /v1/events/{id}/calendar.ics": PUBLIC_READ,
   "GET /v1/rewards/balance": "the caller's own balance: no id to cross (another's history: GET /v1/rewards/history)",
   "GET /v1/rewards/catalog": PUBLIC_READ,
+  "GET /v1/rewards/rules": PUBLIC_READ,
   "POST /v1/rewards/redeem": "spends the caller's own points; another user's order_id is refused like an unknown one, 409 (rewards.test.ts)",
   "GET /v1/admin/rewards": ADMIN_ONLY,
   "POST /v1/admin/rewards": ADMIN_ONLY,

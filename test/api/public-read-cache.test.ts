@@ -31,6 +31,7 @@ const INTERNAL_TABLES = [
   "payment_methods",
   "reward_ledger",
   "reward_redemptions",
+  "reward_sources",
   "sandbox_charges",
   "sandbox_processing_errors",
   "sandbox_refunds",

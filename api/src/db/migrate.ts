@@ -32,6 +32,15 @@ class FoldersMigrationProvider implements MigrationProvider {
 
 /** Applies every pending migration; concurrent starters serialize on Kysely's migration lock. */
 export async function migrateToLatest(db: Kysely<any>, folders: readonly string[] = migrationFolders()): Promise<void> {
+  await migrate(db, folders, (migrator) => migrator.migrateToLatest());
+}
+
+/** Applies the pending migrations up to `name` included (a test of one migration on the data before it). */
+export async function migrateUpTo(db: Kysely<any>, name: string): Promise<void> {
+  await migrate(db, migrationFolders(), (migrator) => migrator.migrateTo(name));
+}
+
+async function migrate(db: Kysely<any>, folders: readonly string[], run: (migrator: Migrator) => ReturnType<Migrator["migrateToLatest"]>): Promise<void> {
   const migrator = new Migrator({
     db,
     provider: new FoldersMigrationProvider(folders),
@@ -39,7 +48,7 @@ export async function migrateToLatest(db: Kysely<any>, folders: readonly string[
     // for ours when the indexer reached this database first.
     migrationTableSchema: "public",
   });
-  const { error, results } = await migrator.migrateToLatest();
+  const { error, results } = await run(migrator);
   const failed = results?.find((r) => r.status === "Error");
   if (error || failed) {
     const cause = error instanceof Error ? error : new Error(String(error));

@@ -19,7 +19,8 @@ export class AccountsService {
     return transact(async (trx) => {
       const user = await this.users.createCustodialUser(trx, input);
       const key = await this.auth.createApiKey(user.id, "default", trx);
-      return { ...toAdminView(user), api_key: { id: key.id, secret: key.secret } };
+      // A new user has earned nothing: bronze.
+      return { ...toAdminView({ ...user, tier: "bronze" }), api_key: { id: key.id, secret: key.secret } };
     });
   }
 

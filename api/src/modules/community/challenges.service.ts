@@ -132,6 +132,7 @@ export class ChallengesService {
       if (submission.winner_rank !== null) throw ApiError.conflict("invalid_state", "A winning submission cannot be withdrawn");
       await repo.deleteSubmission(trx, submission.id);
       await this.deps.posts.removePost(trx, submission.post_id, actor.userId, reason ?? null);
+      await recordEvent(trx, "challenge.withdrawn", { challenge_id: challenge.id, user_id: submission.user_id, submission_id: submission.id, withdrawn_by: actor.userId, withdrawn_at: iso(new Date()) }, [submission.user_id]);
       await repo.adjustSubmissions(trx, challenge.id, -1);
     });
   }

@@ -74,8 +74,11 @@ export class PostsService {
   }
 
   /** Removes a post in the caller's transaction (a withdrawn submission's). */
-  removePost(db: Db, id: string, by: string, reason: string | null): Promise<Post> {
-    return repo.remove(db, id, by, reason);
+  /** Removes a post in the caller's transaction, telling its author (`post.deleted`: what it earned is taken back). */
+  async removePost(db: Db, id: string, by: string, reason: string | null): Promise<Post> {
+    const removed = await repo.remove(db, id, by, reason);
+    await recordEvent(db, "post.deleted", { post_id: removed.id, author_id: removed.author_id, type: removed.type, removed_by: by, reason: reason ?? "The post was deleted", deleted_at: iso(removed.removed_at!) }, [removed.author_id]);
+    return removed;
   }
 
   /** Refuses an artwork that does not exist or is deleted (400); the artwork when it is visible. */
@@ -123,7 +126,7 @@ export class PostsService {
       if (post.type === "challenge_submission") {
         throw ApiError.conflict("invalid_state", `This post is a challenge submission: withdraw it with DELETE /v1/community/challenges/${post.challenge_id}/submissions/${post.submission_id}`);
       }
-      const removed = await repo.remove(trx, id, actor.userId, reason ?? null);
+      const removed = await this.removePost(trx, id, actor.userId, reason ?? null);
       return { post_id: removed.id, removed: true, removed_at: iso(removed.removed_at!) };
     });
   }

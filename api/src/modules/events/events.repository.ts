@@ -72,6 +72,11 @@ export function artistsOf(db: Db, eventId: string): Promise<{ id: string; displa
     .execute();
 }
 
+/** The (event, artist) pairs of these events. */
+export function featuredArtistsOf(db: Db, eventIds: string[]): Promise<{ event_id: string; artist_id: string }[]> {
+  return db.selectFrom("event_artists").select(["event_id", "artist_id"]).where("event_id", "in", eventIds).execute();
+}
+
 /** How many artists each of the events has (events without any are absent). */
 export async function countArtists(db: Db, eventIds: string[]): Promise<Map<string, number>> {
   const rows = await db

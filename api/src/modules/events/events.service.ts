@@ -108,6 +108,14 @@ export class EventsService {
   }
 
   /** The event, for its calendar entry. */
+  /** The artists each of the events features (an event featuring none is absent). */
+  async featuredArtists(eventIds: string[]): Promise<Map<string, Set<string>>> {
+    const rows = await repo.featuredArtistsOf(this.deps.db, eventIds);
+    const out = new Map<string, Set<string>>();
+    for (const r of rows) out.set(r.event_id, (out.get(r.event_id) ?? new Set()).add(r.artist_id));
+    return out;
+  }
+
   async find(id: string): Promise<PlatformEvent> {
     return found(isId("event", id) ? await repo.find(this.deps.db, id) : undefined, "Event");
   }

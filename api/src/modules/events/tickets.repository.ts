@@ -138,13 +138,14 @@ export function startRefundsOf(db: Db, eventId: string): Promise<TicketOrder[]> 
     .execute();
 }
 
-/** The event's orders awaiting payment, failed with `failure`. */
-export async function failUnpaidOf(db: Db, eventId: string, failure: { code: string; reason: string }): Promise<void> {
-  await db
+/** The event's orders awaiting payment, failed with `failure`; those orders. */
+export function failUnpaidOf(db: Db, eventId: string, failure: { code: string; reason: string }): Promise<TicketOrder[]> {
+  return db
     .updateTable("ticket_orders")
     .set({ status: "failed", failure_code: failure.code, failure_reason: failure.reason, failed_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
     .where("event_id", "=", eventId)
     .where("status", "=", "awaiting_payment")
+    .returningAll()
     .execute();
 }
 

@@ -173,8 +173,10 @@ export class TicketsService {
   async expireHold(id: string): Promise<boolean> {
     return this.deps.db.transaction().execute(async (trx) => {
       const order = await repo.expireHold(trx, id);
-      if (order) await repo.releaseSeats(trx, order.event_id, order.kind, order.quantity);
-      return Boolean(order);
+      if (!order) return false;
+      await repo.releaseSeats(trx, order.event_id, order.kind, order.quantity);
+      await closed(trx, order);
+      return true;
     });
   }
 
@@ -312,6 +314,7 @@ export class TicketsService {
     const order = await repo.failOrder(trx, id, failure, chargeId);
     if (!order) return false;
     await repo.releaseSeats(trx, order.event_id, order.kind, order.quantity);
+    await closed(trx, order);
     return true;
   }
 
@@ -330,7 +333,7 @@ export class TicketsService {
       const confirmed = await repo.startRefundsOf(trx, event.id);
       await repo.refundTicketsOf(trx, event.id);
       // Orders holding seats without payment: nothing was paid, they just fail.
-      await repo.failUnpaidOf(trx, event.id, { code: EVENT_CANCELLED.code, reason: "The event was cancelled before the order was paid" });
+      for (const unpaid of await repo.failUnpaidOf(trx, event.id, { code: EVENT_CANCELLED.code, reason: "The event was cancelled before the order was paid" })) await closed(trx, unpaid);
       const appends: LedgerAppend[] = [];
       for (const order of confirmed) {
         if (order.transaction_id) {
@@ -347,6 +350,7 @@ export class TicketsService {
   /** A confirmed order of a cancelled event, refunded: its state, its tickets' and `ticket.refunded`; the ledger entry to append last. */
   private async markRefunded(trx: Transaction<Database>, order: TicketOrder, refundId: string | null): Promise<LedgerAppend> {
     const refunded = await repo.markRefunded(trx, order.id);
+    await closed(trx, refunded);
     const tickets = await repo.ticketIdsOf(trx, order.id);
     await recordEvent(
       trx,
@@ -427,6 +431,15 @@ export class TicketsService {
 
 function priceOf(e: PlatformEvent, kind: TicketKind): bigint | null {
   return kind === "virtual" ? e.virtual_price_cents : e.in_person_price_cents;
+}
+
+/**
+ * An order that had a reward's discount and did not go through (failed, expired, refunded) says so
+ * to its buyer (`ticket_order.closed`, internal): the points spent on the discount come back.
+ */
+async function closed(trx: Transaction<Database>, order: TicketOrder): Promise<void> {
+  if (order.discount_cents === 0n) return;
+  await recordEvent(trx, "ticket_order.closed", { order_id: order.id, event_id: order.event_id, buyer_id: order.buyer_id, status: order.status, discount_usd: centsToUsd(order.discount_cents) }, [order.buyer_id]);
 }
 
 /** A ticket's door code: 26 characters of Crockford base 32, 130 random bits. */

@@ -222,7 +222,15 @@ export class SalesService {
     // A completed sale refunded by a dispute (the dispute's rules); a failed settlement's refund changes nothing more here.
     onRefunded: async (trx, purchase, refund, cause) => {
       if (cause?.reason !== "dispute" || !cause.referenceId) return;
-      await repo.move(trx, purchase.id, ["completed"], "refunded");
+      const sale = await repo.move(trx, purchase.id, ["completed"], "refunded");
+      if (sale) {
+        await recordEvent(
+          trx,
+          "sale.refunded",
+          { tx_id: sale.id, artwork_id: sale.artwork_id, buyer_id: sale.buyer_id, seller_id: sale.seller_id, refunded_usd: centsToUsd(refund.amountCents), reason: "The sale was refunded (a dispute)", refunded_at: iso(new Date()) },
+          [sale.buyer_id, sale.seller_id],
+        );
+      }
       return this.onDisputeRefunded?.(trx, cause.referenceId, refund.id);
     },
   };

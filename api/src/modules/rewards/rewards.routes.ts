@@ -22,12 +22,24 @@ export function registerRewardRoutes(api: ApiRouter, rewards: RewardsService): v
     path: "/v1/rewards/history",
     operationId: "listRewardsHistory",
     summary: "Your points history",
-    description: "Points earned and redeemed (negative), newest first; only your own.",
+    description: "Points earned, reversed, redeemed and given back, newest first, each with its source; only your own. A reversal may take the balance below zero (points already spent): redemptions wait until it is back at their cost.",
     tags,
     auth: { scope: "rewards:read" },
     query: s.listQuery,
     response: s.historySchema,
     handler: ({ auth, query }) => rewards.history(auth.userId, query),
+  });
+
+  api.route({
+    method: "get",
+    path: "/v1/rewards/rules",
+    operationId: "listRewardRules",
+    summary: "How points are earned and taken back",
+    description: "The earning rules, from the table the computation uses (docs/rewards.md): each earns once per source and user, and is reversed once when its source stops standing.",
+    tags,
+    auth: { public: true },
+    response: s.rulesSchema,
+    handler: async () => rewards.rules(),
   });
 
   api.route({

@@ -1,78 +1,184 @@
 import type { OutboxEvent } from "../../jobs/outbox.ts";
-import type { Tier } from "../users/users.tables.ts";
+import type { Tier } from "../../lib/tiers.ts";
 
 /**
- * What earns points (README, Rewards): one rule per event, each naming who earns what. An event
- * earns once per (event, user, rule): the ledger's `source_key` is `<event id>:<rule>:<user>`.
- * Amounts in USD earn whole points per dollar, rounded down.
+ * What earns points and what takes them back (docs/rewards.md): one table, from which both the
+ * computation below and the documented text (`GET /v1/rewards/rules`, the README) are derived.
+ * Each rule earns once per source and user; a source that stops standing is reversed once.
  */
-export const EARNING_RULES = [
-  { event: "artwork.certified", rule: "certified", who: "the artist", points: "50" },
-  { event: "payment.completed", rule: "bought", who: "the buyer of a marketplace sale", points: "1 per USD paid" },
-  { event: "payment.completed", rule: "sold", who: "the seller of a marketplace sale", points: "1 per USD of the price" },
-  { event: "fractional.purchase_confirmed", rule: "shares", who: "the buyer of shares", points: "1 per USD paid" },
-  { event: "ticket.purchased", rule: "tickets", who: "the buyer of tickets", points: "5 per order, plus 1 per USD paid" },
-  { event: "post.created", rule: "post", who: "the author of a post (artwork share or discussion)", points: "10" },
-  { event: "challenge.joined", rule: "joined", who: "the submitter to a challenge", points: "25" },
-  { event: "challenge.winners_named", rule: "won", who: "each winner", points: "500 for first place, 300 for second, 150 for any other" },
-] as const;
+
+export type SourceType = "certification" | "sale" | "share_purchase" | "ticket_order" | "post" | "challenge_submission" | "challenge_win";
+
+/** How many points: a fixed number, plus whole points per USD of a payload field (rounded down); or by the winner's place. */
+export type Points = { fixed?: number; perUsd?: readonly string[]; paidOnly?: boolean } | { byPlace: readonly [number, number, number] };
+
+export interface EarningRule {
+  rule: string;
+  source: SourceType;
+  /** The outbox event that makes the source stand, and the payload field naming it. */
+  event: string;
+  sourceId: string;
+  /** The payload field naming who earns (challenge wins: each winner). */
+  earner: string;
+  who: string;
+  points: Points;
+  /** Payload conditions: a post earns only as an artwork share or a discussion. */
+  only?: { field: string; in: readonly string[] };
+  /** The outbox events that say the source stopped standing (same source id field, same earner field). */
+  reversedBy: readonly string[];
+  reversedWhen: string;
+}
+
+export const EARNING_RULES: readonly EarningRule[] = [
+  { rule: "certified", source: "certification", event: "artwork.certified", sourceId: "artwork_id", earner: "artist_id", who: "the artist", points: { fixed: 50 }, reversedBy: [], reversedWhen: "never" },
+  { rule: "bought", source: "sale", event: "payment.completed", sourceId: "tx_id", earner: "buyer_id", who: "the buyer of a marketplace sale", points: { perUsd: ["amount_usd"] }, reversedBy: ["sale.refunded"], reversedWhen: "the sale is refunded" },
+  { rule: "sold", source: "sale", event: "payment.completed", sourceId: "tx_id", earner: "seller_id", who: "the seller of a marketplace sale", points: { perUsd: ["amount_usd"] }, reversedBy: ["sale.refunded"], reversedWhen: "the sale is refunded" },
+  {
+    rule: "shares",
+    source: "share_purchase",
+    event: "fractional.purchase_confirmed",
+    sourceId: "purchase_id",
+    earner: "buyer_id",
+    who: "the buyer of shares",
+    points: { perUsd: ["total_paid_usd"] },
+    reversedBy: [],
+    reversedWhen: "never (a confirmed purchase of minted shares is not refunded)",
+  },
+  {
+    rule: "tickets",
+    source: "ticket_order",
+    event: "ticket.purchased",
+    sourceId: "order_id",
+    earner: "buyer_id",
+    who: "the buyer of paid tickets to an event that does not feature them",
+    points: { fixed: 5, perUsd: ["paid_usd", "total_usd"], paidOnly: true },
+    reversedBy: ["ticket.refunded"],
+    reversedWhen: "the order is refunded (its event cancelled)",
+  },
+  {
+    rule: "post",
+    source: "post",
+    event: "post.created",
+    sourceId: "post_id",
+    earner: "author_id",
+    who: "the author of an artwork share or a discussion",
+    points: { fixed: 10 },
+    only: { field: "type", in: ["artwork_share", "discussion"] },
+    reversedBy: ["post.deleted"],
+    reversedWhen: "the post is deleted",
+  },
+  { rule: "joined", source: "challenge_submission", event: "challenge.joined", sourceId: "submission_id", earner: "user_id", who: "the submitter to a challenge", points: { fixed: 25 }, reversedBy: ["challenge.withdrawn"], reversedWhen: "the submission is withdrawn" },
+  { rule: "won", source: "challenge_win", event: "challenge.winners_named", sourceId: "submission_id", earner: "user_id", who: "each winner of a challenge", points: { byPlace: [500, 300, 150] }, reversedBy: [], reversedWhen: "never" },
+];
+
+/** The rules as documented (`GET /v1/rewards/rules`): the same table, in words. */
+export function describedRules() {
+  return EARNING_RULES.map((r) => ({ rule: r.rule, source_type: r.source, event: r.event, who: r.who, points: pointsText(r.points), reversed_when: r.reversedWhen }));
+}
+
+function pointsText(points: Points): string {
+  if ("byPlace" in points) return `${points.byPlace[0]} for first place, ${points.byPlace[1]} for second, ${points.byPlace[2]} for any other`;
+  const parts = [...(points.fixed ? [`${points.fixed}`] : []), ...(points.perUsd ? ["1 per USD paid"] : [])];
+  return `${parts.join(" + ")}${points.paidOnly ? " (paid orders only: free ones earn nothing)" : ""}`;
+}
+
+/** Every outbox event type the rewards module listens to. */
+export const RULE_EVENTS: readonly string[] = [...new Set(EARNING_RULES.flatMap((r) => [r.event, ...r.reversedBy]))];
+
+export interface SourceRef {
+  type: SourceType;
+  id: string;
+}
 
 export interface Earning {
   userId: string;
+  source: SourceRef;
   rule: string;
   points: number;
   reason: string;
-  referenceId: string;
 }
 
-const perDollar = (usd: unknown): number => (typeof usd === "number" && Number.isFinite(usd) && usd > 0 ? Math.floor(usd) : 0);
+export interface Reversal {
+  userId: string;
+  source: SourceRef;
+  rule: string;
+  reason: string;
+}
+
+/** What a batch of events needs to know beyond their payloads: artworks' artists, events' featured artists. */
+export interface EarningContext {
+  artistOf(artworkId: string): string | null;
+  /** Whether `userId` is featured as an artist by the ticket order's event (its tickets earn nothing). */
+  features(eventId: string, userId: string): boolean;
+}
+
 const str = (v: unknown): string | null => (typeof v === "string" && v.length > 0 ? v : null);
+const perDollar = (usd: unknown): number => (typeof usd === "number" && Number.isFinite(usd) && usd > 0 ? Math.floor(usd) : 0);
 
-/** The artworks whose artists an event's earnings name (earningsOf's `artistOf` is asked for these). */
-export function artworksNamedBy(event: OutboxEvent): string[] {
-  const artworkId = event.type === "artwork.certified" ? str(event.payload.artwork_id) : null;
-  return artworkId ? [artworkId] : [];
+/** The artworks and events whose artists an event's earnings need (the context is asked about these). */
+export function contextNeeds(event: OutboxEvent): { artworks: string[]; events: string[] } {
+  const artwork = event.type === "artwork.certified" ? str(event.payload.artwork_id) : null;
+  const platformEvent = event.type === "ticket.purchased" ? str(event.payload.event_id) : null;
+  return { artworks: artwork ? [artwork] : [], events: platformEvent ? [platformEvent] : [] };
 }
 
-/** The earnings an event makes (zero-point ones left out); `artistOf` knows the artists of artworksNamedBy(event). */
-export function earningsOf(event: OutboxEvent, artistOf: (artworkId: string) => string | null): Earning[] {
+/** The earnings an event makes (none of zero points), by the table. */
+export function earningsOf(event: OutboxEvent, ctx: EarningContext): Earning[] {
   const p = event.payload;
   const out: Earning[] = [];
-  const add = (userId: string | null, rule: string, points: number, reason: string, referenceId: string | null) => {
-    if (userId && points > 0) out.push({ userId, rule, points, reason, referenceId: referenceId ?? event.id });
-  };
-  switch (event.type) {
-    case "artwork.certified": {
-      const artworkId = str(p.artwork_id);
-      if (artworkId) add(artistOf(artworkId), "certified", 50, "Artwork certified on-chain", artworkId);
-      break;
-    }
-    case "payment.completed":
-      add(str(p.buyer_id), "bought", perDollar(p.amount_usd), "Marketplace purchase", str(p.tx_id));
-      add(str(p.seller_id), "sold", perDollar(p.amount_usd), "Marketplace sale", str(p.tx_id));
-      break;
-    case "fractional.purchase_confirmed":
-      add(str(p.buyer_id), "shares", perDollar(p.total_paid_usd), "Fractional shares purchased", str(p.purchase_id));
-      break;
-    case "ticket.purchased":
-      add(str(p.buyer_id), "tickets", 5 + perDollar(p.paid_usd ?? p.total_usd), "Event tickets purchased", str(p.order_id));
-      break;
-    case "post.created":
-      if (p.type === "artwork_share" || p.type === "discussion") add(str(p.author_id), "post", 10, "Community post", str(p.post_id));
-      break;
-    case "challenge.joined":
-      add(str(p.user_id), "joined", 25, "Challenge joined", str(p.submission_id));
-      break;
-    case "challenge.winners_named":
-      for (const w of Array.isArray(p.winners) ? (p.winners as { user_id?: unknown; rank?: unknown; submission_id?: unknown }[]) : []) {
-        const rank = typeof w.rank === "number" ? w.rank : 0;
-        if (rank < 1) continue;
-        add(str(w.user_id), `won:${rank}`, rank === 1 ? 500 : rank === 2 ? 300 : 150, `Challenge won (place ${rank})`, str(w.submission_id));
+  for (const r of EARNING_RULES) {
+    if (r.event !== event.type) continue;
+    if (r.only && !r.only.in.includes(String(p[r.only.field]))) continue;
+    if ("byPlace" in r.points) {
+      for (const w of Array.isArray(p.winners) ? (p.winners as Record<string, unknown>[]) : []) {
+        const place = typeof w.rank === "number" ? w.rank : 0;
+        const userId = str(w[r.earner]);
+        const sourceId = str(w[r.sourceId]);
+        if (place < 1 || !userId || !sourceId) continue;
+        out.push({ userId, source: { type: r.source, id: sourceId }, rule: r.rule, points: r.points.byPlace[Math.min(place, 3) - 1]!, reason: `Challenge won (place ${place})` });
       }
-      break;
+      continue;
+    }
+    const sourceId = str(p[r.sourceId]);
+    const userId = r.source === "certification" && sourceId ? ctx.artistOf(sourceId) : str(p[r.earner]);
+    if (!sourceId || !userId) continue;
+    if (r.source === "ticket_order" && ctx.features(String(p.event_id), userId)) continue;
+    const usd = r.points.perUsd?.map((field) => p[field]).find((v) => typeof v === "number");
+    const paid = perDollar(usd);
+    if (r.points.paidOnly && !(typeof usd === "number" && usd > 0)) continue;
+    const points = (r.points.fixed ?? 0) + (r.points.perUsd ? paid : 0);
+    if (points > 0) out.push({ userId, source: { type: r.source, id: sourceId }, rule: r.rule, points, reason: REASONS[r.rule] ?? r.rule });
   }
   return out;
 }
+
+/** The reversals an event asks for: every rule of the source it names, for each earner it names. */
+export function reversalsOf(event: OutboxEvent): Reversal[] {
+  const p = event.payload;
+  const reason = str(p.reason) ?? REVERSAL_REASONS[event.type] ?? event.type;
+  return EARNING_RULES.filter((r) => r.reversedBy.includes(event.type)).flatMap((r) => {
+    const sourceId = str(p[r.sourceId]);
+    const userId = str(p[r.earner]);
+    return sourceId && userId ? [{ userId, source: { type: r.source, id: sourceId }, rule: r.rule, reason }] : [];
+  });
+}
+
+const REASONS: Record<string, string> = {
+  certified: "Artwork certified on-chain",
+  bought: "Marketplace purchase",
+  sold: "Marketplace sale",
+  shares: "Fractional shares purchased",
+  tickets: "Event tickets purchased",
+  post: "Community post",
+  joined: "Challenge joined",
+};
+
+const REVERSAL_REASONS: Record<string, string> = {
+  "sale.refunded": "The sale was refunded",
+  "ticket.refunded": "The tickets were refunded",
+  "post.deleted": "The post was deleted",
+  "challenge.withdrawn": "The challenge submission was withdrawn",
+};
 
 /** Tiers by lifetime points (CONTRACT §4), lowest first. */
 export const TIERS: readonly { tier: Tier; from: number }[] = [

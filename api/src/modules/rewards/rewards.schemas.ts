@@ -66,16 +66,37 @@ export const historySchema = z
     data: z.array(
       z.object({
         event_id: idOf("rewardEvent"),
-        type: z.enum(["earned", "redeemed"]),
-        points: z.number().int().openapi({ description: "Negative when redeemed" }),
+        type: z.enum(["earned", "redeemed", "reversal", "redemption_reversed", "adjustment"]).openapi({
+          description: "earned (+), reversal (-: the source stopped standing), redeemed (-), redemption_reversed (+: its order did not go through), adjustment (an opening balance)",
+        }),
+        points: z.number().int().openapi({ description: "Negative when redeemed or reversed" }),
         reason: z.string(),
         reference_id: z.string().openapi({ description: "What earned them (an artwork, a transaction, an order, a post...) or the redemption" }),
+        source: z
+          .object({ type: z.string().openapi({ description: "certification, sale, share_purchase, ticket_order, post, challenge_submission, challenge_win, redemption, adjustment" }), id: z.string() })
+          .nullable(),
+        rule: z.string().nullable().openapi({ description: "The earning rule (GET /v1/rewards/rules) of an earning or its reversal" }),
         created_at: timestamp,
       }),
     ),
     pagination: paginationSchema,
   })
   .openapi("RewardsHistory");
+
+export const rulesSchema = z
+  .object({
+    data: z.array(
+      z.object({
+        rule: z.string(),
+        source_type: z.string(),
+        event: z.string().openapi({ description: "The event that makes the source stand" }),
+        who: z.string(),
+        points: z.string(),
+        reversed_when: z.string(),
+      }),
+    ),
+  })
+  .openapi("RewardRules");
 
 export const redeemSchema = z
   .strictObject({

@@ -1,7 +1,7 @@
 import type { Kysely, Transaction } from "kysely";
 import type { Database } from "../../db/database.ts";
 import { type Transact, transactOn } from "../../db/transact.ts";
-import type { OutboxEvent } from "../../jobs/outbox.ts";
+import { type OutboxEvent, recordEvent } from "../../jobs/outbox.ts";
 import { randomCode } from "../../lib/codes.ts";
 import { ApiError, found } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
@@ -10,7 +10,7 @@ import { type Page, paginated } from "../../lib/pagination.ts";
 import { iso } from "../../lib/time.ts";
 import type { Actor } from "../../lib/actor.ts";
 import * as repo from "./rewards.repository.ts";
-import { artworksNamedBy, type Earning, earningsOf, nextThreshold } from "./rewards.rules.ts";
+import { contextNeeds, describedRules, type EarningContext, earningsOf, nextThreshold, reversalsOf, type SourceRef } from "./rewards.rules.ts";
 import type { RewardCreate, RewardPatch } from "./rewards.schemas.ts";
 import type { Reward } from "./rewards.tables.ts";
 
@@ -24,53 +24,69 @@ export interface DiscountTarget {
   apply(trx: Transaction<Database>, userId: string, orderId: string, discount: { pct?: number; usdCents?: bigint }): Promise<{ applied_cents: bigint; description: string } | null>;
 }
 
+/** What the rewards module asks the events module: which events feature which artists (their tickets earn them nothing). */
+export type FeaturedArtists = (eventIds: string[]) => Promise<Map<string, Set<string>>>;
+
 /**
- * Rewards (README, Rewards): points earned from what users do elsewhere (the outbox handler: the
- * producing modules know nothing of rewards), a catalog admins manage, and redemptions that never
- * overspend (one conditional UPDATE of the balance) nor oversell (one of the stock).
+ * Rewards (docs/rewards.md): points that follow what stands. The outbox handler turns what other
+ * modules publish (those modules know nothing of rewards) into earnings and reversals, once per
+ * source, rule and user, in the module's own ledger and balances; a catalog admins manage;
+ * redemptions that never overspend (one conditional UPDATE of the balance) nor oversell (one of the
+ * stock), given back when their order does not go through.
  */
 export class RewardsService {
   private readonly targets: DiscountTarget[] = [];
 
-  constructor(private readonly deps: { db: Kysely<Database> }) {}
+  constructor(private readonly deps: { db: Kysely<Database>; featuredArtists: FeaturedArtists }) {}
 
   registerDiscountTarget(target: DiscountTarget): void {
     this.targets.push(target);
   }
 
-  // ---- earning ----
+  // ---- earning and reversing ----
 
-  /** The outbox handler: the event's earnings, each once (its source key). */
+  /** The outbox handler: one event's earnings, reversals and redemptions given back. */
   readonly onEvent = (event: OutboxEvent): Promise<void> => this.onEvents([event]);
 
   /**
-   * The outbox's handler for a claim's events together: the artists of the artworks they name in one
-   * read, then every earning in one write (a burst of certifications cost two statements each).
+   * The outbox's handler for a claim's events together: the artists they need in two reads (of the
+   * artworks' and the events'), then every change in one transaction: the earnings in one statement
+   * (a burst of certifications costs no more than one each), reversals and redemptions given back.
    */
   readonly onEvents = async (events: OutboxEvent[]): Promise<void> => {
-    const artworkIds = [...new Set(events.flatMap(artworksNamedBy))];
-    const artists = new Map(
-      artworkIds.length === 0 ? [] : (await repo.artistsOf(this.deps.db, artworkIds)).map((a) => [a.id, a.artist_id]),
-    );
-    const earnings = events.flatMap((event) => earningsOf(event, (artworkId) => artists.get(artworkId) ?? null).map((e) => ({ ...e, eventId: event.id })));
-    if (earnings.length > 0) await this.earn(earnings);
+    const needs = events.map(contextNeeds);
+    const artworkIds = [...new Set(needs.flatMap((n) => n.artworks))];
+    const eventIds = [...new Set(needs.flatMap((n) => n.events))];
+    const [artists, featured] = await Promise.all([
+      artworkIds.length === 0 ? new Map<string, string>() : repo.artistsOf(this.deps.db, artworkIds).then((rows) => new Map(rows.map((a) => [a.id, a.artist_id]))),
+      eventIds.length === 0 ? new Map<string, Set<string>>() : this.deps.featuredArtists(eventIds),
+    ]);
+    const ctx: EarningContext = { artistOf: (id) => artists.get(id) ?? null, features: (eventId, userId) => featured.get(eventId)?.has(userId) ?? false };
+    const earnings = events.flatMap((event) => earningsOf(event, ctx));
+    const reversals = events.flatMap(reversalsOf);
+    const closedOrders = events.filter((e) => e.type === ORDER_CLOSED_EVENT && typeof e.payload.order_id === "string").map((e) => e.payload.order_id as string);
+    if (earnings.length + reversals.length + closedOrders.length === 0) return;
+    const users = [...new Set([...earnings, ...reversals].map((e) => e.userId).concat(closedOrders.length ? await this.redeemersOf(closedOrders) : []))];
+    await this.deps.db.transaction().execute(async (trx) => {
+      await repo.lockBalances(trx, users);
+      if (earnings.length > 0) await repo.applyEarnings(trx, earnings.map(ledgerInput));
+      if (reversals.length > 0) {
+        for (const r of await repo.applyReversals(trx, reversals.map((r) => ledgerInput({ ...r, points: 0 })))) {
+          await recordEvent(
+            trx,
+            "reward.points_reversed",
+            { user_id: r.user_id, points: -r.points, source_type: r.source_type, source_id: r.source_id, rule: r.rule, reason: r.reason, balance: r.service_points, reversed_at: iso(r.created_at) },
+            [r.user_id],
+          );
+        }
+      }
+      if (closedOrders.length > 0) await repo.reverseRedemptionsOf(trx, closedOrders, () => newId("rewardEvent"));
+    });
   };
 
-  /**
-   * Writes each earning unless its source key was written before, and moves the users' sums by what
-   * was written, in one statement, after locking the users' rows in id order. Two dispatchers whose
-   * claims share users (or share events: one replays what another holds) then wait for each other
-   * instead of deadlocking, whatever the order of their events.
-   */
-  private async earn(earnings: (Earning & { eventId: string })[]): Promise<void> {
-    const users = [...new Set(earnings.map((e) => e.userId))].sort();
-    await this.deps.db.transaction().execute(async (trx) => {
-      await repo.lockUsers(trx, users);
-      await repo.creditEarnings(
-        trx,
-        earnings.map((e) => ({ id: newId("rewardEvent"), user_id: e.userId, type: "earned" as const, points: e.points, reason: e.reason, reference_id: e.referenceId, source_key: `${e.eventId}:${e.rule}:${e.userId}` })),
-      );
-    });
+  /** Who redeemed a discount on these orders (their balances are locked with the others'). */
+  private redeemersOf(orderIds: string[]): Promise<string[]> {
+    return repo.redeemersOf(this.deps.db, orderIds);
   }
 
   // ---- reads ----
@@ -79,7 +95,7 @@ export class RewardsService {
     const u = await repo.pointsOf(this.deps.db, userId);
     const next = nextThreshold(u.lifetime_points);
     return {
-      user_id: u.id,
+      user_id: userId,
       service_points: u.service_points,
       tier: u.tier,
       tier_threshold_next: next,
@@ -88,14 +104,28 @@ export class RewardsService {
     };
   }
 
-  /** The caller's own ledger, newest first. */
+  /** The caller's own ledger, newest first: earnings, reversals, redemptions and what came back, each with its source. */
   async history(userId: string, page: Page) {
     const { rows, total } = await repo.ledgerOf(this.deps.db, userId, page);
     return paginated(
-      rows.map((r) => ({ event_id: r.id, type: r.type, points: r.points, reason: r.reason, reference_id: r.reference_id, created_at: iso(r.created_at) })),
+      rows.map((r) => ({
+        event_id: r.id,
+        type: r.type,
+        points: r.points,
+        reason: r.reason,
+        reference_id: r.reference_id,
+        source: r.source_type && r.source_id ? { type: r.source_type, id: r.source_id } : null,
+        rule: r.rule,
+        created_at: iso(r.created_at),
+      })),
       page,
       total,
     );
+  }
+
+  /** The earning rules, as the computation uses them. */
+  rules() {
+    return { data: describedRules() };
   }
 
   async catalog(page: Page, all = false) {
@@ -187,7 +217,18 @@ export class RewardsService {
         discountCents = applied.applied_cents;
         description = `${taken.name}: ${applied.description}`;
       }
-      await repo.insertLedgerRow(trx, { id: newId("rewardEvent"), user_id: actor.userId, type: "redeemed", points: -taken.points_cost, reason: `Redeemed: ${taken.name}`, reference_id: id, source_key: `redemption:${id}` });
+      await repo.insertLedgerRow(trx, {
+        id: newId("rewardEvent"),
+        user_id: actor.userId,
+        type: "redeemed",
+        points: -taken.points_cost,
+        reason: `Redeemed: ${taken.name}`,
+        reference_id: id,
+        source_key: `redemption:${id}`,
+        source_type: "redemption",
+        source_id: id,
+        rule: null,
+      });
       const row = await repo.insertRedemption(trx, {
         id,
         user_id: actor.userId,
@@ -233,4 +274,12 @@ function toReward(r: Reward) {
     created_at: iso(r.created_at),
     updated_at: iso(r.updated_at),
   };
+}
+
+/** The internal event a ticket order with a redeemed discount publishes when it fails, expires or is refunded. */
+export const ORDER_CLOSED_EVENT = "ticket_order.closed";
+
+/** An earning or reversal as the ledger statements take it. */
+function ledgerInput(e: { userId: string; source: SourceRef; rule: string; points: number; reason: string }): repo.LedgerInput {
+  return { id: newId("rewardEvent"), user_id: e.userId, source_type: e.source.type, source_id: e.source.id, rule: e.rule, points: e.points, reason: e.reason };
 }

@@ -1,7 +1,8 @@
 import { sql } from "kysely";
 import type { Database, Db } from "../../db/database.ts";
 import type { Role, UserStatus } from "../../lib/actor.ts";
-import type { NewUser, Tier, User, UserProfile, UserUpdate } from "./users.tables.ts";
+import type { Tier } from "../../lib/tiers.ts";
+import type { AdminUser, NewUser, User, UserProfile, UserUpdate } from "./users.tables.ts";
 import { containsPattern, type Page, paginate } from "../../lib/pagination.ts";
 
 export function findById(db: Db, id: string): Promise<User | undefined> {
@@ -42,20 +43,29 @@ export async function lockActiveAdmins(db: Db): Promise<string[]> {
 }
 
 /**
- * A user with `artworks_count`: the artist's artworks not deleted, counted now by the artworks
- * module's view (artworks_artist_idx). A view, not ArtworksService: users is built before artworks.
+ * A user with `artworks_count` (the artist's artworks not deleted, counted now by the artworks
+ * module's view, on artworks_artist_idx) and their tier and points (the rewards module's view; no
+ * row yet: bronze, 0). Views, not services: users is built before artworks and rewards.
  */
 export function findProfile(db: Db, id: string): Promise<UserProfile | undefined> {
   return db
     .selectFrom("users")
+    .leftJoin("reward_standings as r", "r.user_id", "users.id")
     .selectAll("users")
-    .select((eb) =>
+    .select((eb) => [
       eb.fn
         .coalesce(eb.selectFrom("artworks_per_artist as c").select("c.artworks_count").whereRef("c.artist_id", "=", "users.id"), sql.lit(0))
         .as("artworks_count"),
-    )
+      eb.fn.coalesce("r.tier", sql.lit("bronze")).as("tier"),
+      eb.fn.coalesce("r.service_points", sql.lit(0)).as("service_points"),
+    ])
     .where("users.id", "=", id)
     .executeTakeFirst() as Promise<UserProfile | undefined>;
+}
+
+/** A user's tier, from the rewards module's view (none yet: bronze). */
+export async function tierOf(db: Db, id: string): Promise<Tier> {
+  return (await db.selectFrom("reward_standings").select("tier").where("user_id", "=", id).executeTakeFirst())?.tier ?? "bronze";
 }
 
 /** Whether any user exists (the first admin is created on an empty database). */
@@ -96,10 +106,10 @@ export interface AdminUserFilter {
   status?: UserStatus;
 }
 
-export async function search(db: Db, filter: AdminUserFilter, page: Page): Promise<{ rows: User[]; total: number }> {
-  let query = db.selectFrom("users");
+export async function search(db: Db, filter: AdminUserFilter, page: Page): Promise<{ rows: AdminUser[]; total: number }> {
+  let query = db.selectFrom("users").leftJoin("reward_standings as r", "r.user_id", "users.id");
   if (filter.role) query = query.where("role", "=", filter.role);
-  if (filter.tier) query = query.where("tier", "=", filter.tier);
+  if (filter.tier) query = query.where(sql`coalesce(r.tier, 'bronze')`, "=", filter.tier);
   if (filter.status) query = query.where("status", "=", filter.status);
   if (filter.q) {
     const pattern = containsPattern(filter.q);
@@ -107,5 +117,11 @@ export async function search(db: Db, filter: AdminUserFilter, page: Page): Promi
       eb.or([eb("username", "ilike", pattern), eb("email", "ilike", pattern), eb("display_name", "ilike", pattern)]),
     );
   }
-  return paginate(query, page, (q) => q.selectAll().orderBy("created_at", "desc").orderBy("id", "desc"));
+  return paginate(query, page, (q) =>
+    q
+      .selectAll("users")
+      .select((eb) => eb.fn.coalesce("r.tier", sql.lit("bronze")).as("tier"))
+      .orderBy("users.created_at", "desc")
+      .orderBy("users.id", "desc"),
+  ) as Promise<{ rows: AdminUser[]; total: number }>;
 }

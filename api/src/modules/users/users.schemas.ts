@@ -1,10 +1,11 @@
 import { z } from "../../openapi/zod.ts";
+import { TIER_NAMES } from "../../lib/tiers.ts";
 import { paginationQuery, paginationSchema } from "../../lib/pagination.ts";
 import { clean, httpUrl, idOf, idParam, text, timestamp } from "../../lib/schema.ts";
 
 export const ROLES = ["collector", "artist", "admin"] as const;
 export const STATUSES = ["active", "suspended"] as const;
-export const TIERS = ["bronze", "silver", "gold", "platinum"] as const;
+export const TIERS = TIER_NAMES;
 
 const userId = idOf("user");
 

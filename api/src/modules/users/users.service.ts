@@ -3,7 +3,7 @@ import type { Kysely } from "kysely";
 import type { CustodyWallet } from "../../chain/custody.ts";
 import type { Database, Db } from "../../db/database.ts";
 import type { Role, UserStatus } from "../../lib/actor.ts";
-import type { User, UserProfile } from "./users.tables.ts";
+import type { User, UserProfile, AdminUser } from "./users.tables.ts";
 import { ApiError, found } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
 import { type Page, paginated } from "../../lib/pagination.ts";
@@ -12,7 +12,8 @@ import { neutralHandle } from "./handles.ts";
 import * as repo from "./users.repository.ts";
 
 /** The row types other modules use, reached through the service (users.tables.ts is the module's own). */
-export type { Tier, User, UserProfile } from "./users.tables.ts";
+export type { User, UserProfile } from "./users.tables.ts";
+export type { Tier } from "../../lib/tiers.ts";
 
 export class UsersService {
   constructor(
@@ -134,7 +135,7 @@ export class UsersService {
     });
     if (!user) throw ApiError.notFound("User");
     credentialsChanged(user.id);
-    return toAdminView(user);
+    return toAdminView({ ...user, tier: await repo.tierOf(this.db, user.id) });
   }
 
   countUsers(): Promise<number> {
@@ -186,7 +187,7 @@ export function toOwnView(u: UserProfile) {
   };
 }
 
-export function toAdminView(u: User) {
+export function toAdminView(u: AdminUser) {
   return {
     id: u.id,
     username: u.username,

@@ -1,8 +1,7 @@
 import type { Generated, Insertable, Selectable, Updateable } from "kysely";
 import type { NullableTimestamp, Timestamp } from "../../db/columns.ts";
 import type { Role, UserStatus } from "../../lib/actor.ts";
-
-export type Tier = "bronze" | "silver" | "gold" | "platinum";
+import type { Tier } from "../../lib/tiers.ts";
 
 export interface UsersTable {
   id: string;
@@ -11,7 +10,6 @@ export interface UsersTable {
   email: string | null;
   role: Role;
   status: UserStatus;
-  tier: Generated<Tier>;
   wallet_address: string;
   wallet_kind: "siwe" | "custodial";
   custody_index: number | null;
@@ -20,8 +18,6 @@ export interface UsersTable {
   website: string | null;
   avatar_url: string | null;
   badges: Generated<string[]>;
-  service_points: Generated<number>;
-  lifetime_points: Generated<number>;
   followers_count: Generated<number>;
   created_at: Timestamp;
   updated_at: Timestamp;
@@ -41,7 +37,14 @@ export interface UsersViews {
 }
 
 export type User = Selectable<UsersTable>;
-/** A user as profiles show it: with the number of their artworks, counted when read. */
-export type UserProfile = User & { artworks_count: number };
+/** A user's standing in the rewards programme, as the rewards module's view shows it (none yet: 0, bronze). */
+export interface UserStanding {
+  tier: Tier;
+  service_points: number;
+}
+/** A user as profiles show it: with the number of their artworks, counted when read, and their standing. */
+export type UserProfile = User & UserStanding & { artworks_count: number };
+/** A user as the admins' list shows it. */
+export type AdminUser = User & Pick<UserStanding, "tier">;
 export type NewUser = Insertable<UsersTable>;
 export type UserUpdate = Updateable<UsersTable>;

@@ -16,6 +16,7 @@ export const WEBHOOK_EVENTS = [
   "ticket.purchased",
   "ticket.refunded",
   "challenge.joined",
+  "reward.points_reversed",
 ] as const;
 
 export type WebhookEventName = (typeof WEBHOOK_EVENTS)[number];
@@ -36,6 +37,7 @@ export const WEBHOOK_EVENT_AUDIENCE: Record<WebhookEventName, string> = {
   "ticket.purchased": "the buyer of the tickets",
   "ticket.refunded": "the buyer of the tickets (their event was cancelled)",
   "challenge.joined": "the submitter (and admins)",
+  "reward.points_reversed": "the user whose points were taken back",
 };
 
 /** Subscribes to every event in WEBHOOK_EVENTS. */

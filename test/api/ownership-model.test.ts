@@ -25,6 +25,7 @@ import {
   type Actor,
   applyRefund,
   applySale,
+  expectedPoints,
   applyTransfer,
   type ArtworkState,
   endListing,
@@ -159,7 +160,7 @@ async function startRun(): Promise<{ model: OwnershipModel; real: Run }> {
     labels: USERS.map(({ role, wallet }, i) => `u${i} (${role}${wallet === "external" ? ", own wallet" : ""})`),
     startedAt: new Date(),
   };
-  const model: OwnershipModel = { users: USERS.map((u) => ({ ...u })), artworks: [], offers: [], sales: [], disputes: [], purchases: [], posts: [] };
+  const model: OwnershipModel = { users: USERS.map((u) => ({ ...u })), artworks: [], offers: [], sales: [], disputes: [], purchases: [], posts: [], redeemed: USERS.map(() => 0) };
   const real: Run = { users, wallets, admin, scope, trace: [], rewardId, step: "start" };
   // In the artists' order whatever finishes first: a replay must see the same indices.
   const ids = await Promise.all([0, 1].map((artist) => certifiedArtwork(p, users[artist]!)));
@@ -411,11 +412,10 @@ const removePost = (postIndex: number) =>
   });
 
 const redeem = (user: number) =>
-  new Step(`redeem(u${user})`, () => true, async (_m, r) => {
+  new Step(`redeem(u${user})`, () => true, async (m, r) => {
     const res = await request(r, user, "POST", "/v1/rewards/redeem", { reward_id: r.rewardId, points_to_spend: 1 });
-    // TODO(rewards ledger issue): the model will count each user's points from the rules and
-    // predict 201 or insufficient_points; until then either answer is accepted and no points are asserted.
-    answered(r, `${nameOf(r, user)} redeems a 1-point reward`, res, res.status === 201 ? { ok: [201] } : { refused: [{ status: 409, code: "insufficient_points" }] });
+    const expected: Expected = expectedPoints(m, user) >= 1 ? { ok: [201] } : { refused: [{ status: 409, code: "insufficient_points" }] };
+    if (answered(r, `${nameOf(r, user)} redeems a 1-point reward (the model's balance: ${expectedPoints(m, user)})`, res, expected) && res.status === 201) m.redeemed[user]! += 1;
   });
 
 // ---- what a run is made of ----

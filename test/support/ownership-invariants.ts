@@ -10,7 +10,7 @@ import { readIndexerStatus } from "../../api/src/chain/indexer-schema.ts";
 import type { TransactionRow } from "../../api/src/modules/payments/payments.tables.ts";
 import { type ArtworkPlatform, publicClient } from "./artworks.ts";
 import { indexedCertificate, ownerOnChain } from "./marketplace.ts";
-import { expectedNetCents, type OwnershipModel } from "./ownership-model.ts";
+import { expectedNetCents, expectedPoints, type OwnershipModel } from "./ownership-model.ts";
 import { waitFor } from "./wait.ts";
 
 /** The run's users (a model run creates its own) and when it started. */
@@ -44,7 +44,7 @@ export async function settled(p: Platform, scope: RunScope): Promise<void> {
   const { db } = p;
   await waitFor(
     async () => {
-      const [transactions, disputes, operations, classes] = await Promise.all([
+      const [transactions, disputes, operations, classes, events] = await Promise.all([
         db.selectFrom("transactions").select("id").where("buyer_id", "in", scope.userIds).where("status", "=", "pending").execute(),
         db
           .selectFrom("disputes")
@@ -54,8 +54,10 @@ export async function settled(p: Platform, scope: RunScope): Promise<void> {
           .execute(),
         db.selectFrom("chain_operations").select("key").where("status", "in", ["pending", "sent"]).where("created_at", ">=", scope.startedAt).execute(),
         db.selectFrom("fractional_artworks").select("artwork_id").where("owner_id", "in", scope.userIds).where("status", "=", "pending").execute(),
+        // The run's events handed to their handlers (rewards' points among them).
+        db.selectFrom("outbox_events").select("id").where("dispatched_at", "is", null).where("created_at", ">=", scope.startedAt).execute(),
       ]);
-      return transactions.length + disputes.length + operations.length + classes.length === 0;
+      return transactions.length + disputes.length + operations.length + classes.length + events.length === 0;
     },
     { timeoutMs: 30_000, what: "the run's payments, refunds and chain operations to settle" },
   );
@@ -78,6 +80,16 @@ export async function checkInvariants(p: Platform, m: OwnershipModel, scope: Run
   await moneyIsConserved(p, m, transactions);
   await nobodyPaidForWhatTheyDoNotHold(p, scope, transactions);
   await refundsReturnedWhatWasBought(p, m, scope, transactions);
+  await pointsFollowWhatStands(p, m, scope);
+}
+
+/** 5. Each user's points are what the rules give for what stands now (docs/rewards.md): nothing from a refunded sale or a deleted post. */
+async function pointsFollowWhatStands(p: Platform, m: OwnershipModel, scope: RunScope): Promise<void> {
+  const balances = await p.db.selectFrom("reward_balances").select(["user_id", "service_points"]).where("user_id", "in", scope.userIds).execute();
+  const actual = new Map(balances.map((b) => [b.user_id, b.service_points]));
+  scope.userIds.forEach((id, user) => {
+    expect(actual.get(id) ?? 0, `${scope.labels[user]}'s points`).toBe(expectedPoints(m, user));
+  });
 }
 
 /** 1. The owner the API uses (the indexer's, and an open listing's seller) is the chain's `ownerOf`, and the model's. */

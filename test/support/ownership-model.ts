@@ -94,6 +94,8 @@ export interface OwnershipModel {
   disputes: DisputeState[];
   purchases: PurchaseState[];
   posts: { id: string; author: number }[];
+  /** Points each user spent on redemptions. */
+  redeemed: number[];
 }
 
 /** An admin acting (not one of the run's users). */
@@ -129,6 +131,22 @@ export const royaltyCents = (art: ArtworkState, seller: number, priceCents: bigi
 
 /** The card processor's USD limits, which what the platform sells stays within. */
 export const withinChargeLimits = (cents: bigint): boolean => cents >= 50n && cents <= 99_999_999n;
+
+// ---- points (docs/rewards.md) ----
+
+/**
+ * A user's points as the rules give them for what stands now: 50 per artwork they certified, 1 per
+ * USD of each sale they bought or sold that was not refunded, 1 per USD of shares bought, 10 per
+ * post still there; less what they redeemed.
+ */
+export function expectedPoints(m: OwnershipModel, user: number): number {
+  const usd = (cents: bigint) => Number(cents / 100n);
+  const certified = m.artworks.filter((a) => a.artist === user).length * 50;
+  const sales = m.sales.filter((s) => s.status === "completed").reduce((n, s) => n + (s.buyer === user ? usd(s.priceCents) : 0) + (s.seller === user ? usd(s.priceCents) : 0), 0);
+  const shares = m.purchases.filter((p) => p.buyer === user).reduce((n, p) => n + usd(p.totalCents), 0);
+  const posts = m.posts.filter((p) => p.author === user).length * 10;
+  return certified + sales + shares + posts - m.redeemed[user]!;
+}
 
 // ---- reads of the model ----
 

@@ -5,12 +5,12 @@ import type { Tier } from "../../lib/tiers.ts";
 import { TIERS } from "./rewards.rules.ts";
 import type { Redemption, Reward, RewardLedgerRow, RewardLedgerTable, RewardRedemptionsTable, RewardsTable } from "./rewards.tables.ts";
 
-/** The tier of `lifetime_points` in SQL (TIERS), for the statement that moves the points. */
+/** The tier of `lifetime_points` in SQL (TIERS), for the statement that moves the points (the lowest below every threshold: a reversal's own row). */
 const tierCase = (lifetime: ReturnType<typeof sql>) =>
   sql`case ${sql.join(
     [...TIERS].reverse().map((t) => sql`when ${lifetime} >= ${t.from} then ${t.tier}`),
     sql` `,
-  )} end`;
+  )} else ${TIERS[0]!.tier} end`;
 
 // ---- points ----
 
@@ -64,7 +64,7 @@ export async function applyEarnings(db: Db, rows: LedgerInput[]): Promise<void> 
       from input i join standing s using (user_id, source_type, source_id, rule)
       returning user_id, points
     )
-    ${moveBalances(sql`written`, { lifetime: true })}`.execute(db);
+    ${moveBalances(sql`written`, { lifetime: true, create: true })}`.execute(db);
 }
 
 /** A reversal written: whose points, how many, and the balance after it (the webhook tells the user). */
@@ -101,8 +101,8 @@ export async function applyReversals(trx: Transaction<Database>, rows: LedgerInp
       from jsonb_to_recordset(${JSON.stringify(taken)}::jsonb) as r(id text, user_id text, source_type text, source_id text, rule text, points int, reason text)
       returning user_id, points
     )
-    ${moveBalances(sql`written`, { lifetime: true })}
-    returning user_id, service_points, updated_at as created_at`.execute(trx);
+    ${moveBalances(sql`written`, { lifetime: true, create: false })}
+    returning b.user_id, b.service_points, b.updated_at as created_at`.execute(trx);
   const after = new Map(balances.map((b) => [b.user_id, b]));
   return taken.map(({ id: _id, ...r }) => ({ ...r, service_points: after.get(r.user_id)!.service_points, created_at: after.get(r.user_id)!.created_at }));
 }
@@ -128,7 +128,7 @@ export async function reverseRedemptionsOf(trx: Transaction<Database>, orderIds:
       from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r(id text, user_id text, redemption_id text, points int, reason text)
       returning user_id, points
     )
-    ${moveBalances(sql`written`, { lifetime: false })}`.execute(trx);
+    ${moveBalances(sql`written`, { lifetime: false, create: false })}`.execute(trx);
   return rows.map((r) => ({ user_id: r.user_id, redemption_id: r.redemption_id, points: r.points }));
 }
 
@@ -140,13 +140,23 @@ export async function redeemersOf(db: Db, orderIds: readonly string[]): Promise<
 
 /**
  * The tail of a statement whose CTE `rows` (user_id, points) was written to the ledger: the users'
- * balances move by their sums (lifetime and tier too for earnings and reversals), a row made for a
- * user who has none yet.
+ * balances move by their sums (lifetime and tier too for earnings and reversals). Earnings make a
+ * row for a user who has none yet; what takes points back or returns spent ones finds the row its
+ * earning or spending made (an upsert would check a negative proposed row against the constraints).
  */
-function moveBalances(rows: ReturnType<typeof sql>, { lifetime }: { lifetime: boolean }) {
+function moveBalances(rows: ReturnType<typeof sql>, { lifetime, create }: { lifetime: boolean; create: boolean }) {
   const added = lifetime ? sql`s.points` : sql`0`;
-  return sql`
-    , sums as (select user_id, sum(points)::int as points from ${rows} group by user_id)
+  const sums = sql`, sums as (select user_id, sum(points)::int as points from ${rows} group by user_id)`;
+  if (!create) {
+    return sql`${sums}
+    update reward_balances b set
+      service_points = b.service_points + s.points,
+      lifetime_points = b.lifetime_points + ${added},
+      tier = ${tierCase(sql`b.lifetime_points + ${added}`)},
+      updated_at = now()
+    from sums s where b.user_id = s.user_id`;
+  }
+  return sql`${sums}
     insert into reward_balances as b (user_id, service_points, lifetime_points, tier)
     select s.user_id, s.points, ${added}, ${tierCase(added)} from sums s
     on conflict (user_id) do update set

@@ -212,7 +212,7 @@ async function main(): Promise<number> {
         sql<{ id: string; seller_id: string; listing_id: string }>`select id, seller_id, listing_id from offers where status = 'pending' limit 200`.execute(db),
         sql<{ id: string }>`select id from community_posts where removed_at is null order by created_at desc limit 300`.execute(db),
         sql<{ id: string }>`select id from artworks where deleted_at is null order by created_at desc limit 300`.execute(db),
-        sql<{ id: string }>`select id from users where service_points >= ${REWARD_COST}`.execute(db),
+        sql<{ id: string }>`select user_id as id from reward_balances where service_points >= ${REWARD_COST}`.execute(db),
       ]);
       world.listable = listable.rows;
       world.listings = listings.rows;

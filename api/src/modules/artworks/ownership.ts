@@ -5,6 +5,7 @@ import { type IndexedCertificates, IndexerNotReadyError } from "../../chain/cert
 import type { Transaction } from "kysely";
 import type { Database, Db } from "../../db/database.ts";
 import type { Actor } from "../../lib/actor.ts";
+import { withDeadline } from "../../lib/deadline.ts";
 import { ApiError } from "../../lib/errors.ts";
 import type { User, UsersService } from "../users/users.service.ts";
 import * as repo from "./artworks.repository.ts";
@@ -136,12 +137,10 @@ export class OwnershipService {
   private async ownerOnChain(tokenId: bigint): Promise<string | null> {
     const address = this.deps.certificateAddress;
     if (!address) return null;
-    const read = this.deps.publicClient.readContract({ address, abi: artCertificateAbi, functionName: "ownerOf", args: [tokenId] });
     try {
-      const owner = await Promise.race([read, new Promise<never>((_, reject) => setTimeout(() => reject(new Error("timed out")), CHAIN_READ_TIMEOUT_MS).unref())]);
+      const owner = await withDeadline(this.deps.publicClient.readContract({ address, abi: artCertificateAbi, functionName: "ownerOf", args: [tokenId] }), CHAIN_READ_TIMEOUT_MS);
       return owner.toLowerCase();
     } catch (err) {
-      read.catch(() => {});
       this.deps.logger.warn({ err: (err as Error).message, token_id: tokenId.toString() }, "ownerOf could not be read from the chain; using the indexer's owner");
       return null;
     }

@@ -7,6 +7,7 @@ import { ApiError, found } from "../../lib/errors.ts";
 import { iso } from "../../lib/time.ts";
 import type { ArtworksService } from "../artworks/artworks.service.ts";
 import { type LiveCertificate, type VerifyPageFacts, renderVerifyPage } from "./verify-page.ts";
+import { withDeadline } from "../../lib/deadline.ts";
 
 /** Who issues the certificates (the `issuer` of a certificate). */
 export const ISSUER = "Art Platform";
@@ -108,16 +109,15 @@ export class CertificatesService {
     const address = this.deps.config.chain.artCertificateAddress;
     if (!address) return null;
     const client = this.deps.publicClient;
-    const read = Promise.all([
-      client.readContract({ address, abi: artCertificateAbi, functionName: "certificateOf", args: [certificate.tokenId] }),
-      client.readContract({ address, abi: artCertificateAbi, functionName: "ownerOf", args: [certificate.tokenId] }),
-      client.getTransaction({ hash: certificate.txHash }),
-    ]);
     try {
-      const [onChain, owner, tx] = await Promise.race([
-        read,
-        new Promise<never>((_, reject) => setTimeout(() => reject(new Error("timed out")), CHAIN_READ_TIMEOUT_MS).unref()),
-      ]);
+      const [onChain, owner, tx] = await withDeadline(
+        Promise.all([
+          client.readContract({ address, abi: artCertificateAbi, functionName: "certificateOf", args: [certificate.tokenId] }),
+          client.readContract({ address, abi: artCertificateAbi, functionName: "ownerOf", args: [certificate.tokenId] }),
+          client.getTransaction({ hash: certificate.txHash }),
+        ]),
+        CHAIN_READ_TIMEOUT_MS,
+      );
       return {
         certificateHash: onChain.certificateHash,
         artworkKey: onChain.artworkKey,
@@ -126,7 +126,6 @@ export class CertificatesService {
         sender: tx.from.toLowerCase() as Address,
       };
     } catch (err) {
-      read.catch(() => {});
       this.deps.logger.warn({ err: (err as Error).message, token_id: Number(certificate.tokenId) }, "verify page: direct contract read failed");
       return null;
     }

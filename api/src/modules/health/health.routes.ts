@@ -3,6 +3,7 @@ import { type Kysely, sql } from "kysely";
 import type { PublicClient } from "viem";
 import { describeLag, type IndexerLagState, staleness } from "../../chain/indexer-lag.ts";
 import type { Database } from "../../db/database.ts";
+import { withDeadline } from "../../lib/deadline.ts";
 
 export interface IndexerProbe {
   /** The last block the indexer has projected, or null when it has none yet. */
@@ -33,10 +34,7 @@ interface Check {
 async function timed(fn: () => Promise<Record<string, unknown> | void>, timeoutMs = 2000): Promise<Check> {
   const started = performance.now();
   try {
-    const extra = await Promise.race([
-      fn(),
-      new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs).unref()),
-    ]);
+    const extra = await withDeadline(fn(), timeoutMs);
     return { status: "ok", latency_ms: Math.round(performance.now() - started), ...(extra ?? {}) };
   } catch (err) {
     const details = err instanceof CheckFailure ? err.details : {};

@@ -7,7 +7,8 @@ import { type Page, paginate, paginated } from "../../lib/pagination.ts";
 import { iso, isoOrNull } from "../../lib/time.ts";
 import type { Actor } from "../../lib/actor.ts";
 import type { LedgerService } from "../ledger/ledger.service.ts";
-import type { Purchases } from "../payments/purchases.ts";
+import type { Refund } from "../payments/processor.ts";
+import type { Purchase, Purchases, RefundCause } from "../payments/purchases.ts";
 import type { UsersService } from "../users/users.service.ts";
 import type { Dispute, Sale } from "./marketplace.tables.ts";
 import type { User } from "../users/users.service.ts";
@@ -151,19 +152,23 @@ export class DisputesService {
   }
 
   /**
-   * A dispute's refund went through (its purchase's refund step, in that transaction): the dispute
-   * records it, and unless an admin forced it the certificate goes back from the buyer's custodial
-   * wallet to the seller's (checked at the resolution, under the dispute's lock on the artwork).
+   * A sale's refund went through (its purchase's refund step, in that transaction): the sale is
+   * `refunded`, the dispute records the refund, and unless an admin forced it the certificate goes
+   * back from the buyer's custodial wallet to the seller's (checked at the resolution, under the
+   * dispute's lock on the artwork).
    */
-  async onRefunded(trx: Transaction<Database>, disputeId: string, refundId: string): Promise<void> {
-    const dispute = await trx.selectFrom("disputes").selectAll().where("id", "=", disputeId).forUpdate().executeTakeFirstOrThrow();
+  async onRefunded(trx: Transaction<Database>, purchase: Purchase, refund: Refund, cause: RefundCause | null): Promise<void> {
+    // The only refund of a completed sale is a dispute's; a failed settlement's refund changes nothing more here.
+    if (cause?.reason !== "dispute" || !cause.referenceId) return;
+    await this.deps.sales.markRefunded(trx, purchase.id, refund);
+    const dispute = await trx.selectFrom("disputes").selectAll().where("id", "=", cause.referenceId).forUpdate().executeTakeFirstOrThrow();
     if (dispute.refund_status !== "pending") return;
     const sale = (await sales.find(trx, dispute.transaction_id))!;
     const buyer = await this.deps.users.findByWallet(trx, sale.buyer_wallet);
     const returning = !dispute.refund_forced && buyer?.id === sale.buyer_id && buyer.wallet_kind === "custodial";
     await trx
       .updateTable("disputes")
-      .set({ refund_status: "refunded", refund_id: refundId, certificate_return: dispute.refund_forced ? "waived" : returning ? "pending" : "not_possible", updated_at: sql<Date>`now()` })
+      .set({ refund_status: "refunded", refund_id: refund.id, certificate_return: dispute.refund_forced ? "waived" : returning ? "pending" : "not_possible", updated_at: sql<Date>`now()` })
       .where("id", "=", dispute.id)
       .execute();
     if (returning) await this.deps.sales.requestReturn(trx, dispute.id, sale, buyer);

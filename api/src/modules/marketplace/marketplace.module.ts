@@ -58,8 +58,8 @@ export const marketplaceModule = defineModule<
       logger,
     });
     ownership.registerEncumbrances({ name: "marketplace", locksOf: (trx, artworkId) => marketplace.locksOf(trx, artworkId) });
-    purchases.register(sales.purchaseKind);
-    sales.onDisputeRefunded = (trx, disputeId, refundId) => disputes.onRefunded(trx, disputeId, refundId);
+    // A sale's refund is a dispute's: its rules (the sale refunded, the certificate's return) are the disputes'.
+    purchases.register({ ...sales.purchaseKind, onRefunded: (trx, purchase, refund, cause) => disputes.onRefunded(trx, purchase, refund, cause) });
     return { marketplace, sales, offers, disputes };
   },
   routes: ({ api }, services) => {

@@ -22,6 +22,7 @@ import type { OwnershipService } from "../artworks/ownership.ts";
 import type { Actor } from "../../lib/actor.ts";
 import type { LedgerAppend, LedgerService } from "../ledger/ledger.service.ts";
 import type { PaymentsService } from "../payments/payments.service.ts";
+import type { Refund } from "../payments/processor.ts";
 import type { PurchaseKind, Purchases } from "../payments/purchases.ts";
 import {
   findTransaction,
@@ -219,24 +220,22 @@ export class SalesService {
       await trx.updateTable("listings").set({ status: "active", updated_at: sql<Date>`now()` }).where("id", "=", sale.listing_id).where("status", "=", "pending_payment").execute();
       if (sale.offer_id) await offers.move(trx, sale.offer_id, "accepted", "payment_failed");
     },
-    // A completed sale refunded by a dispute (the dispute's rules); a failed settlement's refund changes nothing more here.
-    onRefunded: async (trx, purchase, refund, cause) => {
-      if (cause?.reason !== "dispute" || !cause.referenceId) return;
-      const sale = await repo.move(trx, purchase.id, ["completed"], "refunded");
-      if (sale) {
-        await recordEvent(
-          trx,
-          "sale.refunded",
-          { tx_id: sale.id, artwork_id: sale.artwork_id, buyer_id: sale.buyer_id, seller_id: sale.seller_id, refunded_usd: centsToUsd(refund.amountCents), reason: "The sale was refunded (a dispute)", refunded_at: iso(new Date()) },
-          [sale.buyer_id, sale.seller_id],
-        );
-      }
-      return this.onDisputeRefunded?.(trx, cause.referenceId, refund.id);
-    },
   };
 
-  /** Set by the disputes service: a dispute's refund went through (the certificate's return, if any). */
-  onDisputeRefunded: ((trx: Transaction<Database>, disputeId: string, refundId: string) => Promise<LedgerAppend[] | void>) | null = null;
+  /**
+   * A completed sale refunded (a dispute's refund went through), in the refund's transaction: the
+   * sale `refunded`, and `sale.refunded` to its buyer and seller (what it earned them is taken back).
+   */
+  async markRefunded(trx: Transaction<Database>, saleId: string, refund: Refund): Promise<void> {
+    const sale = await repo.move(trx, saleId, ["completed"], "refunded");
+    if (!sale) return;
+    await recordEvent(
+      trx,
+      "sale.refunded",
+      { tx_id: sale.id, artwork_id: sale.artwork_id, buyer_id: sale.buyer_id, seller_id: sale.seller_id, refunded_usd: centsToUsd(refund.amountCents), reason: "The sale was refunded (a dispute)", refunded_at: iso(new Date()) },
+      [sale.buyer_id, sale.seller_id],
+    );
+  }
 
   /** What the transfer of a paid sale asks ArtMarket, read in the caller's transaction (never a second connection). */
   private async settlePayload(db: Db, sale: Sale): Promise<Record<string, unknown>> {

@@ -8,6 +8,7 @@ import { chargeStep, type PaymentFailure } from "./charge-step.ts";
 import type { ChargeResult, PaymentsService } from "./payments.service.ts";
 import type { Refund } from "./processor.ts";
 import type { PurchaseStage, TransactionRow, TransactionType } from "./payments.tables.ts";
+import { TRANSACTION_TYPES } from "./transactions.ts";
 
 /** The job that charges a purchase (payload `{ id, run? }`): the fallback of a request that charges itself, or the charge itself. */
 export const PURCHASE_CHARGE_TASK = "purchase_charge";
@@ -17,7 +18,7 @@ export const PURCHASE_REFUND_TASK = "purchase_refund";
 /** What is bought: each has its module's rules, registered as a kind. */
 export type PurchaseType = Exclude<TransactionType, "royalty_payout">;
 
-const PURCHASE_TYPES: readonly PurchaseType[] = ["sale", "share_purchase", "ticket_purchase"];
+const PURCHASE_TYPES = TRANSACTION_TYPES.filter((t): t is PurchaseType => t !== "royalty_payout");
 
 /** A purchase is its transaction row, with the lifecycle's columns. */
 export type Purchase = TransactionRow;

@@ -46,8 +46,39 @@ export const paginationSchema = z
 const COUNT_CACHE_MIN = 1_000;
 const COUNT_TTL_MS = 2_000;
 const COUNT_CACHE_ENTRIES = 500;
-const counts = new Map<string, { n: number; until: number }>();
-const counting = new Map<string, Promise<number>>();
+
+/**
+ * Counts of large lists kept COUNT_TTL_MS per filter, and one count query per filter at a time.
+ * `now` is its clock: a test gives one that it moves forward rather than wait.
+ */
+export class CountCache {
+  private readonly counts = new Map<string, { n: number; until: number }>();
+  private readonly counting = new Map<string, Promise<number>>();
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  /** The kept count of `key` while it lasts, else `run`'s (shared by the callers meanwhile); a large result is kept. */
+  count(key: string, run: () => Promise<number>): Promise<number> {
+    const cached = this.counts.get(key);
+    if (cached && cached.until > this.now()) return Promise.resolve(cached.n);
+    const running = this.counting.get(key);
+    if (running) return running;
+    const promise = run()
+      .then((n) => {
+        if (n >= COUNT_CACHE_MIN) {
+          this.counts.delete(key);
+          this.counts.set(key, { n, until: this.now() + COUNT_TTL_MS });
+          if (this.counts.size > COUNT_CACHE_ENTRIES) this.counts.delete(this.counts.keys().next().value!);
+        }
+        return n;
+      })
+      .finally(() => this.counting.delete(key));
+    this.counting.set(key, promise);
+    return promise;
+  }
+}
+
+const processCounts = new CountCache();
 
 /**
  * One page of a list and the count of the whole list. `rows` adds the selection and order
@@ -64,6 +95,7 @@ export async function paginate<DB, TB extends keyof DB, O>(
   query: SelectQueryBuilder<DB, TB, {}>,
   page: Page,
   rows: (q: SelectQueryBuilder<DB, TB, {}>) => SelectQueryBuilder<DB, TB, O>,
+  counts: CountCache = processCounts,
 ): Promise<{ rows: O[]; total: number }> {
   const offset = offsetOf(page);
   const countQuery = query.select(sql<string>`count(*)`.as("n"));
@@ -73,29 +105,9 @@ export async function paginate<DB, TB extends keyof DB, O>(
   const more = found.length > page.limit;
   const data = more ? found.slice(0, page.limit) : found;
   if (!more && (data.length > 0 || offset === 0)) return { rows: data, total: offset + data.length };
-  const cached = counts.get(key);
-  const total =
-    cached && cached.until > Date.now() ? cached.n : await countOnce(key, () => countQuery.executeTakeFirstOrThrow().then((r) => Number((r as { n: string }).n)));
+  const total = await counts.count(key, () => countQuery.executeTakeFirstOrThrow().then((r) => Number((r as { n: string }).n)));
   // A reused count may be behind the rows just read: never below what the page shows.
   return { rows: data, total: more ? Math.max(total, offset + data.length + 1) : Math.min(total, offset) };
-}
-
-/** One count query per key at a time; a large result is kept for COUNT_TTL_MS. */
-function countOnce(key: string, run: () => Promise<number>): Promise<number> {
-  const running = counting.get(key);
-  if (running) return running;
-  const promise = run()
-    .then((n) => {
-      if (n >= COUNT_CACHE_MIN) {
-        counts.delete(key);
-        counts.set(key, { n, until: Date.now() + COUNT_TTL_MS });
-        if (counts.size > COUNT_CACHE_ENTRIES) counts.delete(counts.keys().next().value!);
-      }
-      return n;
-    })
-    .finally(() => counting.delete(key));
-  counting.set(key, promise);
-  return promise;
 }
 
 /** An ILIKE/LIKE pattern matching `text` anywhere, its `%`, `_` and `\` taken literally. */

@@ -17,7 +17,7 @@ import { recordEvent } from "../../api/src/jobs/outbox.ts";
 import { migrateJobQueue } from "../../api/src/jobs/queue.ts";
 import { createPlatformDatabase, freshRelayerKey, publicClient } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
-import { waitFor } from "../support/wait.ts";
+import { signalled, waitFor } from "../support/wait.ts";
 
 const env = testEnvironment();
 const logger = pino({ level: "silent" });
@@ -206,7 +206,8 @@ describe("resuming after a crash", () => {
     // The restarted process: the same kind, counting its sends. The sweep finds the lease expired.
     const { kind: restarted, calls } = scriptedKind({ kind: dying.kind } as Partial<ChainOperationKind<Facts>>);
     const second = component([restarted], { head: null }, relayer);
-    await new Promise((r) => setTimeout(r, 2_400)); // lease 200 ms + the sweep's 2 s grace
+    // The first process died 3 s ago: its lease (200 ms) and the sweep's grace (2 s) have run out.
+    await handle.db.updateTable("chain_operations").set({ lease_until: sql<Date>`now() - interval '3 seconds'` }).where("key", "=", key).execute();
     await second.sweep();
     expect(calls.lookupIndexed).toBe(1);
     expect(await isDue(key)).toBe(true);
@@ -319,7 +320,9 @@ describe("claiming due operations", () => {
       });
       const sent = () => workers.flatMap((w) => w.seen.sent);
       await waitFor(async () => sent().length >= keys.length, { timeoutMs: 15_000, what: "every operation attempted" });
-      await sleep(300); // a second attempt of any of them would show by now
+      // Each worker's claim after its last attempt found nothing due; with no row due (below), no
+      // attempt can follow before the sweep's (a minute away).
+      await signalled(Promise.all(workers.map((w) => w.operations.idle())), "both workers idle");
       expect(sent().sort()).toEqual([...keys].sort());
       for (const w of workers) expect(w.seen.maxInFlight).toBeLessThanOrEqual(4);
       const rows = await handle.db.selectFrom("chain_operations").select(["attempts", "due_at"]).where("kind", "=", name).execute();
@@ -359,7 +362,8 @@ describe("claiming due operations", () => {
     try {
       // While every attempt is held: each kind has exactly its own number of slots taken.
       await waitFor(async () => seen.get(batched.kind.kind)!.inFlight === 12 && seen.get(single.kind.kind)!.inFlight === 3, { timeoutMs: 10_000, what: "both kinds at their concurrency" });
-      await sleep(200); // a claim beyond either cap would show by now
+      // A claim with every slot taken: one beyond either cap would be made here.
+      await operations.claimNow();
       expect(seen.get(batched.kind.kind)).toMatchObject({ inFlight: 12, sent: 12 });
       expect(seen.get(single.kind.kind)).toMatchObject({ inFlight: 3, sent: 3 });
       release();
@@ -394,9 +398,16 @@ describe("claiming due operations", () => {
     });
     await isLocked;
     const running = operations.run(key);
-    await sleep(100);
-    expect(sent).toEqual([]);
-    unlock();
+    try {
+      // Its lease waits on the row's lock (the database shows the session waiting): no attempt before it.
+      await waitFor(
+        async () => (await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%from chain_operations%for update%'`.execute(handle.db)).rows[0]!.n === 1,
+        { what: "run(key) waiting for the row's lock" },
+      );
+      expect(sent).toEqual([]);
+    } finally {
+      unlock();
+    }
     await holder;
     await running;
     expect(sent).toEqual([key]);

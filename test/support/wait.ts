@@ -31,3 +31,20 @@ export async function waitFor<T>(
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
+
+/**
+ * `signal` (a promise the code resolves once something has happened: a drained queue, an idle
+ * component), or a rejection naming `what` after `timeoutMs`: a signal that never comes fails the
+ * test with its name rather than at the test's timeout.
+ */
+export async function signalled<T>(signal: Promise<T>, what: string, timeoutMs = 10_000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not signalled within ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([signal, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -332,7 +332,27 @@ export class ChainOperations {
 
   /** Asks for a claim of due operations; claims never overlap, and a request during one runs another after it. */
   private wakeClaims(): void {
-    this.claims.request();
+    void this.claims.request();
+  }
+
+  /**
+   * Claims the operations due now, within their kinds' free slots (after the claim under way, if
+   * any), and resolves once that claim has ended; the attempts it started run on. Nothing while
+   * stopped.
+   */
+  claimNow(): Promise<void> {
+    return this.claims.request();
+  }
+
+  /**
+   * Resolves once no attempt runs in this process and the claim after the last one found nothing
+   * due: what was due has been attempted, and so has what those attempts made due at once. An
+   * operation that comes due later (a backoff, the sweep) is not waited for. Tests wait for this
+   * rather than for time.
+   */
+  async idle(): Promise<void> {
+    await this.claimNow();
+    while (this.attempts.size > 0 || this.claims.running) await Promise.all([...this.attempts, this.claims.running]);
   }
 
   /** Makes the interrupted attempts' operations due again (those still waiting on this process's lease). */
@@ -535,7 +555,7 @@ export class ChainOperations {
 
   /** Asks for a cursor pass; passes never overlap, and a request during one runs another after it. */
   poke(): void {
-    this.cursorPasses.request();
+    void this.cursorPasses.request();
   }
 
   /**
@@ -801,11 +821,12 @@ class CoalescedPasses {
     private readonly pass: (again: boolean) => Promise<void>,
   ) {}
 
-  request(): void {
-    if (!this.active()) return;
+  /** Resolves once a pass begun after this request has ended (at once while inactive). */
+  request(): Promise<void> {
+    if (!this.active()) return Promise.resolve();
     if (this.running) {
       this.again = true;
-      return;
+      return this.running;
     }
     this.running = (async () => {
       let again = false;
@@ -817,5 +838,6 @@ class CoalescedPasses {
     })().finally(() => {
       this.running = null;
     });
+    return this.running;
   }
 }

@@ -13,6 +13,44 @@ import { adminToken, createUser, expectProblem, type TestResponse, type TestUser
 // One processor attempt per charge run, so that a transient failure reaches the order's own retry (its job).
 const p = useArtworkPlatform({ MARKETPLACE_CHARGE_ATTEMPTS: "2", PAYMENT_MAX_ATTEMPTS: "1", PAYMENT_RETRY_BASE_MS: "5", TICKET_HOLD_SECONDS: "5" });
 
+/**
+ * Holds the calls of an in-process service's method (the API runs in this process) until release():
+ * a test forces an interleaving with it instead of hoping for one. After passNew(), calls made from
+ * then on go through while those held stay held.
+ */
+function holdCalls<T extends object>(target: T, method: keyof T & string) {
+  const own = Object.getOwnPropertyDescriptor(target, method);
+  const original = target[method] as (...args: unknown[]) => Promise<unknown>;
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let holding = true;
+  let held = 0;
+  Object.defineProperty(target, method, {
+    configurable: true,
+    writable: true,
+    value: async (...args: unknown[]) => {
+      if (holding) {
+        held++;
+        await released;
+      }
+      return original.apply(target, args);
+    },
+  });
+  return {
+    held: () => held,
+    passNew: () => void (holding = false),
+    release: () => {
+      holding = false;
+      release();
+    },
+    restore: () => {
+      release();
+      if (own) Object.defineProperty(target, method, own);
+      else delete (target as Record<string, unknown>)[method];
+    },
+  };
+}
+
 const DAY = 86_400_000;
 const at = (ms: number) => new Date(ms).toISOString();
 const FAKE = { event: "evt_01JD3Y5V0Q3G7W7J6T4N4C2X1M", ticket: "tkt_01JD3Y5V0Q3G7W7J6T4N4C2X1M", order: "ord_01JD3Y5V0Q3G7W7J6T4N4C2X1M" };
@@ -447,30 +485,60 @@ describe("platform events and tickets", () => {
 
   it("cancelling while purchases are under way leaves no confirmed order and no charge kept", async () => {
     const e = expectCreated(await create(hybrid({ format: "in_person", tickets: { in_person: { price_usd: 12, capacity: 100 } } })));
-    const buyers = await Promise.all(Array.from({ length: 30 }, () => createUser(p.api, { scope: ["events:write", "events:read"] })));
-    const purchases = buyers.map((u, i) => (async () => {
-      await new Promise((r) => setTimeout(r, i * 3));
-      return buy(u, e.event_id, { kind: "in_person", quantity: 1, payment_method_id: "pm_card_visa" });
-    })());
-    await new Promise((r) => setTimeout(r, 40));
-    const cancelled = await req("DELETE", `/v1/events/${e.event_id}`, admin);
-    expect(cancelled.status, cancelled.text).toBe(200);
-    const answers = await Promise.all(purchases);
-    // Confirmed before the cancellation (201), or refused by it: before the reservation, or while paid (409).
-    expect(answers.every((r) => r.status === 201 || r.status === 409)).toBe(true);
-    for (const r of answers.filter((x) => x.status === 409)) expectProblem(r, 409, "invalid_state");
+    const newBuyer = () => createUser(p.api, { scope: ["events:write", "events:read"] });
+    const [early, beforeCharge1, beforeCharge2, atProcessor1, atProcessor2, late] = await Promise.all([newBuyer(), newBuyer(), newBuyer(), newBuyer(), newBuyer(), newBuyer()]);
+    const purchase = (u: TestUser) => buy(u, e.event_id, { kind: "in_person", quantity: 1, payment_method_id: "pm_card_visa" });
+    const { purchases, payments } = p.api.server.platform.services;
+    // The interleavings are forced: purchases held, their orders pending, at the two points a
+    // cancellation can meet them: before the purchase's charge step (which asks whether the event is
+    // cancelled), and after it, at the processor (the charge is then taken and has to go back).
+    const confirmedBefore = await purchase(early);
+    expect(confirmedBefore.status, confirmedBefore.text).toBe(201);
+    const atChargeStep = holdCalls(purchases, "charge");
+    const atTheProcessor = holdCalls(payments.processor, "charge");
+    try {
+      const heldBeforeCharge = [beforeCharge1, beforeCharge2].map(purchase);
+      await waitFor(() => atChargeStep.held() === 2, { what: "two purchases held before their charge step" });
+      atChargeStep.passNew();
+      const heldAtProcessor = [atProcessor1, atProcessor2].map(purchase);
+      await waitFor(() => atTheProcessor.held() === 2, { what: "two purchases held at the processor" });
+      const pendingOf = (users: TestUser[]) =>
+        p.db.selectFrom("ticket_orders as o").innerJoin("transactions as t", "t.id", "o.transaction_id").select(["o.status", "t.charge_started_at"])
+          .where("o.event_id", "=", e.event_id).where("o.buyer_id", "in", users.map((u) => u.id)).execute();
+      // Both contenders at the contested point: the orders pending, the first two not yet charging, the others charging.
+      expect((await pendingOf([beforeCharge1, beforeCharge2])).map((o) => [o.status, o.charge_started_at])).toEqual([["pending", null], ["pending", null]]);
+      expect((await pendingOf([atProcessor1, atProcessor2])).map((o) => [o.status, o.charge_started_at !== null])).toEqual([["pending", true], ["pending", true]]);
+
+      const cancelled = await req("DELETE", `/v1/events/${e.event_id}`, admin);
+      expect(cancelled.status, cancelled.text).toBe(200);
+      // A purchase after the cancellation is refused at its reservation.
+      expectProblem(await purchase(late), 409, "invalid_state");
+      atChargeStep.release();
+      atTheProcessor.release();
+      // Both held ones refused by the cancellation: told their order failed, any payment taken refunded.
+      for (const r of await Promise.all([...heldBeforeCharge, ...heldAtProcessor])) {
+        expectProblem(r, 409, "invalid_state");
+        expect(r.body.detail).toMatch(/cancelled while your order was being paid/);
+      }
+    } finally {
+      atChargeStep.restore();
+      atTheProcessor.restore();
+    }
     // Every order ends refunded (confirmed before the cancellation) or failed (after it), and every
     // charge taken is refunded in full.
     const settled = await waitFor(async () => {
-      const orders = await p.db.selectFrom("ticket_orders").select(["id", "status", "refund_stage"]).where("event_id", "=", e.event_id).execute();
+      const orders = await p.db.selectFrom("ticket_orders").select(["id", "buyer_id", "status", "refund_stage"]).where("event_id", "=", e.event_id).execute();
       if (orders.some((o) => o.status === "pending" || o.status === "confirmed")) return undefined;
-      const charges = await p.db.selectFrom("sandbox_charges").select(["id", "amount_cents", "amount_refunded_cents"]).where("idempotency_key", "in", orders.length ? orders.map((o) => `ticket_order:${o.id}`) : ["-"]).execute();
+      const charges = await p.db.selectFrom("sandbox_charges").select(["idempotency_key", "amount_cents", "amount_refunded_cents"]).where("idempotency_key", "in", orders.map((o) => `ticket_order:${o.id}`)).execute();
       // A purchase records its refund just after the processor made it.
       const open = await p.db.selectFrom("transactions").select("id").where("reference_id", "in", orders.map((o) => o.id)).where("status", "=", "pending").execute();
       return open.length === 0 && charges.every((c) => c.amount_refunded_cents === c.amount_cents) && { orders, charges };
     }, { timeoutMs: 20_000, what: "every order settled and every charge refunded" });
-    expect(settled.orders.every((o) => o.status === "refunded" || o.status === "failed")).toBe(true);
-    expect(settled.orders.filter((o) => o.status === "refunded").length).toBe(answers.filter((r) => r.status === 201).length);
+    const statusOf = (u: TestUser) => settled.orders.filter((o) => o.buyer_id === u.id).map((o) => o.status);
+    expect([early, beforeCharge1, beforeCharge2, atProcessor1, atProcessor2, late].map(statusOf)).toEqual([["refunded"], ["failed"], ["failed"], ["failed"], ["failed"], []]);
+    // Charged: the order confirmed before, and those that met the cancellation at the processor; never those it met before the charge step.
+    const chargedBuyers = settled.charges.map((c) => settled.orders.find((o) => `ticket_order:${o.id}` === c.idempotency_key)!.buyer_id).sort();
+    expect(chargedBuyers).toEqual([early.id, atProcessor1.id, atProcessor2.id].sort());
     const tickets = await p.db.selectFrom("tickets").select("status").where("event_id", "=", e.event_id).execute();
     expect(tickets.every((t) => t.status === "refunded")).toBe(true);
     expect(tickets.length).toBe(settled.orders.filter((o) => o.status === "refunded").length);

@@ -4,13 +4,15 @@
  */
 import { type Address, createWalletClient, type Hex, http, keccak256, toBytes } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { artSharesAbi } from "../../api/src/chain/abi/ArtShares.ts";
+import { loadConfig } from "../../api/src/config.ts";
+import { type RunningPlatform, startPlatform } from "../../api/src/platform.ts";
 import { artworkInput, publicClient, useArtworkPlatform } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { certifiedArtwork, indexedCertificate, walletClientOf, walletOf } from "../support/marketplace.ts";
 import { waitFor } from "../support/wait.ts";
-import { adminToken, createUser, expectProblem, type TestUser } from "./helpers.ts";
+import { adminToken, createUser, expectProblem, send, testApiSettings, type TestUser } from "./helpers.ts";
 
 const p = useArtworkPlatform({ MARKETPLACE_SWEEP_INTERVAL_MS: "300", MARKETPLACE_CHARGE_ATTEMPTS: "2", PAYMENT_RETRY_BASE_MS: "5" });
 const env = () => testEnvironment();
@@ -45,10 +47,20 @@ describe("fractional ownership", () => {
   let reader: TestUser;
   let admin: string;
   const art = {} as Record<Art, string>;
+  /**
+   * HTTP processes of their own on this platform (its worker mints), so that a test gets the answer
+   * it asserts: `patient` waits for a purchase's mint long enough to answer 201, `impatient` does not
+   * wait (202).
+   */
+  let patient: RunningPlatform;
+  let impatient: RunningPlatform;
 
   const fractionalize = (token: string, body: unknown) => p.api.request("POST", "/v1/fractional/artworks", { token, body });
   const purchase = (buyer: TestUser, artworkId: string, shares: number, card = "pm_card_visa", key?: string) =>
     p.api.request("POST", `/v1/fractional/${artworkId}/purchase`, { token: buyer.token, body: { shares_quantity: shares, payment_method_id: card }, headers: key ? { "Idempotency-Key": key } : {} });
+  /** A purchase through another HTTP process of this platform (see `patient`, `impatient`). */
+  const purchaseThrough = (via: RunningPlatform, buyer: TestUser, artworkId: string, shares: number) =>
+    send(via.url, "POST", `/v1/fractional/${artworkId}/purchase`, { token: buyer.token, body: { shares_quantity: shares, payment_method_id: "pm_card_visa" } });
   const purchaseOf = (token: string, id: string) => p.api.request("GET", `/v1/fractional/purchases/${id}`, { token });
   const detail = async (artworkId: string) => (await p.api.request("GET", `/v1/fractional/artworks/${artworkId}`)).body;
   /** Fractionalizes and waits for the class to be on-chain (201, or 202 then active). */
@@ -90,7 +102,12 @@ describe("fractional ownership", () => {
     const names: Art[] = ["main", "byAdmin", "listed", "race", "failing", "classFail", "idem"];
     const ids = await Promise.all(names.map(() => certifiedArtwork(p, artist)));
     names.forEach((name, i) => (art[name] = ids[i]!));
+    const httpOnly = (wait: string) => startPlatform(loadConfig(testApiSettings({ ...p.env, FRACTIONAL_PURCHASE_WAIT_MS: wait })), { http: true, worker: false });
+    [patient, impatient] = await Promise.all([httpOnly("20000"), httpOnly("0")]);
   }, 120_000);
+  afterAll(async () => {
+    await Promise.all([patient?.close(), impatient?.close()]);
+  });
 
   it("fractionalizes for the on-chain owner (or an admin) only, once, never a listed or uncertified work, and then refuses a whole listing", async () => {
     const before = { artworks: await count("fractional_artworks"), operations: await p.db.selectFrom("chain_operations").select("key").where("key", "like", "share_class:%").execute() };
@@ -170,9 +187,8 @@ describe("fractional ownership", () => {
   it("a purchase charges once, mints the shares to the buyer's wallet, confirms with its event and share_purchase transaction", async () => {
     const tokenId = await tokenOf(art.main);
     const buyerWallet = (await walletOf(p, collector.id)) as Address;
-    const res = await purchase(collector, art.main, 10);
-    expect([201, 202], res.text).toContain(res.status);
-    expect(res.body.status).toBe(res.status === 201 ? "confirmed" : "pending");
+    const res = await purchaseThrough(patient, collector, art.main, 10);
+    expect(res.status, res.text).toBe(201);
     const id = res.body.purchase_id as string;
     const confirmed = await settled(collector, id);
     expect(confirmed).toEqual({
@@ -190,7 +206,7 @@ describe("fractional ownership", () => {
       created_at: expect.stringMatching(/Z$/),
       confirmed_at: expect.stringMatching(/Z$/),
     });
-    if (res.status === 201) expect(res.body).toEqual(confirmed);
+    expect(res.body).toEqual(confirmed);
 
     // The chain: the buyer's balance, the supply, the purchase key minted once, in the answered transaction.
     expect(await readShares<bigint>("balanceOf", [buyerWallet, tokenId])).toBe(10n);
@@ -201,10 +217,12 @@ describe("fractional ownership", () => {
 
     expect((await chargeOf(id)).map((c) => [c.status, c.amount_cents])).toEqual([["succeeded", 25500n]]);
 
-    // A second purchase: the buyer now holds 25 of 100.
-    const second = await purchase(collector, art.main, 15);
+    // A second purchase, answered before its mint (202, pending): the buyer then holds 25 of 100.
+    const second = await purchaseThrough(impatient, collector, art.main, 15);
+    expect(second.status, second.text).toBe(202);
     const secondConfirmed = await settled(collector, second.body.purchase_id);
     expect(secondConfirmed).toMatchObject({ shares_purchased: 15, total_paid_usd: 382.5, new_ownership_pct: 25 });
+    expect(second.body).toEqual({ ...secondConfirmed, status: "pending", on_chain_tx: null, new_ownership_pct: null, confirmed_at: null });
     expect(await readShares<bigint>("balanceOf", [buyerWallet, tokenId])).toBe(25n);
     expect(await detail(art.main)).toMatchObject({ shares_available: 75, funded_pct: 25 });
 

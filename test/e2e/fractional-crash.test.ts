@@ -22,7 +22,7 @@ import { createPlatformDatabase, freshRelayerKey, platformSettings, publicClient
 import { testEnvironment } from "../support/environment.ts";
 import { startIndexerForTest, type TestIndexer } from "../support/indexer.ts";
 import { certifiedArtwork, indexedCertificate, walletOf } from "../support/marketplace.ts";
-import { type JsonRpcProxy, startJsonRpcProxy } from "../support/rpc-proxy.ts";
+import { expectResentByFate, type JsonRpcProxy, startJsonRpcProxy } from "../support/rpc-proxy.ts";
 import { createSdkUser, type SdkUser, sdkOf } from "../support/sdk.ts";
 import { waitFor } from "../support/wait.ts";
 
@@ -36,6 +36,8 @@ let storageDir: string;
 let proxy: JsonRpcProxy;
 /** What the proxy does with the worker's next mintShares transaction (once): by default it passes. */
 let onMintSent: ((raw: Hex, tx: TransactionSerializable) => Promise<"forward" | "drop">) | null = null;
+/** Every mintShares transaction a worker handed to the node, in order (the held one included). */
+const mintsSent: Hex[] = [];
 const children: ManagedProcess[] = [];
 
 let current: ApiProcesses | null = null;
@@ -90,10 +92,12 @@ beforeAll(async () => {
   storageDir = mkdtempSync(path.join(env.tempDir, "fractional-crash-storage-"));
   proxy = await startJsonRpcProxy(env.rpcUrl, async (calls) => {
     const raw = calls.find((c) => c.method === "eth_sendRawTransaction")?.params[0] as Hex | undefined;
-    if (!raw || !onMintSent) return "forward";
+    if (!raw) return "forward";
     const tx = parseTransaction(raw);
     if (tx.to?.toLowerCase() !== env.artSharesAddress.toLowerCase() || !tx.data) return "forward";
     if (decodeFunctionData({ abi: artSharesAbi, data: tx.data }).functionName !== "mintShares") return "forward";
+    mintsSent.push(raw);
+    if (!onMintSent) return "forward";
     const hook = onMintSent;
     onMintSent = null;
     return hook(raw, tx);
@@ -134,6 +138,7 @@ it.each([
       };
     });
     const key = `frac-crash-${fate}`;
+    const sentBefore = mintsSent.length;
     const purchased = purchase(doomed.url, key);
     answered = purchased.catch(() => undefined);
     const { data: pending, response } = await purchased;
@@ -168,9 +173,9 @@ it.each([
     expect(await mintsOf(id)).toBe(1);
     expect(await confirmationsOf(id)).toBe(1);
     expect(await balanceOf(await walletOf({ db }, buyer.id))).toBe(held);
-    // One mint transaction in all: the restart sent none (forwarded) or exactly the lost one (dropped).
+    // One mint transaction in all: the restart sent none (forwarded) or exactly the lost one again, with its nonce (dropped).
     expect(await transactionCount(relayerAddress())).toBe(mint.nonce + 1);
-    if (fate === "forward") expect(confirmed.on_chain_tx).toBe(keccak256(mint.raw));
+    expectResentByFate(fate, mint, mintsSent.slice(sentBefore + 1), confirmed.on_chain_tx);
     // The buyer's retry answers the same purchase.
     const replay = await purchase(current.url, key);
     expect(replay.response.headers.get("idempotent-replayed")).toBe("true");

@@ -1,5 +1,7 @@
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
+import { type Hex, keccak256, parseTransaction } from "viem";
+import { expect } from "vitest";
 
 export interface JsonRpcCall {
   method: string;
@@ -50,4 +52,21 @@ function readBody(req: IncomingMessage): Promise<string> {
     req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
     req.on("error", reject);
   });
+}
+
+/**
+ * After a process was killed while the proxy held its transaction `held`, then forwarded or dropped
+ * it (`fate`), and a restart finished the work: what the restart sent again (`resent`, the same
+ * kind of transaction) and the transaction the work was confirmed with must match that fate.
+ * Forwarded: nothing sent again, confirmed with the held one. Dropped: the lost one sent again with
+ * its nonce, and confirmed with that.
+ */
+export function expectResentByFate(fate: "forward" | "drop", held: { raw: Hex; nonce: number }, resent: Hex[], confirmedWith: string | null): void {
+  if (fate === "forward") {
+    expect(resent).toEqual([]);
+    expect(confirmedWith).toBe(keccak256(held.raw));
+  } else {
+    expect(resent.map((raw) => parseTransaction(raw).nonce)).toEqual([held.nonce]);
+    expect(confirmedWith).toBe(keccak256(resent[0]!));
+  }
 }

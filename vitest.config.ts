@@ -1,15 +1,26 @@
 import { defineConfig } from "vitest/config";
 
+/**
+ * The slow tier: whole stacks booted with `npm start`, processes killed with SIGKILL, outages and
+ * faults, several API processes, the seed tool. `npm test` leaves it out (TEST_TIER=fast);
+ * `npm run test:full` and a plain `npx vitest run [files]` run everything.
+ */
+export const SLOW_TIER = ["test/e2e/**", "test/api/*-crash.test.ts", "test/tools/seed.test.ts"];
+const fastTier = process.env.TEST_TIER === "fast";
+
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     // test/contracts/** belongs to Hardhat's runner (npm run test:contracts).
-    exclude: ["test/contracts/**", "node_modules/**"],
+    exclude: ["test/contracts/**", "node_modules/**", ...(fastTier ? SLOW_TIER : [])],
     // One Postgres, one Hardhat node and one deployment for the whole run (test/support/global-setup.ts).
     globalSetup: ["test/support/global-setup.ts"],
     setupFiles: ["test/support/setup-file.ts"],
     pool: "forks",
     fileParallelism: true,
+    // Most files wait on the chain, the indexer and HTTP rather than compute: on 2 cores three
+    // files at a time finish sooner than vitest's default of one (cores - 1). TEST_WORKERS overrides.
+    maxWorkers: Number(process.env.TEST_WORKERS ?? 3),
     testTimeout: 30_000,
     hookTimeout: 120_000,
     teardownTimeout: 60_000,

@@ -23,6 +23,9 @@ afterEach(async () => {
 
 async function serve(level: pino.Level) {
   const lines: Record<string, any>[] = [];
+  let hung!: () => void;
+  /** Resolves once a request to /hang has reached its handler (which never answers). */
+  const hanging = new Promise<void>((resolve) => (hung = resolve));
   const sink = new Writable({
     write(chunk, _encoding, done) {
       lines.push(JSON.parse(String(chunk)));
@@ -35,11 +38,11 @@ async function serve(level: pino.Level) {
   app.get("/ok", (_req, res) => void res.json({ ok: true }));
   app.get("/missing", (_req, res) => void res.status(404).json({ code: "not_found" }));
   app.get("/broken", (_req, res) => void res.status(500).json({ code: "internal" }));
-  app.get("/hang", () => {});
+  app.get("/hang", () => hung());
   const server = app.listen(0, "127.0.0.1");
   await new Promise((resolve) => server.once("listening", resolve));
   servers.push(server);
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, lines };
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, lines, hanging };
 }
 
 it("logs refusals and failures at info and error, successes only at debug, with id, method, URL, status and time", async () => {
@@ -62,10 +65,10 @@ it("logs refusals and failures at info and error, successes only at debug, with 
 });
 
 it("logs a request the client abandoned before its answer as a warning", async () => {
-  const { url, lines } = await serve("info");
+  const { url, lines, hanging } = await serve("info");
   const aborted = new AbortController();
   const pending = fetch(`${url}/hang`, { signal: aborted.signal }).catch(() => null);
-  await new Promise((r) => setTimeout(r, 100));
+  await hanging;
   aborted.abort();
   await pending;
   await waitFor(async () => (lines.length >= 1 ? true : null), { what: "the abandoned request logged" });

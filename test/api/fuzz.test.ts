@@ -146,6 +146,33 @@ async function storeFingerprint(): Promise<Fingerprint> {
   return out;
 }
 
+/**
+ * The worker's work due or under way, by queue, read in one snapshot: events not yet dispatched,
+ * deliveries due or in flight, chain operations not settled, jobs due or running. Each piece of work
+ * stays an unfinished row of its queue until its writes are done, so once none is left nothing
+ * changes the store until a retry's or a job's time comes.
+ */
+async function workUnderWay(): Promise<Record<string, number>> {
+  const { rows } = await sql<Record<string, number>>`
+    select
+      (select count(*)::int from outbox_events where dispatched_at is null and (dispatch_after is null or dispatch_after <= now())) as outbox_events,
+      (select count(*)::int from webhook_deliveries where status = 'pending' and (in_flight_since is not null or next_retry_at <= now())) as webhook_deliveries,
+      (select count(*)::int from chain_operations where status in ('pending', 'sent')) as chain_operations,
+      (select count(*)::int from graphile_worker.jobs where locked_at is not null or (run_at <= now() and attempts < max_attempts)) as jobs`.execute(p.db);
+  return Object.fromEntries(Object.entries(rows[0]!).filter(([, n]) => n > 0));
+}
+
+/** Waits until the worker has nothing due or under way (workUnderWay), naming what it still had. */
+const workerQuiet = () =>
+  waitFor(
+    async () => {
+      const busy = await workUnderWay();
+      if (Object.keys(busy).length > 0) throw new Error(`the worker still has work: ${JSON.stringify(busy)}`);
+      return true;
+    },
+    { timeoutMs: 60_000, intervalMs: 100 },
+  );
+
 function storeChanges(before: Fingerprint, after: Fingerprint): string[] {
   return Object.keys({ ...before, ...after }).flatMap((table) => {
     const [b, a] = [before[table], after[table]];
@@ -251,26 +278,8 @@ describe("fuzzing every operation of the OpenAPI document", () => {
     ctx = contextOf(doc, ids);
 
     // The setup's own work (the certification, jobs, webhooks' outbox) is done before the baseline.
-    await waitFor(
-      async () => {
-        const open = await sql<{ key: string; status: string }>`select key, status from chain_operations where status in ('pending', 'sent')`.execute(p.db);
-        if (open.rows.length > 0) throw new Error(`chain operations of the setup still open: ${JSON.stringify(open.rows)}`);
-        return true;
-      },
-      { timeoutMs: 60_000, intervalMs: 200 },
-    );
-    let previous = await storeFingerprint();
-    const store = await waitFor(
-      async () => {
-        await new Promise((r) => setTimeout(r, 500));
-        const now = await storeFingerprint();
-        const stable = storeChanges(previous, now).length === 0;
-        previous = now;
-        return stable && now;
-      },
-      { timeoutMs: 30_000, what: "a quiet store" },
-    );
-    baseline = { store, files: filesUnder(p.storageDir), relayerNonce: await transactionCount(privateKeyToAccount(p.relayerKey).address) };
+    await workerQuiet();
+    baseline = { store: await storeFingerprint(), files: filesUnder(p.storageDir), relayerNonce: await transactionCount(privateKeyToAccount(p.relayerKey).address) };
   }, 180_000);
 
   const statuses = new Map<number, number>();
@@ -312,8 +321,8 @@ describe("fuzzing every operation of the OpenAPI document", () => {
   );
 
   it("stored nothing and sent no chain transaction", async () => {
-    // Work a request could have queued (a job, an outbox event) gets a moment to show.
-    await new Promise((r) => setTimeout(r, 1000));
+    // Work a request could have set going (a job, an outbox event) has done its writes.
+    await workerQuiet();
     expect(storeChanges(baseline.store, await storeFingerprint())).toEqual([]);
     expect(filesUnder(p.storageDir)).toEqual(baseline.files);
     expect(await transactionCount(privateKeyToAccount(p.relayerKey).address)).toBe(baseline.relayerNonce);

@@ -127,9 +127,14 @@ describe("rewards", () => {
       ]),
     );
     for (const user of users) await waitPoints(user, expected.get(user.id)!);
-    // Let any straggling dispatch finish, then: the sums are the ledger's, one row per event.
-    await waitFor(async () => (await p.db.selectFrom("outbox_events").select("id").where("id", "in", ids.map((x) => x.id)).where("dispatched_at", "is", null).execute()).length === 0);
-    await new Promise((r) => setTimeout(r, 500));
+    // Every hand-out over, then: the sums are the ledger's, one row per event. The direct ones are
+    // awaited above; the dispatcher's end as it marks its events dispatched; a replay job's row
+    // goes once the job has run.
+    await waitFor(async () => {
+      const undispatched = await p.db.selectFrom("outbox_events").select("id").where("id", "in", ids.map((x) => x.id)).where("dispatched_at", "is", null).execute();
+      const replays = await sql<{ n: number }>`select count(*)::int as n from graphile_worker.jobs where key = any(${ids.map((x) => `replay:${x.id}`)}::text[])`.execute(p.db);
+      return undispatched.length === 0 && replays.rows[0]!.n === 0;
+    }, { what: "every dispatch and replay of the events done" });
     for (const user of users) {
       const row = await p.db.selectFrom("reward_balances").select(["service_points", "lifetime_points"]).where("user_id", "=", user.id).executeTakeFirstOrThrow();
       expect(row.lifetime_points).toBe(expected.get(user.id));

@@ -87,6 +87,13 @@ describe("ApiRouter's shared reads", () => {
   const consumed: string[] = [];
   const revoked = new Set<string>();
   const gates: (() => void)[] = [];
+  let gateArrived = () => {};
+  /** Holds a computation until the test lets it end. */
+  const held = () =>
+    new Promise<void>((resolve) => {
+      gates.push(resolve);
+      gateArrived();
+    });
   let computations = 0;
   let perRequestRuns = 0;
   const contextOf = (token: string): AuthContext => ({ userId: token, role: "collector", status: "active", tokenId: token, apiKeyId: null, scopes: ["read"], principal: `user:${token}` });
@@ -127,7 +134,7 @@ describe("ApiRouter's shared reads", () => {
       response: z.object({ id: z.string(), computation: z.number(), user: z.string() }),
       handler: async ({ params, auth }) => {
         const computation = ++computations;
-        await new Promise<void>((resolve) => gates.push(resolve));
+        await held();
         return { id: params.id, computation, user: auth.userId };
       },
     });
@@ -161,11 +168,19 @@ describe("ApiRouter's shared reads", () => {
   });
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
-  const releaseAll = async (until: () => boolean) => {
-    while (!until()) {
-      gates.shift()?.();
-      await new Promise((resolve) => setTimeout(resolve, 2));
+  /** Lets each held computation end as it arrives, until `answered` settles; its outcome. */
+  const releaseUntil = async <T>(answered: Promise<T>): Promise<T> => {
+    let settled = false;
+    const over = answered.then(
+      () => void (settled = true),
+      () => void (settled = true),
+    );
+    while (!settled) {
+      const arrived = new Promise<void>((resolve) => (gateArrived = resolve));
+      while (gates.length > 0) gates.shift()!();
+      await Promise.race([over, arrived]);
     }
+    return answered;
   };
 
   it("computes 20 identical requests twice, takes each one's rate limit, and computes another credential's apart", async () => {
@@ -177,10 +192,7 @@ describe("ApiRouter's shared reads", () => {
     const others = Array.from({ length: 19 }, () => send(url, "GET", "/v1/things/a", { token: "alice" }));
     const bob = send(url, "GET", "/v1/things/a", { token: "bob" });
     await waitUntil(async () => (shared.stats.joined - before.joined === 19 && gates.length === 2 ? true : undefined), { timeoutMs: 5_000, intervalMs: 2, what: "19 requests waiting" });
-    let done = false;
-    const all = Promise.all([first, ...others, bob]).finally(() => (done = true));
-    await releaseAll(() => done);
-    const [one, ...rest] = await all;
+    const [one, ...rest] = await releaseUntil(Promise.all([first, ...others, bob]));
     const bobs = rest.pop()!;
     expect(one!.status).toBe(200);
     expect(one!.body).toEqual({ id: "a", computation: 1, user: "alice" });
@@ -208,14 +220,10 @@ describe("ApiRouter's shared reads", () => {
       const pending = send(url, "GET", "/v1/things/b", { token: "carol" });
       // It arrives while the read runs, as a request to join it.
       await waitUntil(async () => (shared.stats.joined > joined ? true : undefined), { timeoutMs: 2_000, intervalMs: 2, what: "the late request" });
-      let done = false;
-      const answered = pending.finally(() => (done = true));
-      await releaseAll(() => done);
-      return answered;
+      return releaseUntil(pending);
     })();
     expectProblem(late, 401, "token_revoked");
-    await releaseAll(() => gates.length === 0);
-    expect((await first).status).toBe(200);
+    expect((await releaseUntil(first)).status).toBe(200);
   });
 
   it("refuses a shared handler that reads the request, and computes a perRequest one for each request", async () => {

@@ -36,6 +36,8 @@ const p = useArtworkPlatform({
 const CHANGING: Record<string, string> = {
   // A handler's refusal (404, 409) is stored under the request's Idempotency-Key, so that a retry replays it.
   idempotency_keys: "refusals stored under their Idempotency-Key",
+  // The chain operations' read cursors follow the indexer, which indexes the blocks other test files mine meanwhile.
+  chain_cursors: "the indexer's progress through blocks other test files mine",
 };
 
 const json = { "content-type": "application/json" };

@@ -2,17 +2,18 @@ import { defineConfig } from "vitest/config";
 
 /**
  * The slow tier: whole stacks booted with `npm start`, processes killed with SIGKILL, outages and
- * faults, several API processes, the seed tool. `npm test` leaves it out (TEST_TIER=fast);
- * `npm run test:full` and a plain `npx vitest run [files]` run everything.
+ * faults, several API processes, the seed tool. TEST_TIER=fast (`npm test`) leaves it out,
+ * TEST_TIER=slow runs it alone (`npm run test:full` runs both, the slow tier one file at a time);
+ * a plain `npx vitest run [files]` runs any file.
  */
 export const SLOW_TIER = ["test/e2e/**", "test/api/*-crash.test.ts", "test/tools/seed.test.ts"];
-const fastTier = process.env.TEST_TIER === "fast";
+const tier = process.env.TEST_TIER;
 
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
+    include: tier === "slow" ? SLOW_TIER.map((glob) => (glob.endsWith("**") ? `${glob}/*.test.ts` : glob)) : ["test/**/*.test.ts"],
     // test/contracts/** belongs to Hardhat's runner (npm run test:contracts).
-    exclude: ["test/contracts/**", "node_modules/**", ...(fastTier ? SLOW_TIER : [])],
+    exclude: ["test/contracts/**", "node_modules/**", ...(tier === "fast" ? SLOW_TIER : [])],
     // One Postgres, one Hardhat node and one deployment for the whole run (test/support/global-setup.ts).
     globalSetup: ["test/support/global-setup.ts"],
     setupFiles: ["test/support/setup-file.ts"],

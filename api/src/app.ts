@@ -58,7 +58,7 @@ export function createApp(deps: AppDeps): Express {
   const api = new ApiRouter({
     router,
     registry,
-    authenticate: (req, opts) => services.auth.authenticate(req.get("Authorization"), opts),
+    authenticate: (req) => services.auth.authenticate(req.get("Authorization")),
     rateLimiter: deps.rateLimiter,
     idempotency: new IdempotencyStore(deps.deps.db, { crashAfterCommit: config.idempotency.crashAfterCommit }),
     checkResponses: config.env === "test",

@@ -13,7 +13,7 @@ export interface paths {
         };
         /**
          * Your own profile
-         * @description Requires a bearer token with the `users:read` scope.
+         * @description Requires a bearer (an access token or an API key) with the `users:read` scope.
          */
         get: operations["getMe"];
         put?: never;
@@ -61,7 +61,7 @@ export interface paths {
          * Update your profile
          * @description Only the user may update their own profile (admins included). Empty strings clear bio, location and website.
          *
-         *     Requires a bearer token with the `users:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `users:write` scope.
          */
         patch: operations["updateProfile"];
         trace?: never;
@@ -75,13 +75,13 @@ export interface paths {
         };
         /**
          * Search users
-         * @description Requires a bearer token with the `admin:read` scope and the role admin.
+         * @description Requires a bearer (an access token or an API key) with the `admin:read` scope and the role admin.
          */
         get: operations["listUsers"];
         put?: never;
         /**
          * Create a user with a custodial wallet and a first API key
-         * @description Requires a bearer token with the `admin:write` scope and the role admin.
+         * @description Requires a bearer (an access token or an API key) with the `admin:write` scope and the role admin.
          */
         post: operations["createUser"];
         delete?: never;
@@ -107,7 +107,7 @@ export interface paths {
          * Change a user's role or status
          * @description A suspended user's tokens and API keys stop working at once.
          *
-         *     Requires a bearer token with the `admin:write` scope and the role admin.
+         *     Requires a bearer (an access token or an API key) with the `admin:write` scope and the role admin.
          */
         patch: operations["updateUser"];
         trace?: never;
@@ -132,7 +132,7 @@ export interface paths {
          * Revoke the presented token at once
          * @description Any valid token may revoke itself, whatever its scopes.
          *
-         *     Requires a bearer token (any scope).
+         *     Requires a bearer (an access token or an API key) of any scope.
          */
         delete: operations["revokeToken"];
         options?: never;
@@ -191,7 +191,7 @@ export interface paths {
         };
         /**
          * List your active API keys
-         * @description Requires a bearer token with the `users:read` scope.
+         * @description Requires a bearer (an access token or an API key) with the `users:read` scope.
          */
         get: operations["listApiKeys"];
         put?: never;
@@ -199,7 +199,7 @@ export interface paths {
          * Create an API key
          * @description Needs a token with the coarse `write` (or `admin`) scope. The key is capped at `scope` (default: the scopes of the token that makes it), which that token must cover, and it is revoked with the key that token came from.
          *
-         *     Requires a bearer token with the `write` scope.
+         *     Requires a bearer (an access token or an API key) with the `write` scope.
          */
         post: operations["createApiKey"];
         delete?: never;
@@ -222,7 +222,7 @@ export interface paths {
          * Revoke an API key, the keys made with its tokens, and all their tokens
          * @description Needs a token with the coarse `write` (or `admin`) scope, as creating a key does.
          *
-         *     Requires a bearer token with the `write` scope.
+         *     Requires a bearer (an access token or an API key) with the `write` scope.
          */
         delete: operations["revokeApiKey"];
         options?: never;
@@ -253,7 +253,7 @@ export interface paths {
          *
          *     Answers at once with `status: pending_certification`; the certificate is minted on-chain and the artwork becomes `certified` (event `artwork.certified`) when the chain has it, usually within seconds (`estimated_certification_time`).
          *
-         *     Requires a bearer token with the `artworks:write` scope and the role artist or admin.
+         *     Requires a bearer (an access token or an API key) with the `artworks:write` scope and the role artist or admin.
          */
         post: operations["createArtwork"];
         delete?: never;
@@ -280,7 +280,7 @@ export interface paths {
          * Delete an artwork (soft)
          * @description The holder of its certificate on-chain or an admin; refused (409 `invalid_state`, `reason` `listed`, `disputed` or `shares_issued`) while a listing, a dispute or shareholders hang off it. The artwork leaves listings and its detail answers 404; its certificate (on-chain and `/certificate`), provenance, image and metadata stay.
          *
-         *     Requires a bearer token with the `artworks:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `artworks:write` scope.
          */
         delete: operations["deleteArtwork"];
         options?: never;
@@ -289,7 +289,7 @@ export interface paths {
          * Change an artwork's price, description or sale status
          * @description The holder of its certificate on-chain (the artist until it is certified and as long as they hold it; docs/ownership-and-money.md) or an admin. Fields of the certificate (title, year, medium, dimensions, image, artist) are immutable: 409 immutable_field. Other unknown fields are 400.
          *
-         *     Requires a bearer token with the `artworks:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `artworks:write` scope.
          */
         patch: operations["updateArtwork"];
         trace?: never;
@@ -349,7 +349,7 @@ export interface paths {
          * Certify an artwork by admin decision
          * @description Certifies a pending or failed artwork through the same on-chain path, recording the admin as `certified_by` and the reason in the provenance. Waits up to 10 s for the chain: 200 when certified, else 202 with the pending state (the `artwork.certified` event follows). 409 invalid_state when already certified or deleted.
          *
-         *     Requires a bearer token with the `admin:write` scope and the role admin.
+         *     Requires a bearer (an access token or an API key) with the `admin:write` scope and the role admin.
          */
         post: operations["verifyArtwork"];
         delete?: never;
@@ -453,7 +453,7 @@ export interface paths {
         };
         /**
          * List your webhook subscriptions
-         * @description Requires a bearer token with the `webhooks:read` scope.
+         * @description Requires a bearer (an access token or an API key) with the `webhooks:read` scope.
          */
         get: operations["listWebhooks"];
         put?: never;
@@ -465,7 +465,7 @@ export interface paths {
          *
          *     The answer carries the signing secret (`whsec_…`), shown only here and on rotation. Deliveries are signed with `X-Service-Signature` and the Standard Webhooks headers; see the README's Webhooks section.
          *
-         *     Requires a bearer token with the `webhooks:write` scope; the API key itself is also accepted as the bearer.
+         *     Requires a bearer (an access token or an API key) with the `webhooks:write` scope.
          */
         post: operations["createWebhook"];
         delete?: never;
@@ -483,14 +483,14 @@ export interface paths {
         };
         /**
          * A webhook subscription
-         * @description Requires a bearer token with the `webhooks:read` scope.
+         * @description Requires a bearer (an access token or an API key) with the `webhooks:read` scope.
          */
         get: operations["getWebhook"];
         put?: never;
         post?: never;
         /**
          * Delete a webhook subscription and its delivery log
-         * @description Requires a bearer token with the `webhooks:write` scope.
+         * @description Requires a bearer (an access token or an API key) with the `webhooks:write` scope.
          */
         delete: operations["deleteWebhook"];
         options?: never;
@@ -499,7 +499,7 @@ export interface paths {
          * Change a webhook subscription
          * @description A new URL is checked like on creation. `status: active` re-enables a disabled subscription; events that happened while it was disabled are not sent. `all_users: true` is for admins only (403 `forbidden` otherwise).
          *
-         *     Requires a bearer token with the `webhooks:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `webhooks:write` scope.
          */
         patch: operations["updateWebhook"];
         trace?: never;
@@ -517,7 +517,7 @@ export interface paths {
          * Rotate the signing secret
          * @description Answers the new secret (shown only now). For 24 hours the old secret also signs every delivery, so receivers can switch without losing events.
          *
-         *     Requires a bearer token with the `webhooks:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `webhooks:write` scope.
          */
         post: operations["rotateWebhookSecret"];
         delete?: never;
@@ -539,7 +539,7 @@ export interface paths {
          * Send a ping event to this subscription
          * @description Creates a `ping` event (`{id, event: "ping", created_at, subscription_id}`) delivered to this subscription only, signed, logged and retried like any other event. Answers the queued delivery.
          *
-         *     Requires a bearer token with the `webhooks:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `webhooks:write` scope.
          */
         post: operations["testWebhook"];
         delete?: never;
@@ -559,7 +559,7 @@ export interface paths {
          * The delivery log of a subscription
          * @description Newest first; filter with `status`.
          *
-         *     Requires a bearer token with the `webhooks:read` scope.
+         *     Requires a bearer (an access token or an API key) with the `webhooks:read` scope.
          */
         get: operations["listWebhookDeliveries"];
         put?: never;
@@ -579,7 +579,7 @@ export interface paths {
         };
         /**
          * A delivery
-         * @description Requires a bearer token with the `webhooks:read` scope.
+         * @description Requires a bearer (an access token or an API key) with the `webhooks:read` scope.
          */
         get: operations["getWebhookDelivery"];
         put?: never;
@@ -603,7 +603,7 @@ export interface paths {
          * Retry a delivery now
          * @description Queues an attempt at once, whatever the delivery's status (same delivery id, so receivers can dedupe). 409 `invalid_state` while an attempt is in flight or the subscription is disabled.
          *
-         *     Requires a bearer token with the `webhooks:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `webhooks:write` scope.
          */
         post: operations["retryWebhookDelivery"];
         delete?: never;
@@ -634,7 +634,7 @@ export interface paths {
          *
          *     A malformed id is 404 too.
          *
-         *     Requires a bearer token with the `marketplace:read` scope.
+         *     Requires a bearer (an access token or an API key) with the `marketplace:read` scope.
          */
         get: operations["getLedgerEntry"];
         put?: never;
@@ -658,7 +658,7 @@ export interface paths {
          *
          *     Each entry carries `anchor_index` (null until anchored); its own endpoint gives the Merkle proof.
          *
-         *     Requires a bearer token with the `marketplace:read` scope.
+         *     Requires a bearer (an access token or an API key) with the `marketplace:read` scope.
          */
         get: operations["listLedgerEntries"];
         put?: never;
@@ -684,7 +684,7 @@ export interface paths {
          *
          *     It reads every entry: minutes for millions of them.
          *
-         *     Requires a bearer token with the `admin:read` scope and the role admin.
+         *     Requires a bearer (an access token or an API key) with the `admin:read` scope and the role admin.
          */
         get: operations["verifyLedger"];
         put?: never;
@@ -706,7 +706,7 @@ export interface paths {
          * List your payment methods
          * @description Newest first; detached methods are not listed. Only the owner sees and uses its payment methods: another user's, admins included, is 404 `not_found`.
          *
-         *     Requires a bearer token with the `users:read` scope.
+         *     Requires a bearer (an access token or an API key) with the `users:read` scope.
          */
         get: operations["listPaymentMethods"];
         put?: never;
@@ -720,7 +720,7 @@ export interface paths {
          *
          *     Only the owner sees and uses its payment methods: another user's, admins included, is 404 `not_found`.
          *
-         *     Requires a bearer token with the `users:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `users:write` scope.
          */
         post: operations["createPaymentMethod"];
         delete?: never;
@@ -740,7 +740,7 @@ export interface paths {
          * A payment method
          * @description Only the owner sees and uses its payment methods: another user's, admins included, is 404 `not_found`.
          *
-         *     Requires a bearer token with the `users:read` scope.
+         *     Requires a bearer (an access token or an API key) with the `users:read` scope.
          */
         get: operations["getPaymentMethod"];
         put?: never;
@@ -749,7 +749,7 @@ export interface paths {
          * Detach a payment method
          * @description The method can no longer be seen or charged (404 from then on); charges already made with it stand. Only the owner sees and uses its payment methods: another user's, admins included, is 404 `not_found`.
          *
-         *     Requires a bearer token with the `users:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `users:write` scope.
          */
         delete: operations["detachPaymentMethod"];
         options?: never;
@@ -780,7 +780,7 @@ export interface paths {
          *
          *     Only custodial wallets can list for now: a seller signed in with Ethereum (an external wallet) would first approve the platform's settlement contract on-chain, which does not exist yet, and is refused with 409 `invalid_state`.
          *
-         *     Requires a bearer token with the `marketplace:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `marketplace:write` scope.
          */
         post: operations["createListing"];
         delete?: never;
@@ -809,7 +809,7 @@ export interface paths {
          * Cancel a listing
          * @description The seller or an admin; another user is 403 `forbidden` (the listing is public, so its existence is no secret). Only an active listing can be cancelled: otherwise 409 `invalid_state`. Answers the listing with `status: cancelled`; the artwork's provenance gains `delisted`.
          *
-         *     Requires a bearer token with the `marketplace:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `marketplace:write` scope.
          */
         delete: operations["cancelListing"];
         options?: never;
@@ -834,7 +834,7 @@ export interface paths {
          *
          *     Refused with 409 `invalid_state` when the listing is not active (two buyers at once: exactly one sale, the other is refused), is your own, or its certificate left the seller's wallet.
          *
-         *     Requires a bearer token with the `marketplace:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `marketplace:write` scope.
          */
         post: operations["buyListing"];
         delete?: never;
@@ -854,7 +854,7 @@ export interface paths {
          * Your offers
          * @description Offers you made (`role=buyer`) or received (`role=seller`), both by default; filters `status`, `listing_id`. Newest first.
          *
-         *     Requires a bearer token with the `marketplace:read` scope.
+         *     Requires a bearer (an access token or an API key) with the `marketplace:read` scope.
          */
         get: operations["listOffers"];
         put?: never;
@@ -864,7 +864,7 @@ export interface paths {
          *
          *     The seller is notified (`offer.created`, to the buyer and the seller). Refusals change nothing: an unknown listing is 400, a listing not active or not accepting offers, or your own, is 409 `invalid_state`.
          *
-         *     Requires a bearer token with the `marketplace:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `marketplace:write` scope.
          */
         post: operations["createOffer"];
         delete?: never;
@@ -884,7 +884,7 @@ export interface paths {
          * An offer
          * @description Its buyer, its seller and admins; anyone else 404.
          *
-         *     Requires a bearer token with the `marketplace:read` scope.
+         *     Requires a bearer (an access token or an API key) with the `marketplace:read` scope.
          */
         get: operations["getOffer"];
         put?: never;
@@ -910,7 +910,7 @@ export interface paths {
          *
          *     Only a pending offer that has not expired moves: otherwise 409 `invalid_state`, and nothing changes. Someone who is not a party gets 404; the other party 403.
          *
-         *     Requires a bearer token with the `marketplace:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `marketplace:write` scope.
          */
         post: operations["acceptOffer"];
         delete?: never;
@@ -934,7 +934,7 @@ export interface paths {
          *
          *     Only a pending offer that has not expired moves: otherwise 409 `invalid_state`, and nothing changes. Someone who is not a party gets 404; the other party 403.
          *
-         *     Requires a bearer token with the `marketplace:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `marketplace:write` scope.
          */
         post: operations["rejectOffer"];
         delete?: never;
@@ -958,7 +958,7 @@ export interface paths {
          *
          *     Only a pending offer that has not expired moves: otherwise 409 `invalid_state`, and nothing changes. Someone who is not a party gets 404; the other party 403.
          *
-         *     Requires a bearer token with the `marketplace:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `marketplace:write` scope.
          */
         post: operations["withdrawOffer"];
         delete?: never;
@@ -978,7 +978,7 @@ export interface paths {
          * Your transactions
          * @description The transactions you are a party of: sales you bought or sold, royalty payouts you received as the artist (and later share and ticket purchases). Filters `type`, `status`, `role` (buyer, seller, recipient). Newest first.
          *
-         *     Requires a bearer token with the `marketplace:read` scope.
+         *     Requires a bearer (an access token or an API key) with the `marketplace:read` scope.
          */
         get: operations["listTransactions"];
         put?: never;
@@ -1000,7 +1000,7 @@ export interface paths {
          * A transaction
          * @description Its buyer, seller, recipient and admins; anyone else 404.
          *
-         *     Requires a bearer token with the `marketplace:read` scope.
+         *     Requires a bearer (an access token or an API key) with the `marketplace:read` scope.
          */
         get: operations["getTransaction"];
         put?: never;
@@ -1024,7 +1024,7 @@ export interface paths {
          * Dispute a sale (buyer)
          * @description The buyer of a completed sale, within 14 days of its completion; one open dispute per sale (409 `conflict`). A sale not completed, or past the window, is 409 `invalid_state`. The seller and admins get 403, anyone else 404. An admin resolves it (`POST /v1/admin/disputes/:id/resolve`).
          *
-         *     Requires a bearer token with the `marketplace:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `marketplace:write` scope.
          */
         post: operations["createDispute"];
         delete?: never;
@@ -1044,7 +1044,7 @@ export interface paths {
          * A dispute
          * @description Its buyer, its seller and admins; anyone else 404.
          *
-         *     Requires a bearer token with the `marketplace:read` scope.
+         *     Requires a bearer (an access token or an API key) with the `marketplace:read` scope.
          */
         get: operations["getDispute"];
         put?: never;
@@ -1066,7 +1066,7 @@ export interface paths {
          * Disputes (admin)
          * @description Every dispute, newest first; filter `status` (open, resolved).
          *
-         *     Requires a bearer token with the `admin:read` scope and the role admin.
+         *     Requires a bearer (an access token or an API key) with the `admin:read` scope and the role admin.
          */
         get: operations["listDisputes"];
         put?: never;
@@ -1090,7 +1090,7 @@ export interface paths {
          * Resolve a dispute (admin)
          * @description `refund`: the charge is refunded (by a job: `refund_status` pending -> refunded), the sale's transaction and its royalty payout become `refunded`, and when the buyer's wallet is custodial the certificate goes back to the seller on-chain (`certificate_return`). `reject`: the sale stands. A resolved dispute is 409 `invalid_state`.
          *
-         *     Requires a bearer token with the `admin:write` scope and the role admin.
+         *     Requires a bearer (an access token or an API key) with the `admin:write` scope and the role admin.
          */
         post: operations["resolveDispute"];
         delete?: never;
@@ -1120,7 +1120,7 @@ export interface paths {
          *
          *     201 when the class is on-chain within a short wait (`status: active`), 202 while `pending`. Refused: an artwork not certified on-chain or listed whole in the marketplace (409 `invalid_state`), fractionalized already (409 `conflict`), another user (403), an unknown artwork (400). A fractionalized artwork cannot be listed whole.
          *
-         *     Requires a bearer token with the `fractional:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `fractional:write` scope.
          */
         post: operations["fractionalizeArtwork"];
         delete?: never;
@@ -1188,7 +1188,7 @@ export interface paths {
          *
          *     201 `confirmed` when the indexer has the mint within a short wait (FRACTIONAL_PURCHASE_WAIT_MS), 202 `pending` otherwise (`GET /v1/fractional/purchases/:id`; `fractional.purchase_confirmed` to you and the owner), 402 `payment_declined` when the card was declined (the shares are released). A mint that fails for good makes the purchase `failed` (answered 201 with that status when it happens within the wait), releases the shares and refunds the charge.
          *
-         *     Requires a bearer token with the `fractional:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `fractional:write` scope.
          */
         post: operations["buyShares"];
         delete?: never;
@@ -1208,7 +1208,7 @@ export interface paths {
          * A share purchase
          * @description Its buyer and admins; anyone else 404.
          *
-         *     Requires a bearer token with the `fractional:read` scope.
+         *     Requires a bearer (an access token or an API key) with the `fractional:read` scope.
          */
         get: operations["getSharePurchase"];
         put?: never;
@@ -1240,7 +1240,7 @@ export interface paths {
          *
          *     JSON, or `multipart/form-data` with up to 4 file parts named `images` (JPEG, PNG, WebP or GIF recognized by content, up to 20 MiB each: 415 for other types, 413 above, 400 for a fifth) and the other fields as text parts (`tags` as a JSON array or `tags[0]`, `tags[1]`, ...).
          *
-         *     Requires a bearer token with the `community:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `community:write` scope.
          */
         post: operations["createPost"];
         delete?: never;
@@ -1269,7 +1269,7 @@ export interface paths {
          * Remove a post
          * @description The author, or an admin with a `reason` (kept with the post for moderation). The post is then 404 to everyone but admins; a discussion's post takes the discussion with it. A challenge submission's post is removed by withdrawing the submission (409 here).
          *
-         *     Requires a bearer token with the `community:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `community:write` scope.
          */
         delete: operations["removePost"];
         options?: never;
@@ -1278,7 +1278,7 @@ export interface paths {
          * Edit a post
          * @description The author only (others 403). `content` and/or `tags`. Text is stored exactly as given and is never rendered as HTML by the API; control characters other than newline and tab are refused (400).
          *
-         *     Requires a bearer token with the `community:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `community:write` scope.
          */
         patch: operations["updatePost"];
         trace?: never;
@@ -1318,14 +1318,14 @@ export interface paths {
          * Like a post
          * @description One like per user: liking again changes nothing (200 either way). `likes_count` is exact under concurrency.
          *
-         *     Requires a bearer token with the `community:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `community:write` scope.
          */
         post: operations["likePost"];
         /**
          * Take a like back
          * @description Idempotent: without a like, nothing changes.
          *
-         *     Requires a bearer token with the `community:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `community:write` scope.
          */
         delete: operations["unlikePost"];
         options?: never;
@@ -1352,7 +1352,7 @@ export interface paths {
          * Comment on a post
          * @description Text is stored exactly as given and is never rendered as HTML by the API; control characters other than newline and tab are refused (400).
          *
-         *     Requires a bearer token with the `community:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `community:write` scope.
          */
         post: operations["createComment"];
         delete?: never;
@@ -1375,7 +1375,7 @@ export interface paths {
          * Delete a comment
          * @description The author or an admin (others 403).
          *
-         *     Requires a bearer token with the `community:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `community:write` scope.
          */
         delete: operations["deleteComment"];
         options?: never;
@@ -1384,7 +1384,7 @@ export interface paths {
          * Edit a comment
          * @description The author only (others 403).
          *
-         *     Requires a bearer token with the `community:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `community:write` scope.
          */
         patch: operations["updateComment"];
         trace?: never;
@@ -1408,7 +1408,7 @@ export interface paths {
          * Start a discussion
          * @description Also listed as a `discussion` post (`post_id`): like it there; removing that post removes the discussion. Text is stored exactly as given and is never rendered as HTML by the API; control characters other than newline and tab are refused (400).
          *
-         *     Requires a bearer token with the `community:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `community:write` scope.
          */
         post: operations["createDiscussion"];
         delete?: never;
@@ -1456,7 +1456,7 @@ export interface paths {
          * Reply to a discussion
          * @description Moves `replies_count` and `last_activity`. Text is stored exactly as given and is never rendered as HTML by the API; control characters other than newline and tab are refused (400).
          *
-         *     Requires a bearer token with the `community:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `community:write` scope.
          */
         post: operations["createReply"];
         delete?: never;
@@ -1478,14 +1478,14 @@ export interface paths {
          * Pin a discussion (admin)
          * @description Pinned discussions come first in both orders.
          *
-         *     Requires a bearer token with the `admin:write` scope and the role admin.
+         *     Requires a bearer (an access token or an API key) with the `admin:write` scope and the role admin.
          */
         post: operations["pinDiscussion"];
         /**
          * Unpin a discussion (admin)
          * @description Pinned discussions come first in both orders.
          *
-         *     Requires a bearer token with the `admin:write` scope and the role admin.
+         *     Requires a bearer (an access token or an API key) with the `admin:write` scope and the role admin.
          */
         delete: operations["unpinDiscussion"];
         options?: never;
@@ -1512,7 +1512,7 @@ export interface paths {
          * Create a challenge (admin)
          * @description `deadline` after `starts_at` and in the future. Status follows the dates: upcoming, active, closed.
          *
-         *     Requires a bearer token with the `admin:write` scope and the role admin.
+         *     Requires a bearer (an access token or an API key) with the `admin:write` scope and the role admin.
          */
         post: operations["createChallenge"];
         delete?: never;
@@ -1542,7 +1542,7 @@ export interface paths {
          * Edit a challenge before it starts (admin)
          * @description Once it has started: 409 `invalid_state`.
          *
-         *     Requires a bearer token with the `admin:write` scope and the role admin.
+         *     Requires a bearer (an access token or an API key) with the `admin:write` scope and the role admin.
          */
         patch: operations["updateChallenge"];
         trace?: never;
@@ -1568,7 +1568,7 @@ export interface paths {
          *
          *     One submission per user and challenge (a second: 409 `conflict`), only while the challenge is active (else 409 `invalid_state`). The submission is also a `challenge_submission` post. Fires `challenge.joined` (to the submitter's webhooks, and admins').
          *
-         *     Requires a bearer token with the `community:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `community:write` scope.
          */
         post: operations["createSubmission"];
         delete?: never;
@@ -1591,7 +1591,7 @@ export interface paths {
          * Withdraw a submission
          * @description The submitter while the challenge is active, or an admin with a `reason`; never a winner (409). Its post is removed with it.
          *
-         *     Requires a bearer token with the `community:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `community:write` scope.
          */
         delete: operations["withdrawSubmission"];
         options?: never;
@@ -1612,7 +1612,7 @@ export interface paths {
          * Name a challenge's winners (admin)
          * @description After the deadline (before: 409 `invalid_state`), once; `submission_ids` first place first, each a submission to this challenge (else 400).
          *
-         *     Requires a bearer token with the `admin:write` scope and the role admin.
+         *     Requires a bearer (an access token or an API key) with the `admin:write` scope and the role admin.
          */
         post: operations["nameChallengeWinners"];
         delete?: never;
@@ -1640,7 +1640,7 @@ export interface paths {
          *
          *     **CSV** for spreadsheets: `?format=csv`, or `Accept: text/csv` without `format`, answers `text/csv` (RFC 4180: a header line with the field names above, in that order, then one data line; CRLF line ends), as an attachment named `report-<period>.csv`. The same figures as an HTML page with charts: `GET /admin/reports`.
          *
-         *     Requires a bearer token with the `admin:read` scope and the role admin.
+         *     Requires a bearer (an access token or an API key) with the `admin:read` scope and the role admin.
          */
         get: operations["getReport"];
         put?: never;
@@ -1664,7 +1664,7 @@ export interface paths {
          *
          *     For people with a browser: besides `Authorization: Bearer <token or API key>`, HTTP Basic authentication with any user name and an admin's API key (or an admin token) as the password. A refusal is 401 with `WWW-Authenticate: Basic realm="Admin reports"`, so the browser asks for them.
          *
-         *     Requires a bearer token with the `admin:read` scope and the role admin; the API key itself is also accepted as the bearer.
+         *     Requires a bearer (an access token or an API key) with the `admin:read` scope and the role admin.
          */
         get: operations["getReportPage"];
         put?: never;
@@ -1696,7 +1696,7 @@ export interface paths {
          *
          *     `speakers` get `spk_` ids; each schedule session names its speakers by their position in `speakers` (0-based) and lies within the event's times. `artist_ids` are users with the artist role.
          *
-         *     Requires a bearer token with the `admin:write` scope and the role admin.
+         *     Requires a bearer (an access token or an API key) with the `admin:write` scope and the role admin.
          */
         post: operations["createEvent"];
         delete?: never;
@@ -1725,7 +1725,7 @@ export interface paths {
          * Cancel a platform event (admin)
          * @description The event becomes `cancelled` and stays readable. Every ticket is refunded: each confirmed order becomes `refunded` once the processor has returned its payment, its tickets `refunded`, and its buyer is told (`ticket.refunded`). Orders still being paid fail and any charge is returned. Cancelling a cancelled event changes nothing.
          *
-         *     Requires a bearer token with the `admin:write` scope and the role admin.
+         *     Requires a bearer (an access token or an API key) with the `admin:write` scope and the role admin.
          */
         delete: operations["cancelEvent"];
         options?: never;
@@ -1734,7 +1734,7 @@ export interface paths {
          * Edit a platform event (admin)
          * @description Any field of the create body. A kind of ticket with seats sold cannot be dropped, nor its capacity lowered below them (409 `invalid_state`); new prices apply to later orders. Speakers sent with their `id` keep it; the schedule may name them by id or position. A cancelled event cannot be edited (409 `invalid_state`).
          *
-         *     Requires a bearer token with the `admin:write` scope and the role admin.
+         *     Requires a bearer (an access token or an API key) with the `admin:write` scope and the role admin.
          */
         patch: operations["updateEvent"];
         trace?: never;
@@ -1750,7 +1750,7 @@ export interface paths {
          * Your tickets for an event
          * @description The caller's tickets (with their codes), newest first.
          *
-         *     Requires a bearer token with the `events:read` scope.
+         *     Requires a bearer (an access token or an API key) with the `events:read` scope.
          */
         get: operations["listMyTickets"];
         put?: never;
@@ -1762,7 +1762,7 @@ export interface paths {
          *
          *     Without `payment_method_id` (tickets that are not free): 201 `awaiting_payment`, the seats held until `payment_due_at` (TICKET_HOLD_SECONDS, default 15 min) for `POST /v1/ticket-orders/:id/pay`, then released (`expired`). A reward's discount can be applied to such an order (`POST /v1/rewards/redeem` with its `order_id`).
          *
-         *     Requires a bearer token with the `events:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `events:write` scope.
          */
         post: operations["buyTickets"];
         delete?: never;
@@ -1784,7 +1784,7 @@ export interface paths {
          * Pay a held ticket order
          * @description Pays an order made without a payment method (`awaiting_payment`), before its `payment_due_at`: charges `amount_due_usd` (the total less any reward discount applied to it) and issues the tickets, as a purchase does (201 `confirmed`, 402 `payment_declined` with the seats released, 202 `pending` while a processor error is retried). Send an `Idempotency-Key`. Another user's order: 404 (an admin, who reads it, 403); not awaiting payment or past its hold: 409 `invalid_state`.
          *
-         *     Requires a bearer token with the `events:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `events:write` scope.
          */
         post: operations["payTicketOrder"];
         delete?: never;
@@ -1804,7 +1804,7 @@ export interface paths {
          * A ticket
          * @description Its holder and admins; anyone else 404.
          *
-         *     Requires a bearer token with the `events:read` scope.
+         *     Requires a bearer (an access token or an API key) with the `events:read` scope.
          */
         get: operations["getTicket"];
         put?: never;
@@ -1826,7 +1826,7 @@ export interface paths {
          * A ticket order
          * @description Its buyer and admins; anyone else 404.
          *
-         *     Requires a bearer token with the `events:read` scope.
+         *     Requires a bearer (an access token or an API key) with the `events:read` scope.
          */
         get: operations["getTicketOrder"];
         put?: never;
@@ -1850,7 +1850,7 @@ export interface paths {
          * Check a ticket in at the door (admin)
          * @description Admits the holder of `code` for this event once: the ticket becomes `checked_in`. A second check-in, or a refunded ticket, is 409 `invalid_state`; a code of no ticket of this event is 404.
          *
-         *     Requires a bearer token with the `admin:write` scope and the role admin.
+         *     Requires a bearer (an access token or an API key) with the `admin:write` scope and the role admin.
          */
         post: operations["checkInTicket"];
         delete?: never;
@@ -1890,7 +1890,7 @@ export interface paths {
         };
         /**
          * Your points and tier
-         * @description Requires a bearer token with the `rewards:read` scope.
+         * @description Requires a bearer (an access token or an API key) with the `rewards:read` scope.
          */
         get: operations["getRewardsBalance"];
         put?: never;
@@ -1912,7 +1912,7 @@ export interface paths {
          * Your points history
          * @description Points earned, reversed, redeemed and given back, newest first, each with its source; only your own. A reversal may take the balance below zero (points already spent): redemptions wait until it is back at their cost.
          *
-         *     Requires a bearer token with the `rewards:read` scope.
+         *     Requires a bearer (an access token or an API key) with the `rewards:read` scope.
          */
         get: operations["listRewardsHistory"];
         put?: never;
@@ -1982,7 +1982,7 @@ export interface paths {
          *
          *     A `code` reward answers a unique activation code. A `discount` reward is taken off `order_id`, an order of yours awaiting payment (a ticket order made without a payment method, `POST /v1/events/:id/tickets`); without one: 400, an order that cannot take it: 409 `invalid_state`.
          *
-         *     Requires a bearer token with the `rewards:write` scope.
+         *     Requires a bearer (an access token or an API key) with the `rewards:write` scope.
          */
         post: operations["redeemReward"];
         delete?: never;
@@ -2000,7 +2000,7 @@ export interface paths {
         };
         /**
          * Every reward, active or not (admin)
-         * @description Requires a bearer token with the `admin:read` scope and the role admin.
+         * @description Requires a bearer (an access token or an API key) with the `admin:read` scope and the role admin.
          */
         get: operations["listRewards"];
         put?: never;
@@ -2008,7 +2008,7 @@ export interface paths {
          * Add a reward to the catalog (admin)
          * @description `code` rewards have no discount; `discount` rewards exactly one of `discount_pct` (1..100) and `discount_usd`.
          *
-         *     Requires a bearer token with the `admin:write` scope and the role admin.
+         *     Requires a bearer (an access token or an API key) with the `admin:write` scope and the role admin.
          */
         post: operations["createReward"];
         delete?: never;
@@ -2034,7 +2034,7 @@ export interface paths {
          * Change a reward (admin)
          * @description Name, cost, stock (not below what was redeemed: 409 `invalid_state`) and `active`.
          *
-         *     Requires a bearer token with the `admin:write` scope and the role admin.
+         *     Requires a bearer (an access token or an API key) with the `admin:write` scope and the role admin.
          */
         patch: operations["updateReward"];
         trace?: never;

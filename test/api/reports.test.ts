@@ -324,8 +324,8 @@ describe("admin reports", () => {
     expectProblem(await api.request("GET", "/v1/admin/reports", { token: collector.token }), 403, "insufficient_scope");
     const readOnlyAdmin = await createUser(api, { role: "admin", scope: ["read"] });
     expectProblem(await api.request("GET", "/v1/admin/reports", { token: readOnlyAdmin.token }), 403, "insufficient_scope");
-    // Like the other admin endpoints, the JSON answers tokens only: an API key is not a bearer here.
-    expectProblem(await api.request("GET", "/v1/admin/reports", { token: ADMIN_API_KEY }), 401, "token_invalid");
+    // The admin's API key is a bearer here as on every endpoint.
+    expect((await api.request("GET", "/v1/admin/reports?period=2025-Q3", { token: ADMIN_API_KEY })).body).toMatchObject(Q3_2025);
 
     const reader = await createUser(api, { role: "admin", scope: ["admin:read"] });
     expect((await api.request("GET", "/v1/admin/reports?period=2025-Q3", { token: reader.token })).body).toMatchObject(Q3_2025);

@@ -37,11 +37,11 @@ describe("SharedReads", () => {
     const shared = new SharedReads();
     let database = 1;
     const { gates, compute } = gatedComputations(() => database);
-    const first = shared.lead("k", { compute, auth: null, allowApiKey: false });
+    const first = shared.lead("k", { compute, auth: null });
     expect(gates).toHaveLength(1);
     database = 2; // a write commits while the first computation runs
     const second = shared.join("k");
-    const third = shared.lead("k", { compute, auth: null, allowApiKey: false });
+    const third = shared.lead("k", { compute, auth: null });
     expect(gates).toHaveLength(1); // they wait: no second computation while one runs
     gates.shift()!();
     expect(await first).toMatchObject({ kind: "ran", computed: { result: { seen: 1 } } });
@@ -59,14 +59,14 @@ describe("SharedReads", () => {
     const shared = new SharedReads();
     const { gates, compute } = gatedComputations(() => 1);
     const reader: AuthContext = { userId: "u1", role: "collector", status: "active", tokenId: "t1", apiKeyId: "k1", scopes: ["read"], principal: "user:u1" };
-    const first = shared.lead("k", { compute, auth: reader, allowApiKey: false });
+    const first = shared.lead("k", { compute, auth: reader });
     // The same header resolving to another context (a new role meanwhile): not this computation's.
-    expect(await shared.lead("k", { compute, auth: { ...reader, role: "artist" }, allowApiKey: false })).toBeNull();
-    expect(await shared.lead("k", { compute, auth: { ...reader, scopes: ["read", "write"] }, allowApiKey: false })).toBeNull();
-    const waiting = shared.lead("k", { compute, auth: { ...reader }, allowApiKey: false });
+    expect(await shared.lead("k", { compute, auth: { ...reader, role: "artist" } })).toBeNull();
+    expect(await shared.lead("k", { compute, auth: { ...reader, scopes: ["read", "write"] } })).toBeNull();
+    const waiting = shared.lead("k", { compute, auth: { ...reader } });
 
     let failures = 0;
-    const failing = shared.lead("f", { compute: async () => { failures++; throw new Error("boom"); }, auth: null, allowApiKey: false });
+    const failing = shared.lead("f", { compute: async () => { failures++; throw new Error("boom"); }, auth: null });
     const waitingForFailure = shared.join("f");
     await expect(failing).rejects.toThrow("boom");
     expect(await waitingForFailure).toBeNull();

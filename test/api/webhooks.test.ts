@@ -106,8 +106,10 @@ describe("subscriptions", () => {
     expect(withKey.status).toBe(201);
     expect(withKey.body.events).toEqual(["*"]);
     expect(withKey.body.description).toBeNull();
-    // the API key is a bearer only where the contract says so
-    expectProblem(await api.request("GET", "/v1/webhooks", { token: user.apiKey }), 401, "token_invalid");
+    // the key reads with the same rule as it writes (docs/cors-and-keys.md)
+    const listedWithKey = await api.request("GET", "/v1/webhooks", { token: user.apiKey });
+    expect(listedWithKey.status).toBe(200);
+    expect(listedWithKey.body.data.map((w: { id: string }) => w.id)).toEqual(expect.arrayContaining([res.body.id, withKey.body.id]));
   });
 
   it("needs webhooks:write to change and webhooks:read to look", async () => {

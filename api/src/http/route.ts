@@ -15,13 +15,14 @@ import { type Computed, sameCredential, SharedReads } from "./shared-reads.ts";
 import { problemResponses } from "./problem.ts";
 import { type Answer, RequestUnitOfWork } from "./unit-of-work.ts";
 
-export type Authenticator = (req: Request, opts: { allowApiKey: boolean }) => Promise<AuthContext | null>;
+/** The request's bearer credential (an access token or an API key, on every route alike); null when none was sent. */
+export type Authenticator = (req: Request) => Promise<AuthContext | null>;
 
 export type RouteAuth =
   /** Anyone; a bearer, if sent, must still be valid (CONTRACT §2). */
   | { public: true }
   /** A bearer holding `scope` (fine or coarse); `null`: any valid bearer (a token revoking itself). */
-  | { scope: Scope | null; roles?: readonly Role[]; allowApiKey?: boolean };
+  | { scope: Scope | null; roles?: readonly Role[] };
 
 export interface RouteContext<B, Q, P> {
   req: Request;
@@ -204,7 +205,7 @@ export class ApiRouter {
     const answer = sharedReads.join(key)!;
     let auth: AuthContext | null;
     try {
-      auth = await this.deps.authenticate(req, { allowApiKey: round.allowApiKey });
+      auth = await this.deps.authenticate(req);
     } catch {
       next(); // the route refuses it, and counts the refusal
       return;
@@ -245,7 +246,7 @@ export class ApiRouter {
 
   /** A request through the route's stages, in order; a stage that refuses throws, and the error middleware answers. */
   private async handle<A extends RouteAuth, B, Q, P>(def: RouteDef<A, B, Q, P>, req: Request, res: Response): Promise<void> {
-    const auth = await this.authenticate(def.auth, req, res);
+    const auth = await this.authenticate(req, res);
     await this.limitRate(req, res, auth);
     const keepIn = this.publicReadCacheFor(def, res, auth);
     authorize(def.auth, auth);
@@ -262,9 +263,9 @@ export class ApiRouter {
     await this.write(def, req, res, auth, input, claimed?.claim ?? null);
   }
 
-  private async authenticate(rule: RouteAuth, req: Request, res: Response): Promise<AuthContext | null> {
+  private async authenticate(req: Request, res: Response): Promise<AuthContext | null> {
     try {
-      return await this.deps.authenticate(req, { allowApiKey: acceptsApiKey(rule) });
+      return await this.deps.authenticate(req);
     } catch (err) {
       // A refused credential counts against the caller's address: guessing tokens is rate limited too.
       if (err instanceof ApiError && (err.status === 401 || err.status === 403)) enforceRateLimit(res, await this.deps.rateLimiter.consume("anonymous", `ip:${req.ip}`));
@@ -311,7 +312,6 @@ export class ApiRouter {
       ? await sharedReads.lead(SharedReads.keyOf(req.headers.authorization, req.originalUrl), {
           compute: () => this.computeRead(def, req.originalUrl, this.readContext(def, parts), keepIn),
           auth: parts.auth,
-          allowApiKey: acceptsApiKey(def.auth),
         })
       : null;
     if (outcome?.kind === "shared") return { answer: outcome.answer, result: null };
@@ -447,14 +447,14 @@ export class ApiRouter {
         def.description,
         "public" in def.auth
           ? "Public: works without a token (a token, if sent, must be valid)."
-          : `Requires a bearer token${def.auth.scope === null ? " (any scope)" : ` with the \`${def.auth.scope}\` scope`}${def.auth.roles ? ` and the role ${def.auth.roles.join(" or ")}` : ""}${def.auth.allowApiKey ? "; the API key itself is also accepted as the bearer" : ""}.`,
+          : `Requires a bearer (an access token or an API key)${def.auth.scope === null ? " of any scope" : ` with the \`${def.auth.scope}\` scope`}${def.auth.roles ? ` and the role ${def.auth.roles.join(" or ")}` : ""}.`,
       ]
         .filter(Boolean)
         .join("\n\n"),
       tags: def.tags,
       security: needsAuth ? [{ bearerAuth: [] }] : [{}, { bearerAuth: [] }],
       // The same rule, machine-readable (access tests and generated clients read it).
-      "x-auth": "public" in def.auth ? { public: true } : { scope: def.auth.scope, ...(def.auth.roles ? { roles: [...def.auth.roles] } : {}), ...(def.auth.allowApiKey ? { api_key: true } : {}) },
+      "x-auth": "public" in def.auth ? { public: true } : { scope: def.auth.scope, ...(def.auth.roles ? { roles: [...def.auth.roles] } : {}) },
       request,
       responses: {
         [status]: def.response
@@ -470,11 +470,6 @@ export class ApiRouter {
       },
     });
   }
-}
-
-/** Whether the route accepts the API key itself as the bearer. */
-function acceptsApiKey(rule: RouteAuth): boolean {
-  return !("public" in rule) && rule.allowApiKey === true;
 }
 
 /** A bearer route's rule: a credential holding its scope and, when it names roles, one of them. */

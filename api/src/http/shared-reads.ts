@@ -25,8 +25,6 @@ interface Round {
   compute: () => Promise<Computed>;
   /** The credential the route checked and computes with (null: anonymous). */
   auth: AuthContext | null;
-  /** Whether the route accepts an API key as the bearer. */
-  allowApiKey: boolean;
   /** The requests that arrived while a computation ran: the next computation answers them. */
   next: { promise: Promise<SharedAnswer | null>; resolve: (a: SharedAnswer | null) => void; reject: (e: unknown) => void } | null;
 }
@@ -78,7 +76,7 @@ export class SharedReads {
   }
 
   /** The round of `key` if one is being computed now (a later request may join it). */
-  running(key: string): Pick<Round, "auth" | "allowApiKey"> | undefined {
+  running(key: string): Pick<Round, "auth"> | undefined {
     return this.rounds.get(key);
   }
 

@@ -80,20 +80,24 @@ export class AuthService {
     this.siweOrigins = new Set(candidates.map(originOf).filter((o) => o !== "null"));
   }
 
-  /** Resolves the bearer credential of a request (its Authorization header); null when none was sent. */
-  async authenticate(header: string | undefined, opts: { allowApiKey: boolean }): Promise<AuthContext | null> {
+  /**
+   * Resolves the bearer credential of a request (its Authorization header); null when none was sent.
+   * The bearer is an access token or an API key itself, on every endpoint alike (as Stripe takes its
+   * secret keys): a key acts as its user with its own scopes (its cap, or its user's role's).
+   */
+  async authenticate(header: string | undefined): Promise<AuthContext | null> {
     if (header === undefined) return null;
     const match = /^Bearer[ ]+([^\s]+)\s*$/i.exec(header);
-    if (!match?.[1]) throw new ApiError(401, "token_invalid", "The Authorization header must be `Bearer <token>`", bearerChallenge("invalid_token"));
-    const credential = await this.credentialOf(hashSecret(match[1]), opts);
+    if (!match?.[1]) throw new ApiError(401, "token_invalid", "The Authorization header must be `Bearer <token or API key>`", bearerChallenge("invalid_token"));
+    const credential = await this.credentialOf(hashSecret(match[1]));
     if (credential.expiresAt <= Date.now()) throw new ApiError(401, "token_expired", "This token has expired; exchange your API key for a new one", bearerChallenge("invalid_token"));
     return credential.context;
   }
 
   /** The credential of a secret's hash: kept (see cacheCredentials), else resolved and kept. Refusals throw. */
-  private async credentialOf(hash: string, opts: { allowApiKey: boolean; apiKeyOnly?: boolean }): Promise<Credential> {
+  private async credentialOf(hash: string, opts: { apiKeyOnly?: boolean } = {}): Promise<Credential> {
     const cached = this.credentials?.get(hash);
-    if (cached && cached.until > Date.now() && (cached.kind === "token" ? !opts.apiKeyOnly : opts.allowApiKey)) return cached;
+    if (cached && cached.until > Date.now() && !(opts.apiKeyOnly && cached.kind === "token")) return cached;
     const generation = this.generation;
     const resolved = await this.resolve(hash, opts);
     // Kept unless a change arrived while it was being read (it may have read the state before).
@@ -141,7 +145,7 @@ export class AuthService {
   }
 
   /** The credential of a secret's hash, from the database; refusals throw (and are never kept). */
-  private async resolve(hash: string, opts: { allowApiKey: boolean; apiKeyOnly?: boolean }): Promise<Credential> {
+  private async resolve(hash: string, opts: { apiKeyOnly?: boolean }): Promise<Credential> {
     const token = opts.apiKeyOnly ? undefined : await repo.findTokenByHash(this.db, hash);
     if (token) {
       if (token.revoked_at || token.api_key_revoked_at) throw new ApiError(401, "token_revoked", "This token has been revoked", bearerChallenge("invalid_token"));
@@ -153,34 +157,31 @@ export class AuthService {
         context: { userId: token.user_id, role: token.role, status: token.status, tokenId: token.id, apiKeyId: token.api_key_id, scopes: token.scopes, principal: `user:${token.user_id}` },
       };
     }
-    if (opts.allowApiKey) {
-      const key = await repo.findApiKeyByHash(this.db, hash);
-      if (key && !key.revoked_at) {
-        assertActive(key.status);
-        return {
-          kind: "api_key",
-          keyScopes: key.scopes,
-          expiresAt: Number.POSITIVE_INFINITY,
-          context: {
-            userId: key.user_id,
-            role: key.role,
-            status: key.status,
-            tokenId: null,
-            apiKeyId: key.id,
-            scopes: key.scopes ?? fullScopesOf(key.role),
-            principal: `user:${key.user_id}`,
-          },
-        };
-      }
-    }
-    throw new ApiError(401, "token_invalid", "The bearer token is not valid", bearerChallenge("invalid_token"));
+    const key = await repo.findApiKeyByHash(this.db, hash);
+    if (!key) throw new ApiError(401, "token_invalid", "The bearer token is not valid", bearerChallenge("invalid_token"));
+    if (key.revoked_at) throw new ApiError(401, "token_revoked", "This API key has been revoked", bearerChallenge("invalid_token"));
+    assertActive(key.status);
+    return {
+      kind: "api_key",
+      keyScopes: key.scopes,
+      expiresAt: Number.POSITIVE_INFINITY,
+      context: {
+        userId: key.user_id,
+        role: key.role,
+        status: key.status,
+        tokenId: null,
+        apiKeyId: key.id,
+        scopes: key.scopes ?? fullScopesOf(key.role),
+        principal: `user:${key.user_id}`,
+      },
+    };
   }
 
   /** POST /v1/auth/token: an API key and the scopes wanted, for a 24 h bearer token. */
   async exchangeApiKey(apiKey: string, scopes: Scope[], transact: Transact = transactOn(this.db)): Promise<IssuedToken> {
     // The key as kept for its use as a bearer (forgotten on any change to keys or users, see cacheCredentials).
-    const key = await this.credentialOf(hashSecret(apiKey), { allowApiKey: true, apiKeyOnly: true }).catch((err: unknown) => {
-      if (err instanceof ApiError && err.code === "token_invalid") throw new ApiError(401, "unauthenticated", "The API key is not valid or has been revoked");
+    const key = await this.credentialOf(hashSecret(apiKey), { apiKeyOnly: true }).catch((err: unknown) => {
+      if (err instanceof ApiError && (err.code === "token_invalid" || err.code === "token_revoked")) throw new ApiError(401, "unauthenticated", "The API key is not valid or has been revoked");
       throw err;
     });
     if (key.kind !== "api_key") throw new ApiError(401, "unauthenticated", "The API key is not valid or has been revoked");

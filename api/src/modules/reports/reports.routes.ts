@@ -61,7 +61,7 @@ export function registerReportsRoutes({ api, app }: { api: ApiRouter; app: Expre
       `For people with a browser: besides \`Authorization: Bearer <token or API key>\`, HTTP Basic authentication with any user name and an admin's API key (or an admin token) as the password. A refusal is 401 with \`WWW-Authenticate: Basic realm="${PAGE_REALM}"\`, so the browser asks for them.`,
     ].join("\n\n"),
     tags: ["Admin"],
-    auth: { ...admin, allowApiKey: true },
+    auth: admin,
     query: s.reportPageQuery,
     produces: "text/html",
     response: z.string().openapi({ description: "An HTML page" }),

@@ -17,7 +17,7 @@ export function registerWebhooksRoutes(api: ApiRouter, webhooks: WebhooksService
       "The answer carries the signing secret (`whsec_…`), shown only here and on rotation. Deliveries are signed with `X-Service-Signature` and the Standard Webhooks headers; see the README's Webhooks section.",
     ].join("\n\n"),
     tags,
-    auth: { scope: "webhooks:write", allowApiKey: true },
+    auth: { scope: "webhooks:write" },
     body: s.subscriptionCreateSchema,
     status: 201,
     response: s.subscriptionWithSecretSchema,

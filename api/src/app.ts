@@ -5,6 +5,7 @@ import type { Config } from "./config.ts";
 import express, { type Express } from "express";
 import { staleness } from "./chain/indexer-lag.ts";
 import { accessLog } from "./http/access-log.ts";
+import { cors } from "./http/cors.ts";
 import { IdempotencyStore } from "./http/idempotency.ts";
 import { bodyErrors, checkJsonBytes, errorHandler, notFound, requestId, requireJsonBody } from "./http/problem.ts";
 import type { PublicReadCache } from "./http/public-read-cache.ts";
@@ -44,6 +45,8 @@ export function createApp(deps: AppDeps): Express {
   app.use(requestId);
   app.use(accessLog(deps.deps.logger));
   // Answers drawn from the indexer (owners, transfers, shareholders) say when it is behind the chain.
+  // Browser pages of the allowed origins; preflights are answered here, before any credential or rate limit.
+  app.use(cors(config.cors.allowedOrigins));
   const indexerLag = deps.indexer?.lag;
   if (indexerLag) {
     app.use((_req, res, next) => {

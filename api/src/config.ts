@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { isOriginRule } from "./lib/origins.ts";
 
 /** Hardhat's well-known dev account #0: the local relayer, refused in production mode. */
 export const HARDHAT_DEV_RELAYER_KEY =
@@ -55,6 +56,14 @@ const envSchema = z.object({
   WEBHOOK_MAX_IN_FLIGHT_PER_USER: z.coerce.number().int().min(1).max(1000).optional(),
   WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION: z.coerce.number().int().min(1).max(1000).default(16),
   SIWE_DOMAINS: z.string().optional(),
+  // Browser origins allowed to call the API (CORS), comma-separated: origins, patterns with `*` for
+  // the port or the leftmost labels (`http://localhost:*`, `https://*.example.com`), or `*` for any.
+  // Unset: none in production; the local dev origins otherwise (DEV_CORS_ORIGINS).
+  CORS_ORIGINS: z
+    .string()
+    .transform((v) => v.split(",").map((o) => o.trim()).filter(Boolean))
+    .refine((rules) => rules.every(isOriginRule), { message: "must be comma-separated origins (scheme://host[:port]), with `*` only as the port, the leftmost labels (`*.`) or alone" })
+    .optional(),
   JOBS_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(10),
   JOBS_FETCH_BATCH: z.coerce.number().int().min(1).max(100).default(1),
 
@@ -159,6 +168,8 @@ export interface Config {
   };
   /** Domains a SIWE message may be bound to (EIP-4361 `domain`: host[:port]). */
   siweDomains: string[];
+  /** Browser origins (and patterns) allowed to call the API across origins (api/src/http/cors.ts). */
+  cors: { allowedOrigins: string[] };
   jobs: { concurrency: number; fetchBatch: number };
   /** Where uploaded and fetched artwork images are kept (local disk; STORAGE_DIR). */
   storage: { dir: string };
@@ -218,6 +229,9 @@ export interface Config {
 export class ConfigError extends Error {
   override name = "ConfigError";
 }
+
+/** The browser origins of local development, on any port (a dApp's dev server): allowed outside production unless CORS_ORIGINS says otherwise. */
+export const DEV_CORS_ORIGINS = ["http://localhost:*", "http://127.0.0.1:*"] as const;
 
 const CHAIN_NAMES: Record<number, string> = {
   1: "ethereum",
@@ -328,6 +342,7 @@ export function loadConfig(source: NodeJS.ProcessEnv | Record<string, string | u
       maxInFlightPerSubscription: Math.min(e.WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION, webhookUserCap),
     },
     siweDomains,
+    cors: { allowedOrigins: e.CORS_ORIGINS ?? (production ? [] : [...DEV_CORS_ORIGINS]) },
     jobs: { concurrency: e.JOBS_CONCURRENCY, fetchBatch: e.JOBS_FETCH_BATCH },
     storage: { dir: e.STORAGE_DIR },
     certification: {

@@ -524,7 +524,7 @@ function enforceRateLimit(res: Response, decision: RateLimitDecision): void {
 function sendJson(req: Request, res: Response, json: string, tag: string, isPublic: boolean): void {
   res.setHeader("ETag", tag);
   res.setHeader("Cache-Control", isPublic && !req.headers.authorization ? "public, max-age=0, must-revalidate" : "private, no-cache");
-  if (isPublic) res.setHeader("Vary", "Authorization");
+  if (isPublic) res.vary("Authorization");
   const wanted = req.get("If-None-Match");
   if (wanted && (wanted.trim() === "*" || wanted.split(",").some((t) => t.trim().replace(/^W\//, "") === tag.slice(2)))) {
     res.status(304).end();

@@ -20,6 +20,7 @@ export function buildOpenApiDocument(registry: OpenAPIRegistry, serverUrl: strin
         "Responses carry `X-Request-Id` and `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`; a 429 carries `Retry-After`. Rate limits are per user: one budget shared by all of a user's tokens and keys; anonymous calls and refused credentials count against the caller's IP.",
         "Reads answering JSON carry a weak `ETag` and answer 304 to `If-None-Match`. A public read made without a credential may be served from the answering process's cache (`X-Cache: hit`): kept at most `PUBLIC_READ_CACHE_TTL_MS` (default 1 s) and forgotten on any change to the data it shows; a write never leaves its own process serving the old state.",
         "Lists take `page` (from 1) and `limit` and answer `{data, pagination: {page, limit, total, has_more}}`.",
+        "Browser pages of the origins a deployment allows (`CORS_ORIGINS`; outside production `http://localhost:*` and `http://127.0.0.1:*` by default) may call the API across origins: preflights answer 204 without a credential, and the response headers this description names are exposed to the page (docs/cors-and-keys.md).",
         "String fields (body, query, path, form) refuse control characters (newline and tab are allowed in multiline text: descriptions, bio, reasons) and lone UTF-16 surrogates.",
       ].join("\n"),
       // No licence is granted to the API or its description: proprietary (an SPDX LicenseRef, as OpenAPI 3.1 allows).

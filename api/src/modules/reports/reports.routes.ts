@@ -39,7 +39,7 @@ export function registerReportsRoutes({ api, app }: { api: ApiRouter; app: Expre
     handler: async ({ req, res, query }) => {
       const format = formatOf(req, query.format);
       const report = toReportView(await reports.report(reports.period(query.period)));
-      res.setHeader("Vary", "Accept");
+      res.vary("Accept");
       if (format === "json") return report;
       return new Reply(200, toCsv([report]), {
         contentType: "text/csv; charset=utf-8; header=present",

@@ -139,7 +139,8 @@ async function certificateState(id: string, artist: number): Promise<ArtworkStat
 
 /**
  * A fresh run: its own four users and one certified artwork per artist. The external user's wallet
- * approves ArtMarket itself (as README's external wallets do), then the platform forgets its key.
+ * approves ArtMarket itself (as docs/wallets.md#approvals says external wallets do), then the
+ * platform forgets its key.
  */
 async function startRun(): Promise<{ model: OwnershipModel; real: Run }> {
   const users = await Promise.all(USERS.map(({ role }) => createUser(p.api, { role, scope: ["write"] })));

@@ -1,8 +1,8 @@
 /**
  * `npx tsx test/bench/cpu-profile-summary.ts <file.cpuprofile> [top]`: where a V8 CPU profile's time
  * went, as self time per package (node_modules/<name>, the API's own modules, Node's internals) and
- * per function. Profiles come from a bench run under `NODE_OPTIONS=--cpu-prof` (see the README's
- * Benchmarks section).
+ * per function. Profiles come from a bench run under `NODE_OPTIONS=--cpu-prof` (see
+ * docs/contributors/benchmarks.md).
  */
 import { readFileSync } from "node:fs";
 

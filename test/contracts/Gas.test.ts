@@ -1,4 +1,5 @@
-// Gas of the platform's writes with the arguments the API sends. The README's table comes from
+// Gas of the platform's writes with the arguments the API sends. The table of
+// docs/contributors/benchmarks.md#gas comes from
 //   GAS_REPORT=1 npx hardhat test nodejs test/contracts/Gas.test.ts --build-profile production
 // (the production profile is what Ignition deploys: optimizer on, 200 runs).
 import assert from "node:assert/strict";

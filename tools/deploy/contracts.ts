@@ -3,7 +3,7 @@
  *
  * Deploys the platform's contracts with Hardhat Ignition to a network of hardhat.config.ts (`public`:
  * DEPLOY_RPC_URL, DEPLOYER_PRIVATE_KEY, DEPLOY_CHAIN_ID), then prints and writes the settings the API
- * and the indexer need. README, "Deploying to a public chain", is the operator's guide. From the environment:
+ * and the indexer need. docs/operators/deploying.md is the operator's guide. From the environment:
  *
  *   RELAYER_ADDRESS        the API's relayer (address of its RELAYER_PRIVATE_KEY): granted CERTIFIER_ROLE,
  *                          SHARE_ISSUER_ROLE, SETTLER_ROLE and ANCHORER_ROLE (default on a local chain: the deployer)

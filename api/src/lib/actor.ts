@@ -1,4 +1,4 @@
-/** A user's role (CONTRACT §4): what the platform lets them do beyond their own things. */
+/** A user's role (docs/decisions.md#roles): what the platform lets them do beyond their own things. */
 export type Role = "collector" | "artist" | "admin";
 export type UserStatus = "active" | "suspended";
 

@@ -1,7 +1,7 @@
 import { randomFillSync } from "node:crypto";
 import { monotonicFactory } from "ulid";
 
-/** Every public id: a type prefix and a sortable, URL-safe ULID (CONTRACT §1). */
+/** Every public id: a type prefix and a sortable, URL-safe ULID (docs/decisions.md#identifiers). */
 export const ID_PREFIXES = {
   user: "usr",
   apiKey: "key",

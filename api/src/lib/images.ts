@@ -1,6 +1,6 @@
 import { ApiError } from "./errors.ts";
 
-/** The image types an artwork may have (CONTRACT §9), recognized by their first bytes, never by name. */
+/** The image types an artwork may have (docs/decisions.md#images), recognized by their first bytes, never by name. */
 export interface ImageType {
   contentType: "image/jpeg" | "image/png" | "image/webp" | "image/gif";
   extension: "jpg" | "png" | "webp" | "gif";
@@ -28,8 +28,9 @@ export function sniffImageType(bytes: Buffer): ImageType | null {
 }
 
 /**
- * The type of an uploaded image, checked by the rules every upload follows (CONTRACT §9): not
- * empty (400), at most MAX_IMAGE_BYTES (413), JPEG/PNG/WebP/GIF by content, never by name (415).
+ * The type of an uploaded image, checked by the rules every upload follows
+ * (docs/decisions.md#images): not empty (400), at most MAX_IMAGE_BYTES (413), JPEG/PNG/WebP/GIF by
+ * content, never by name (415).
  */
 export function checkedImage(file: { field: string; bytes: Buffer }): ImageType {
   if (file.bytes.length === 0) throw ApiError.validation([{ field: file.field, code: "too_small", message: "the image file is empty" }]);

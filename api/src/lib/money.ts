@@ -1,6 +1,6 @@
 import { z } from "../openapi/zod.ts";
 
-/** Money is integer cents inside; `_usd` numbers with at most 2 decimals at the JSON edge (CONTRACT §1). */
+/** Money is integer cents inside; `_usd` numbers with at most 2 decimals at the JSON edge (docs/decisions.md#money). */
 export const MAX_USD = 1_000_000_000;
 
 /** Whether `usd` has at most two decimals (tolerating binary floating point: 0.1 + 0.2). */

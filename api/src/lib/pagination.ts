@@ -1,7 +1,7 @@
 import { type SelectQueryBuilder, sql } from "kysely";
 import { z } from "../openapi/zod.ts";
 
-/** `?page=` and `?limit=` (CONTRACT §3); lists answer `{data, pagination}`. */
+/** `?page=` and `?limit=` (docs/decisions.md#pagination); lists answer `{data, pagination}`. */
 export function paginationQuery(defaultLimit = 20, maxLimit = 100) {
   return {
     page: z.coerce.number().int().min(1).max(1_000_000).default(1).openapi({ description: "Page number, from 1" }),

@@ -1,6 +1,6 @@
 import type { Role } from "./actor.ts";
 
-/** Scope strings are `<resource>:<action>` plus the coarse `read`, `write` and `admin` (CONTRACT §4). */
+/** Scope strings are `<resource>:<action>` plus the coarse `read`, `write` and `admin` (docs/decisions.md#scopes). */
 export const SCOPE_RESOURCES = [
   "users",
   "artworks",

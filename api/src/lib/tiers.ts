@@ -1,3 +1,3 @@
-/** The reward tiers by lifetime points (CONTRACT §4), lowest first: users show them, rewards set them. */
+/** The reward tiers by lifetime points (docs/decisions.md#tiers), lowest first: users show them, rewards set them. */
 export const TIER_NAMES = ["bronze", "silver", "gold", "platinum"] as const;
 export type Tier = (typeof TIER_NAMES)[number];

@@ -1,4 +1,4 @@
-/** ISO 8601 UTC with millisecond precision and a trailing Z (CONTRACT §1). */
+/** ISO 8601 UTC with millisecond precision and a trailing Z (docs/decisions.md#time). */
 export function iso(value: Date | string | number): string {
   return new Date(value).toISOString();
 }

@@ -96,8 +96,7 @@ export interface JobRunnerSpec {
    * expiry, like a running job's. Without it each new job's notification sends every idle slot of
    * every runner to query for it (200 certifications at once: about 1,900 job queries for their
    * 400 jobs; chain operations no longer use the queue). Batches of 8 halved a burst's commits but
-   * measured no throughput gain, so they are off by default (JOBS_FETCH_BATCH=1); see the README's
-   * certification figures.
+   * measured no throughput gain, so they are off by default (JOBS_FETCH_BATCH=1).
    */
   fetchBatch?: number;
 }

@@ -2,7 +2,8 @@
 pragma solidity 0.8.34;
 
 /// @notice The cheatcodes these tests use, as Hardhat's Solidity test runner (EDR) implements them
-/// (the forge-std `Vm` subset; forge-std itself is not on npm in a usable form: see README).
+/// (the forge-std `Vm` subset; forge-std itself is not on npm in a usable form: see
+/// docs/contributors/tests.md#the-contracts).
 interface Vm {
     function prank(address msgSender) external;
     function startPrank(address msgSender) external;

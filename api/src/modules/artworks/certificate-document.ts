@@ -3,8 +3,9 @@ import { type Hex, keccak256, stringToBytes } from "viem";
 import type { Artwork, ArtworkDimensions } from "./artworks.tables.ts";
 
 /**
- * The public certificate document of an artwork (CONTRACT §8): exactly these fields, no more, so
- * that anyone can rebuild it from the artwork's public record and recompute its hash.
+ * The public certificate document of an artwork (docs/decisions.md#certificate-hash): exactly these
+ * fields, no more, so that anyone can rebuild it from the artwork's public record and recompute its
+ * hash.
  */
 export interface CertificateDocument {
   artwork_id: string;

@@ -14,9 +14,10 @@ import type { ChallengeCreate, ChallengePatch, ChallengeStatus, SubmissionCreate
 import type { PostsService } from "./posts.service.ts";
 
 /**
- * Challenges (CONTRACT §5: `upcoming` -> `active` -> `closed`, from `starts_at` and `deadline`, as
- * of the database's clock when read) and their submissions: one per user (a unique index), only
- * while active, each also a `challenge_submission` post; `challenge.joined` is recorded with it.
+ * Challenges (docs/decisions.md#states: `upcoming` -> `active` -> `closed`, from `starts_at` and
+ * `deadline`, as of the database's clock when read) and their submissions: one per user (a unique
+ * index), only while active, each also a `challenge_submission` post; `challenge.joined` is
+ * recorded with it.
  */
 export class ChallengesService {
   constructor(private readonly deps: { db: Kysely<Database>; posts: PostsService }) {}

@@ -6,8 +6,8 @@ import { DiscussionsService } from "./discussions.service.ts";
 import { PostsService } from "./posts.service.ts";
 
 /**
- * The community (README, Community): posts with likes, comments and images; discussions with
- * replies; challenges with submissions (`challenge.joined`). Tables: community.tables.ts.
+ * The community (docs/integrators/community.md): posts with likes, comments and images; discussions
+ * with replies; challenges with submissions (`challenge.joined`). Tables: community.tables.ts.
  */
 export const communityModule = defineModule<{ posts: PostsService; discussions: DiscussionsService; challenges: ChallengesService }, { artworks: ArtworksService }>({
   name: "community",

@@ -8,7 +8,7 @@ import { EventsService } from "./events.service.ts";
 import { TICKET_HOLD_EXPIRY_TASK, TicketsService } from "./tickets.service.ts";
 
 /**
- * Platform events and their tickets (README, Events and tickets): admins create, edit and cancel
+ * Platform events and their tickets (docs/integrators/events.md): admins create, edit and cancel
  * events; tickets are reserved atomically, charged through `payments`, refunded when the event is
  * cancelled, checked in once. Tables: events.tables.ts.
  */

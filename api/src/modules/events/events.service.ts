@@ -15,9 +15,10 @@ import type { PlatformEvent, ScheduleItem, Speaker, TicketKind } from "./events.
 type EventInput = Omit<EventCreate, "tickets"> & { tickets: EventCreate["tickets"] };
 
 /**
- * Platform events (CONTRACT §6): admins create, edit and cancel them; anyone lists and reads them.
- * Ticket sales are TicketsService's; the seat counters they move live on the event's row, so an
- * edit never lowers a capacity below the seats already sold (checked under the row's lock).
+ * Platform events (docs/integrators/events.md#events): admins create, edit and cancel them; anyone
+ * lists and reads them. Ticket sales are TicketsService's; the seat counters they move live on the
+ * event's row, so an edit never lowers a capacity below the seats already sold (checked under the
+ * row's lock).
  */
 export class EventsService {
   constructor(private readonly deps: { db: Kysely<Database>; users: UsersService }) {}
@@ -95,7 +96,7 @@ export class EventsService {
     });
   }
 
-  /** Public list (CONTRACT §3): by default the events that have not ended, soonest first. */
+  /** Public list (docs/decisions.md#filters): by default the events that have not ended, soonest first. */
   async list(query: EventsQuery) {
     const { rows, total } = await repo.search(this.deps.db, query, query);
     const counts = rows.length === 0 ? new Map<string, number>() : await repo.countArtists(this.deps.db, rows.map((r) => r.id));

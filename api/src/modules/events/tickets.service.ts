@@ -42,14 +42,14 @@ export interface TicketsDeps {
 }
 
 /**
- * Tickets (README, Events and tickets). A purchase reserves its seats on the event's row with one
- * conditional UPDATE (the check constraints keep the count within the capacity: no oversell under
- * any concurrency; a refusal charges nothing), records the order and starts its `ticket_purchase`
- * purchase (payments/purchases.ts) in the request's transaction, then charges it (key
- * `ticket_order:<id>`: a rerun finds the same charge). A charge confirms the order under a lock of
- * the event's row (so a cancellation either sees it confirmed and refunds it, or makes it fail and
- * the charge go back): tickets with unguessable codes, the purchase completed, `ticket.purchased` to
- * the buyer. A decline fails the order and releases its seats.
+ * Tickets (docs/integrators/events.md#tickets). A purchase reserves its seats on the event's row
+ * with one conditional UPDATE (the check constraints keep the count within the capacity: no
+ * oversell under any concurrency; a refusal charges nothing), records the order and starts its
+ * `ticket_purchase` purchase (payments/purchases.ts) in the request's transaction, then charges it
+ * (key `ticket_order:<id>`: a rerun finds the same charge). A charge confirms the order under a
+ * lock of the event's row (so a cancellation either sees it confirmed and refunds it, or makes it
+ * fail and the charge go back): tickets with unguessable codes, the purchase completed,
+ * `ticket.purchased` to the buyer. A decline fails the order and releases its seats.
  */
 export class TicketsService {
   private readonly log: Logger;

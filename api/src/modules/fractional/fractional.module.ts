@@ -9,7 +9,7 @@ import { registerFractionalRoutes } from "./fractional.routes.ts";
 import { FractionalService } from "./fractional.service.ts";
 
 /**
- * Fractional ownership (README, Fractional ownership): share classes on ArtShares, purchases
+ * Fractional ownership (docs/integrators/fractional.md): share classes on ArtShares, purchases
  * reserved atomically, charged through `payments` and minted through chain operations
  * (`fractional_create_class`, `fractional_mint`). Tables: fractional.tables.ts.
  */

@@ -4,9 +4,10 @@ import type { NullableTimestamp, Timestamp } from "../../db/columns.ts";
 export type FractionalStatus = "pending" | "active" | "failed";
 
 /**
- * An artwork whose shares are sold (CONTRACT §8: one ArtShares class per certificate, its cap fixed
- * once). `shares_sold` counts reserved and confirmed shares: a purchase reserves with one
- * conditional UPDATE, and the check constraint keeps it within `total_shares` (no oversell).
+ * An artwork whose shares are sold (docs/decisions.md#share-classes: one ArtShares class per
+ * certificate, its cap fixed once). `shares_sold` counts reserved and confirmed shares: a purchase
+ * reserves with one conditional UPDATE, and the check constraint keeps it within `total_shares` (no
+ * oversell).
  */
 export interface FractionalArtworksTable {
   artwork_id: string;
@@ -28,9 +29,9 @@ export interface FractionalArtworksTable {
 export type FractionalPurchaseStatus = "pending" | "confirmed" | "failed";
 
 /**
- * A purchase of shares (`frac_…`, CONTRACT §5: `pending` -> `confirmed` (minted on-chain) /
- * `failed` (payment refunded, shares released)); `stage` is where a pending one is: `charging` (the
- * charge job), `minting` (the `mint:<id>` chain operation), `done`.
+ * A purchase of shares (`frac_…`, docs/decisions.md#states: `pending` -> `confirmed` (minted
+ * on-chain) / `failed` (payment refunded, shares released)); `stage` is where a pending one is:
+ * `charging` (the charge job), `minting` (the `mint:<id>` chain operation), `done`.
  */
 export interface FractionalPurchasesTable {
   id: string;

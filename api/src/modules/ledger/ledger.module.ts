@@ -4,7 +4,7 @@ import { registerLedgerRoutes } from "./ledger.routes.ts";
 import { LedgerService } from "./ledger.service.ts";
 
 /**
- * The marketplace's audit ledger (README, Auditing the marketplace ledger): other modules append
+ * The marketplace's audit ledger (docs/auditors.md#the-marketplace-ledger): other modules append
  * entries through `ledger` (LedgerService) in their own transactions; `ledgerAnchoring` anchors
  * them on the AuditAnchor contract (the `ledger_anchor` chain operation kind) from a worker loop.
  * Tables: ledger.tables.ts.

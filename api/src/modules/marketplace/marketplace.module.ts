@@ -14,9 +14,9 @@ import { SalesService } from "./sales.service.ts";
 import { SettlementViews } from "./settlement-views.ts";
 
 /**
- * The marketplace (README, Marketplace): listings, buy-now, offers, sales settled on-chain through
- * ArtMarket (the `marketplace_settle` chain operation), transactions and disputes. Money moves
- * through `payments`; every offer move and payment is appended to the audit `ledger`.
+ * The marketplace (docs/integrators/marketplace.md): listings, buy-now, offers, sales settled
+ * on-chain through ArtMarket (the `marketplace_settle` chain operation), transactions and disputes.
+ * Money moves through `payments`; every offer move and payment is appended to the audit `ledger`.
  * Tables: marketplace.tables.ts (and payments' `transactions`).
  */
 export const marketplaceModule = defineModule<

@@ -4,9 +4,9 @@ import type { NullableTimestamp, Timestamp } from "../../db/columns.ts";
 export type ListingStatus = "active" | "pending_payment" | "sold" | "cancelled";
 
 /**
- * An artwork offered for sale by the on-chain owner of its certificate (CONTRACT §5: `active` ->
- * `pending_payment` -> `sold`; `active` -> `cancelled`). At most one open (active or pending
- * payment) listing per artwork: a partial unique index, not a check in code.
+ * An artwork offered for sale by the on-chain owner of its certificate (docs/decisions.md#states:
+ * `active` -> `pending_payment` -> `sold`; `active` -> `cancelled`). At most one open (active or
+ * pending payment) listing per artwork: a partial unique index, not a check in code.
  */
 export interface ListingsTable {
   id: string;
@@ -28,9 +28,10 @@ export interface ListingsTable {
 export type OfferStatus = "pending" | "accepted" | "completed" | "payment_failed" | "rejected" | "withdrawn" | "expired";
 
 /**
- * A buyer's offer on a listing that accepts offers (CONTRACT §5): `pending` -> `accepted` ->
- * `completed` | `payment_failed`; `pending` -> `rejected` | `withdrawn` | `expired`. One pending offer
- * per buyer and listing (a partial unique index). The buyer's payment method is charged on accept.
+ * A buyer's offer on a listing that accepts offers (docs/decisions.md#states): `pending` ->
+ * `accepted` -> `completed` | `payment_failed`; `pending` -> `rejected` | `withdrawn` | `expired`.
+ * One pending offer per buyer and listing (a partial unique index). The buyer's payment method is
+ * charged on accept.
  */
 export interface OffersTable {
   id: string;

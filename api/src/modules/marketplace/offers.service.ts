@@ -21,11 +21,11 @@ import { offerLedgerEntry, recordOfferEvent, type SalesService } from "./sales.s
 export const OFFER_EXPIRE_TASK = "marketplace_offer_expire";
 
 /**
- * Offers (CONTRACT §5): a buyer offers on a listing that accepts offers, with the payment method
- * charged if the seller accepts. Each move locks the listing, then the offer (one order everywhere,
- * so concurrent moves serialize instead of deadlocking), checks the state and either changes it or
- * refuses with 409 `invalid_state` having changed nothing. Every move is an audit-ledger entry;
- * the webhook events go to the buyer and the seller only.
+ * Offers (docs/decisions.md#states): a buyer offers on a listing that accepts offers, with the
+ * payment method charged if the seller accepts. Each move locks the listing, then the offer (one
+ * order everywhere, so concurrent moves serialize instead of deadlocking), checks the state and
+ * either changes it or refuses with 409 `invalid_state` having changed nothing. Every move is an
+ * audit-ledger entry; the webhook events go to the buyer and the seller only.
  */
 export class OffersService {
   constructor(

@@ -393,7 +393,7 @@ export class SalesService {
     }))!;
     await trx.updateTable("listings").set({ status: "sold", updated_at: sql<Date>`now()` }).where("id", "=", sale.listing_id).execute();
     if (sale.offer_id) await offers.move(trx, sale.offer_id, "accepted", "completed");
-    // The listing sold: its other pending offers are rejected (CONTRACT §5).
+    // The listing sold: its other pending offers are rejected (docs/decisions.md#states).
     for (const offer of await offers.rejectPendingOf(trx, sale.listing_id, null)) {
       await recordOfferEvent(trx, "offer.rejected", offer, { reason: "listing_sold" });
       appends.push(offerLedgerEntry("offer.rejected", offer, null, { reason: "listing_sold" }));

@@ -13,7 +13,7 @@ import type { PaymentMethodRow } from "./payments.tables.ts";
 
 /** Saved methods per user: enough for anyone's wallet, a bound on what one account can pile up. */
 export const MAX_PAYMENT_METHODS_PER_USER = 25;
-/** The API's money is US dollars (CONTRACT §1). */
+/** The API's money is US dollars (docs/decisions.md#money). */
 export const CURRENCY = "usd";
 
 export interface PaymentsSettings {

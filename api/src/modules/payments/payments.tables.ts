@@ -57,8 +57,9 @@ export type TransactionStatus = "pending" | "completed" | "failed" | "refunded";
 export type PurchaseStage = "charging" | "effecting" | "refunding" | "done";
 
 /**
- * A money record (CONTRACT §5: pending -> completed / failed / refunded). A `sale` concerns its buyer
- * and seller (the recipient); a `royalty_payout` its artist (the recipient) and points at its sale.
+ * A money record (docs/decisions.md#states: pending -> completed / failed / refunded). A `sale`
+ * concerns its buyer and seller (the recipient); a `royalty_payout` its artist (the recipient) and
+ * points at its sale.
  */
 export interface TransactionsTable {
   id: string;

@@ -8,8 +8,9 @@ import { registerReportsRoutes } from "./reports.routes.ts";
 import { ReportsService } from "./reports.service.ts";
 
 /**
- * Admin reports (README, Admin reports): a quarter's figures as JSON or CSV (`/v1/admin/reports`)
- * and as an HTML page with charts (`/admin/reports`). No tables: it asks the other features' services.
+ * Admin reports (docs/integrators/admin.md#reports): a quarter's figures as JSON or CSV
+ * (`/v1/admin/reports`) and as an HTML page with charts (`/admin/reports`). No tables: it asks the
+ * other features' services.
  */
 export const reportsModule = defineModule<{ reports: ReportsService }, { users: UsersService; purchases: Purchases; certification: CertificationPipeline; challenges: ChallengesService; disputes: DisputesService }>({
   name: "reports",

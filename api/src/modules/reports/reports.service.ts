@@ -9,7 +9,7 @@ import type { UsersService } from "../users/users.service.ts";
 import { FIRST_YEAR, parseQuarter, type Quarter, quarterOf, quartersEndingWith, shiftQuarter } from "./quarters.ts";
 import type { ReportPageFacts } from "./report-page.ts";
 
-/** What each figure means (the page says it beside the number; README and OpenAPI say the same). */
+/** What each figure means (the page says it beside the number; docs/integrators/admin.md and OpenAPI say the same). */
 export const FIGURE_NOTES = {
   new_users: "Accounts created in the quarter, any role or status.",
   artworks_certified: "Certificates minted on-chain in the quarter (the block's time), deleted artworks included.",
@@ -31,9 +31,9 @@ export interface QuarterReport {
 }
 
 /**
- * The admins' quarterly figures (README, Admin reports): new users, certifications, challenges and
- * open disputes through their features' services, the volume through the purchases' (payments). A
- * report writes nothing.
+ * The admins' quarterly figures (docs/integrators/admin.md#reports): new users, certifications,
+ * challenges and open disputes through their features' services, the volume through the purchases'
+ * (payments). A report writes nothing.
  */
 export class ReportsService {
   constructor(

@@ -3,7 +3,7 @@ import type { Tier } from "../../lib/tiers.ts";
 
 /**
  * What earns points and what takes them back (docs/rewards.md): one table, from which both the
- * computation below and the documented text (`GET /v1/rewards/rules`, the README) are derived.
+ * computation below and the documented text (`GET /v1/rewards/rules`, docs/rewards.md) are derived.
  * Each rule earns once per source and user; a source that stops standing is reversed once.
  */
 
@@ -180,7 +180,7 @@ const REVERSAL_REASONS: Record<string, string> = {
   "challenge.withdrawn": "The challenge submission was withdrawn",
 };
 
-/** Tiers by lifetime points (CONTRACT §4), lowest first. */
+/** Tiers by lifetime points (docs/decisions.md#tiers), lowest first. */
 export const TIERS: readonly { tier: Tier; from: number }[] = [
   { tier: "bronze", from: 0 },
   { tier: "silver", from: 1_000 },

@@ -1,8 +1,8 @@
 /**
- * The events a webhook subscription may name (CONTRACT §7). Producers record them with
- * `recordEvent(trx, "<name>", payload, audience)` (jobs/outbox.ts); the fan-out delivers any of them
- * to the active subscriptions that name it or `*` and whose owner is in the audience (or that are an
- * admin's `all_users` subscription). Other outbox event types stay internal.
+ * The events a webhook subscription may name (docs/decisions.md#webhook-events). Producers record
+ * them with `recordEvent(trx, "<name>", payload, audience)` (jobs/outbox.ts); the fan-out delivers
+ * any of them to the active subscriptions that name it or `*` and whose owner is in the audience
+ * (or that are an admin's `all_users` subscription). Other outbox event types stay internal.
  */
 export const WEBHOOK_EVENTS = [
   "artwork.certified",
@@ -22,8 +22,8 @@ export const WEBHOOK_EVENTS = [
 export type WebhookEventName = (typeof WEBHOOK_EVENTS)[number];
 
 /**
- * Who receives each event: the users its producer must name as the audience (README table "who
- * receives it"). Events not produced yet state the intended audience.
+ * Who receives each event: the users its producer must name as the audience (the table
+ * of docs/integrators/webhooks.md#events). Events not produced yet state the intended audience.
  */
 export const WEBHOOK_EVENT_AUDIENCE: Record<WebhookEventName, string> = {
   "artwork.certified": "the artwork's artist",

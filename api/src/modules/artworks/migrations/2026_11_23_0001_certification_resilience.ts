@@ -1,8 +1,9 @@
 import { type Kysely, sql } from "kysely";
 
-// Certification that waits on no single process (README, "Artworks & certification"): image
-// downloads leased per artwork (an artist's downloads in flight are counted against a cap), and
-// certifications confirmed from the chain while the indexer lags, reconciled once it catches up.
+// Certification that waits on no single process (docs/contributors/architecture.md#certification):
+// image downloads leased per artwork (an artist's downloads in flight are counted against a cap),
+// and certifications confirmed from the chain while the indexer lags, reconciled once it catches
+// up.
 export async function up(db: Kysely<any>): Promise<void> {
   // Set while a download of the artwork's image_url runs (until its deadline): the artist's in-flight count.
   await db.schema.alterTable("artworks").addColumn("image_fetch_lease_until", "timestamptz").execute();

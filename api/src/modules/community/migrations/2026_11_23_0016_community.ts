@@ -1,9 +1,10 @@
 import { type Kysely, sql } from "kysely";
 
-// Community (README, Community): posts with likes and comments, discussions with replies, challenges
-// with submissions. Counters live on the parent row and move in the transaction that adds or removes
-// the child; uniqueness (one like per user and post, one submission per user and challenge) is the
-// database's rule. Feed indexes cover the list filters, newest first, over posts not removed.
+// Community (docs/integrators/community.md): posts with likes and comments, discussions with
+// replies, challenges with submissions. Counters live on the parent row and move in the transaction
+// that adds or removes the child; uniqueness (one like per user and post, one submission per user
+// and challenge) is the database's rule. Feed indexes cover the list filters, newest first, over
+// posts not removed.
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema
     .createTable("community_challenges")

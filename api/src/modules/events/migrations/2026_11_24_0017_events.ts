@@ -1,6 +1,6 @@
 import { type Kysely, sql } from "kysely";
 
-// Platform events and their tickets (README, Events and tickets). No oversell is the database's
+// Platform events and their tickets (docs/integrators/events.md). No oversell is the database's
 // rule: a purchase reserves with one conditional UPDATE of `*_sold`, checked against the capacity.
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema

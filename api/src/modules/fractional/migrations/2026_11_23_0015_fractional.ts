@@ -1,6 +1,6 @@
 import { type Kysely, sql } from "kysely";
 
-// Fractional ownership (README, Fractional ownership). No oversell is the database's rule: a
+// Fractional ownership (docs/integrators/fractional.md). No oversell is the database's rule: a
 // purchase reserves with one conditional UPDATE of `shares_sold`, checked against `total_shares`.
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema

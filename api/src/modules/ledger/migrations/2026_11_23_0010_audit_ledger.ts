@@ -3,7 +3,7 @@ import { type Kysely, sql } from "kysely";
 const HASH = sql.raw(`'^0x[0-9a-f]{64}$'`);
 const ZERO_HASH = sql.lit(`0x${"0".repeat(64)}`);
 
-// The marketplace's audit ledger (README, Auditing the marketplace ledger): hash-chained entries the
+// The marketplace's audit ledger (docs/auditors.md#the-marketplace-ledger): hash-chained entries the
 // database itself refuses to change, and the ranges of them anchored on the AuditAnchor contract.
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema

@@ -1,7 +1,8 @@
 import { type Kysely, sql } from "kysely";
 
-// Marketplace listings (README, Marketplace). One open listing per artwork is the database's rule:
-// a partial unique index, so two concurrent listings of one artwork cannot both commit.
+// Marketplace listings (docs/integrators/marketplace.md). One open listing per artwork is the
+// database's rule: a partial unique index, so two concurrent listings of one artwork cannot both
+// commit.
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema
     .createTable("listings")

@@ -1,7 +1,8 @@
 import { type Kysely, sql } from "kysely";
 
-// Offers, sales and disputes (README, Marketplace). The database holds the rules that races test:
-// one pending offer per buyer and listing, one live sale per listing, one open dispute per sale.
+// Offers, sales and disputes (docs/integrators/marketplace.md). The database holds the rules that
+// races test: one pending offer per buyer and listing, one live sale per listing, one open dispute
+// per sale.
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema
     .createTable("offers")

@@ -1,7 +1,8 @@
 import { type Kysely, sql } from "kysely";
 
 // Saved payment methods, and the sandbox processor's own records (what Stripe would keep on its
-// side: charges by idempotency key, refunds, the test cards' transient failures). README, Payments.
+// side: charges by idempotency key, refunds, the test cards' transient failures); see
+// docs/integrators/payments.md.
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema
     .createTable("payment_methods")

@@ -1,7 +1,8 @@
 import { type Kysely, sql } from "kysely";
 
-// The money records every paying feature writes (README, Payments): a `sale` for buyer and seller,
-// the artist's `royalty_payout`, later `share_purchase` and `ticket_purchase`. Amounts are cents.
+// The money records every paying feature writes (docs/integrators/payments.md): a `sale` for buyer
+// and seller, the artist's `royalty_payout`, later `share_purchase` and `ticket_purchase`. Amounts
+// are cents.
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema
     .createTable("transactions")

@@ -1,6 +1,6 @@
 import { type Kysely, sql } from "kysely";
 
-// Rewards (README, Rewards): the points ledger, the catalog and redemptions. Never a negative
+// Rewards (docs/rewards.md): the points ledger, the catalog and redemptions. Never a negative
 // balance (users.service_points >= 0 is checked since the core migration) and never more
 // redemptions than stock: both move by conditional UPDATEs, checked here too.
 export async function up(db: Kysely<any>): Promise<void> {

@@ -1,7 +1,8 @@
 import { type Kysely, sql } from "kysely";
 
 // Webhook subscriptions and their deliveries (one per event and subscription). Secrets are stored
-// as issued: HMAC signing needs the secret itself, so a hash cannot serve (README, Webhooks).
+// as issued: HMAC signing needs the secret itself, so a hash cannot serve
+// (docs/operators/production.md#secrets).
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema
     .createTable("webhook_subscriptions")

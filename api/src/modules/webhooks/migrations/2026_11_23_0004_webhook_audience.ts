@@ -1,6 +1,7 @@
 import { type Kysely, sql } from "kysely";
 
-// Who an event concerns, and the per-owner caps of webhook attempts in flight (README, Webhooks).
+// Who an event concerns, and the per-owner caps of webhook attempts in flight
+// (docs/integrators/webhooks.md#events).
 export async function up(db: Kysely<any>): Promise<void> {
   // The users an event concerns, named by its producer; a subscription gets only its owner's events.
   // Events recorded before this column reach nobody but admins' all-users subscriptions (fail closed).

@@ -1,9 +1,10 @@
 import { type Kysely, sql } from "kysely";
 
-// Taking a slot of a user's in-flight caps in one round trip (README, Webhooks). Each function takes
-// the owner's advisory lock and then counts: a volatile PL/pgSQL function reads with a snapshot
-// taken after the lock, which a single SQL statement cannot (its snapshot predates the lock). The
-// lock is held until the calling statement's transaction commits, so the caps hold across processes.
+// Taking a slot of a user's in-flight caps in one round trip
+// (docs/contributors/architecture.md#events-and-webhook-deliveries). Each function takes the
+// owner's advisory lock and then counts: a volatile PL/pgSQL function reads with a snapshot taken
+// after the lock, which a single SQL statement cannot (its snapshot predates the lock). The lock is
+// held until the calling statement's transaction commits, so the caps hold across processes.
 export async function up(db: Kysely<any>): Promise<void> {
   // Live attempts of a user (all its subscriptions), or of one subscription.
   await sql`

@@ -2,11 +2,12 @@ import { type Kysely, sql } from "kysely";
 import { up as createSlotFunctions } from "./2026_11_23_0007_webhook_slot_functions.ts";
 import { up as successTakesTheOwnersLockFirst } from "./2026_11_25_0020_webhook_succeed_lock_order.ts";
 
-// Deliveries are claimed from their own table in batches (README, Webhooks): no job per delivery.
-// One function starts the attempts of as many due deliveries as a sender asks for, within every
-// user's and subscription's caps of attempts in flight. Claims take one advisory lock, so the caps
-// hold across processes: a volatile PL/pgSQL function's statements read with a snapshot taken after
-// the lock (a single SQL statement's snapshot would predate it). Ending an attempt takes no lock (it
+// Deliveries are claimed from their own table in batches
+// (docs/contributors/architecture.md#events-and-webhook-deliveries): no job per delivery. One
+// function starts the attempts of as many due deliveries as a sender asks for, within every user's
+// and subscription's caps of attempts in flight. Claims take one advisory lock, so the caps hold
+// across processes: a volatile PL/pgSQL function's statements read with a snapshot taken after the
+// lock (a single SQL statement's snapshot would predate it). Ending an attempt takes no lock (it
 // only frees a slot: a claim that counted it still in flight started fewer, never more).
 export async function up(db: Kysely<any>): Promise<void> {
   await sql`drop function if exists webhook_succeed_attempt(text, int, int, text, text, double precision, int, int)`.execute(db);

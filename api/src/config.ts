@@ -83,7 +83,8 @@ const envSchema = z.object({
   CERTIFICATION_CRASH_AFTER_SUBMIT: bool.default(false),
   IDEMPOTENCY_CRASH_AFTER_COMMIT: bool.default(false),
 
-  // Only the built-in sandbox so far; a real adapter (Stripe) adds its name here (README, Payments).
+  // Only the built-in sandbox so far; a real adapter (Stripe) adds its name here
+  // (docs/operators/production.md#payments).
   PAYMENT_PROCESSOR: z.enum(["sandbox"]).default("sandbox"),
   PAYMENT_SANDBOX_IN_PRODUCTION: bool.default(false),
   PLATFORM_FEE_BPS: z.coerce.number().int().min(0).max(10_000).default(250),
@@ -91,7 +92,7 @@ const envSchema = z.object({
   PAYMENT_RETRY_BASE_MS: z.coerce.number().int().min(1).max(60_000).default(250),
 
   // How often a worker anchors the audit ledger's unanchored entries on-chain; 0: this process never does
-  // (README, Auditing the marketplace ledger).
+  // (docs/auditors.md#the-marketplace-ledger).
   LEDGER_ANCHOR_INTERVAL_MS: z.coerce.number().int().min(0).max(86_400_000).refine((v) => v === 0 || v >= 100, "must be 0 (off) or at least 100").default(30_000),
 
   // How long POST /v1/marketplace/listings/:id/purchase waits for the sale to complete before answering 202.

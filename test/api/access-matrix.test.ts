@@ -158,7 +158,7 @@ describe("the access matrix of every route", () => {
 
   it("refuses a suspended user on every route (403 account_suspended), with its token and with its API key", async () => {
     for (const { role, user } of suspended) {
-      // Public routes too: a bearer, if sent, must be valid (CONTRACT §2).
+      // Public routes too: a bearer, if sent, must be valid (docs/decisions.md#public-endpoints).
       const outcomes = await Promise.all(
         operations.flatMap((op) =>
           [user.token, user.apiKey].map(async (bearer) => {

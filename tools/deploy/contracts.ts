@@ -56,7 +56,7 @@ async function main(): Promise<void> {
     },
   });
   if (values.help || !values.network) {
-    console.log("Usage: npm run deploy:contracts -- --network <name> [--verify] [--deployment-id <id>] [--output <file>]\nSee README, \"Deploying to a public chain\".");
+    console.log("Usage: npm run deploy:contracts -- --network <name> [--verify] [--deployment-id <id>] [--output <file>]\nSee docs/operators/deploying.md.");
     process.exitCode = values.help ? 0 : 2;
     return;
   }

@@ -1173,6 +1173,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/fractional/metadata/{id}.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * ERC-1155 metadata of a share token (ArtShares `uri(id)`)
+         * @description The URI ArtShares' `uri(id)` answers, `…/v1/fractional/metadata/{id}.json`, where wallets and marketplaces put the token id as 64 lower-case hex digits without `0x` (ERC-1155); `0x`-prefixed hex and decimal ids are read too. Share token `n` is the share class of certificate `n`.
+         *
+         *     Its artwork (id, title, artist, image), the certificate's token id and the class: shares minted (`total_supply`), `cap`, availability and price. Public and cacheable (ETag). 404 for a token id without a share class on-chain.
+         *
+         *     Public: works without a token (a token, if sent, must be valid).
+         */
+        get: operations["getShareTokenMetadata"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/fractional/{id}/purchase": {
         parameters: {
             query?: never;
@@ -3437,6 +3461,44 @@ export interface components {
                 acquired_at: string;
             }[];
             pagination: components["schemas"]["Pagination"];
+        };
+        /** @description ERC-1155 metadata JSON of a share token (ArtShares `uri(id)`) */
+        ShareTokenMetadata: {
+            name: string;
+            description: string;
+            /** @description The artwork's image, served by the API (absolute URL) */
+            image: string;
+            /** @description The artwork's verification page */
+            external_url: string;
+            /**
+             * @description Shares are whole
+             * @enum {number}
+             */
+            decimals: 0;
+            properties: {
+                /** @example art_01JD3Y5V0Q3G7W7J6T4N4C2X1M */
+                artwork_id: string;
+                title: string;
+                /** @description The artist's display name */
+                artist: string;
+                /** @example usr_01JD3Y5V0Q3G7W7J6T4N4C2X1M */
+                artist_id: string;
+                /** @description The ArtCertificate token id (decimal), which is also this share token's id */
+                certificate_token_id: string;
+                share_class: {
+                    /** @description Shares minted (confirmed on-chain) */
+                    total_supply: number;
+                    /** @description The class's cap, fixed on-chain */
+                    cap: number;
+                    /** @description Not reserved by a pending purchase nor sold */
+                    shares_available: number;
+                    /**
+                     * @description US dollars
+                     * @example 12500
+                     */
+                    price_per_share_usd: number;
+                };
+            };
         };
         FractionalPurchase: {
             /** @example frac_01JD3Y5V0Q3G7W7J6T4N4C2X1M */
@@ -9572,6 +9634,74 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ShareholdingList"];
+                };
+            };
+            /** @description Malformed request, invalid parameter or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, invalid, expired or revoked bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getShareTokenMetadata: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The share token's id, as wallets substitute ERC-1155's `{id}`: 64 lower-case hex digits, zero-padded, without `0x` (always read as hex). Also `0x`-prefixed hex or decimal (`1`, `0x1`). It is the certificate's token id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ShareTokenMetadata"];
                 };
             };
             /** @description Malformed request, invalid parameter or failed validation */

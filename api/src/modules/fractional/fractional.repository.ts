@@ -38,6 +38,11 @@ export async function markFailed(db: Db, artworkId: string, reason: string): Pro
   await db.updateTable("fractional_artworks").set({ status: "failed", failure_reason: reason, updated_at: sql<Date>`now()` }).where("artwork_id", "=", artworkId).execute();
 }
 
+/** The class of a share token (the certificate's token id) once it is on-chain. */
+export function findActiveByToken(db: Db, tokenId: bigint): Promise<FractionalArtwork | undefined> {
+  return db.selectFrom("fractional_artworks").selectAll().where("token_id", "=", tokenId).where("status", "=", "active").executeTakeFirst();
+}
+
 /** The artworks of the classes of these tokens. */
 export function artworksOfTokens(db: Db, tokenIds: bigint[]): Promise<Pick<FractionalArtwork, "artwork_id" | "token_id">[]> {
   return db.selectFrom("fractional_artworks").select(["artwork_id", "token_id"]).where("token_id", "in", tokenIds).execute();

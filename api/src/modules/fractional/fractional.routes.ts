@@ -70,6 +70,23 @@ export function registerFractionalRoutes(api: ApiRouter, fractional: FractionalS
   });
 
   api.route({
+    method: "get",
+    path: "/v1/fractional/metadata/:id.json",
+    operationId: "getShareTokenMetadata",
+    summary: "ERC-1155 metadata of a share token (ArtShares `uri(id)`)",
+    description: [
+      "The URI ArtShares' `uri(id)` answers, `…/v1/fractional/metadata/{id}.json`, where wallets and marketplaces put the token id as 64 lower-case hex digits without `0x` (ERC-1155); `0x`-prefixed hex and decimal ids are read too. Share token `n` is the share class of certificate `n`.",
+      "Its artwork (id, title, artist, image), the certificate's token id and the class: shares minted (`total_supply`), `cap`, availability and price. Public and cacheable (ETag). 404 for a token id without a share class on-chain.",
+    ].join("\n\n"),
+    tags,
+    auth: { public: true },
+    params: s.shareTokenParams,
+    errors: [404],
+    response: s.shareMetadataSchema,
+    handler: ({ params }) => fractional.shareMetadata(params.id),
+  });
+
+  api.route({
     method: "post",
     path: "/v1/fractional/:id/purchase",
     operationId: "buyShares",

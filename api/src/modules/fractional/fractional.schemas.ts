@@ -7,6 +7,23 @@ export const artworkIdParams = z.object({ id: idParam("artwork") });
 export const purchaseIdParams = z.object({ id: idParam("fractionalPurchase") });
 export const fractionalListQuery = z.object({ ...paginationQuery() });
 
+const UINT256_MAX = (1n << 256n) - 1n;
+/** 64 hex digits (ERC-1155's `{id}`: lower-case, zero-padded, no 0x; read as hex even when all digits), 0x-prefixed hex, or decimal. */
+const SHARE_TOKEN_ID = /^(?:[0-9a-fA-F]{64}|0x[0-9a-fA-F]{1,64}|[0-9]{1,78})$/;
+
+export const shareTokenParams = z.object({
+  id: z
+    .string()
+    .regex(SHARE_TOKEN_ID, "must be a token id: 64 hex digits without 0x (ERC-1155's {id}), 0x-prefixed hex, or decimal")
+    .transform((v) => BigInt(v.length === 64 && !v.startsWith("0x") ? `0x${v}` : v))
+    .refine((n) => n <= UINT256_MAX, "must be at most 2^256 - 1")
+    .openapi({
+      description:
+        "The share token's id, as wallets substitute ERC-1155's `{id}`: 64 lower-case hex digits, zero-padded, without `0x` (always read as hex). Also `0x`-prefixed hex or decimal (`1`, `0x1`). It is the certificate's token id.",
+      example: "0000000000000000000000000000000000000000000000000000000000000001",
+    }),
+});
+
 export const fractionalizeSchema = z
   .strictObject({
     artwork_id: plainString({ min: 1, max: 64 }).openapi({ example: "art_01JD3Y5V0Q3G7W7J6T4N4C2X1M", description: "A certified artwork whose certificate your wallet holds (admins: any)" }),
@@ -79,3 +96,26 @@ export const fractionalPurchaseSchema = z
     confirmed_at: timestamp.nullable(),
   })
   .openapi("FractionalPurchase");
+
+export const shareMetadataSchema = z
+  .object({
+    name: z.string(),
+    description: z.string(),
+    image: z.string().openapi({ description: "The artwork's image, served by the API (absolute URL)" }),
+    external_url: z.string().openapi({ description: "The artwork's verification page" }),
+    decimals: z.literal(0).openapi({ description: "Shares are whole" }),
+    properties: z.object({
+      artwork_id: idOf("artwork"),
+      title: z.string(),
+      artist: z.string().openapi({ description: "The artist's display name" }),
+      artist_id: idOf("user"),
+      certificate_token_id: z.string().openapi({ description: "The ArtCertificate token id (decimal), which is also this share token's id" }),
+      share_class: z.object({
+        total_supply: z.number().int().openapi({ description: "Shares minted (confirmed on-chain)" }),
+        cap: z.number().int().openapi({ description: "The class's cap, fixed on-chain" }),
+        shares_available: z.number().int().openapi({ description: "Not reserved by a pending purchase nor sold" }),
+        price_per_share_usd: usdValue,
+      }),
+    }),
+  })
+  .openapi("ShareTokenMetadata", { description: "ERC-1155 metadata JSON of a share token (ArtShares `uri(id)`)" });

@@ -196,6 +196,37 @@ export class FractionalService {
     return { artwork_id: fa.artwork_id, total_shares: fa.total_shares, shareholders, pagination: paginated(shareholders, page, total).pagination };
   }
 
+  /**
+   * ERC-1155 metadata of share token `tokenId` (what ArtShares' `uri(id)` names): the class of
+   * certificate `tokenId`, once on-chain, with its artwork's title, artist and image, its supply
+   * (the confirmed mints), cap and price. Not on-chain, or no class: 404.
+   */
+  async shareMetadata(tokenId: bigint) {
+    const fa = found(await repo.findActiveByToken(this.deps.db, tokenId), "Share token");
+    const view = (await this.views_([fa]))[0]!;
+    const links = this.deps.artworks.links;
+    return {
+      name: `${view.title} (shares)`,
+      description: `A share of “${view.title}” by ${view.artist}, certified on-chain as certificate #${view.token_id}: one of ${view.total_shares} at ${view.price_per_share_usd.toFixed(2)} USD.`,
+      image: links.image(view.artwork_id),
+      external_url: links.verify(view.artwork_id),
+      decimals: 0 as const,
+      properties: {
+        artwork_id: view.artwork_id,
+        title: view.title,
+        artist: view.artist,
+        artist_id: view.artist_id,
+        certificate_token_id: view.token_id,
+        share_class: {
+          total_supply: fa.shares_confirmed,
+          cap: view.total_shares,
+          shares_available: view.shares_available,
+          price_per_share_usd: view.price_per_share_usd,
+        },
+      },
+    };
+  }
+
   private findArtwork(artworkId: string): Promise<FractionalArtwork | undefined> {
     return repo.find(this.deps.db, artworkId);
   }

@@ -1,26 +1,26 @@
 import createClient, { defaultBodySerializer, type Client, type ClientPathsWithMethod, type FetchResponse, type MaybeOptionalInit, type Middleware } from "openapi-fetch";
 import { ApiError } from "./errors.ts";
 import { type Fetch, type RetryOptions, retryingFetch } from "./retry.ts";
-import type { components, paths } from "./schema.d.ts";
+import type { components, paths } from "./schema.ts";
 import { type Scope, type Token, TokenSource } from "./tokens.ts";
 
 export interface ArtPlatformOptions {
   /** The API's origin, `https://api.example.com` (paths start with /v1). */
   baseUrl: string;
   /** An API key (`sk_…`): exchanged for tokens of `scope`, renewed before they expire. */
-  apiKey?: string;
+  apiKey?: string | undefined;
   /** The scopes to ask for with `apiKey` (default `["read"]`). */
-  scope?: Scope[];
-  /** Or a bearer token you manage yourself. Neither: anonymous calls (public endpoints only). */
-  token?: string;
+  scope?: Scope[] | undefined;
+  /** Or a bearer token you manage yourself (a SIWE login's, say). Neither: anonymous calls (public endpoints only). */
+  token?: string | undefined;
   /** Renew a token this long before its `expires_at` (default 300 s). */
-  renewBeforeSeconds?: number;
-  /** Retries of lost connections, 429, 502-504 and requests still in progress (see retry.ts). */
-  retry?: RetryOptions;
+  renewBeforeSeconds?: number | undefined;
+  /** Retries of lost connections, 429, 502-504 and requests still in progress (see RetryOptions). */
+  retry?: RetryOptions | undefined;
   /** The fetch to send with (default globalThis.fetch). */
-  fetch?: Fetch;
+  fetch?: Fetch | undefined;
   /** The clock the token renewal reads, in milliseconds since the epoch (default Date.now). */
-  now?: () => number;
+  now?: (() => number) | undefined;
 }
 
 type Method = "get" | "put" | "post" | "delete" | "patch";
@@ -64,7 +64,7 @@ export interface ArtPlatformClient {
 
 /**
  * A client of the API: every path, parameter and body typed from its OpenAPI document
- * (schema.d.ts), on openapi-fetch. Each POST carries an Idempotency-Key (a random UUID unless you
+ * (schema.ts), on openapi-fetch. Each POST carries an Idempotency-Key (a random UUID unless you
  * send one), so retries never repeat an effect; answers of 400 and above are raised as ApiError.
  */
 export function createArtPlatformClient(options: ArtPlatformOptions): ArtPlatformClient {

@@ -1,9 +1,12 @@
-import type { components } from "./schema.d.ts";
+import type { components } from "./schema.ts";
 
 /** The API's error body: RFC 9457 problem+json with a stable `code` (402 and 429 carry more fields). */
 export type Problem = components["schemas"]["Problem"] & Record<string, unknown>;
 
 export type FieldError = NonNullable<Problem["errors"]>[number];
+
+/** The problem codes the API documents (its OpenAPI document's Problem `code`). */
+export type ErrorCode = components["schemas"]["Problem"]["code"];
 
 /**
  * Every answer of 400 or more, raised: `code` is what to branch on (`not_found`,
@@ -12,7 +15,8 @@ export type FieldError = NonNullable<Problem["errors"]>[number];
 export class ApiError extends Error {
   override name = "ApiError";
   readonly status: number;
-  readonly code: string;
+  /** One of the documented codes, or `http_<status>` when the body is no problem (a proxy's error page). */
+  readonly code: ErrorCode | `http_${number}`;
   readonly title: string;
   readonly detail: string;
   /** Quote it when reporting a problem: the API logs under it. */
@@ -26,7 +30,7 @@ export class ApiError extends Error {
   constructor(response: Response, body: Problem | string) {
     const problem = typeof body === "string" ? null : body;
     const detail = problem?.detail ?? (typeof body === "string" && body ? body.slice(0, 500) : response.statusText);
-    const code = problem?.code ?? `http_${response.status}`;
+    const code = problem?.code ?? (`http_${response.status}` as const);
     super(`${response.status} ${code}: ${detail}`);
     this.status = response.status;
     this.code = code;

@@ -5,8 +5,8 @@
  *   const { data: me } = await api.GET("/v1/users/me");
  */
 export { type ArtPlatformClient, type ArtPlatformOptions, type CallMethod, createArtPlatformClient, type ListPage, type ListPath } from "./client.ts";
-export { ApiError, type FieldError, type Problem } from "./errors.ts";
+export { ApiError, type ErrorCode, type FieldError, type Problem } from "./errors.ts";
 export { type Fetch, type RetryOptions, retryingFetch } from "./retry.ts";
-export type { components, operations, paths } from "./schema.d.ts";
+export type { components, operations, paths } from "./schema.ts";
 export { type Scope, type Token, TokenSource, type TokenSourceOptions } from "./tokens.ts";
 export { type VerifyWebhookOptions, verifyWebhookSignature, type WebhookHeaders } from "./webhooks.ts";

@@ -2,12 +2,12 @@ export type Fetch = (request: Request) => Promise<Response>;
 
 export interface RetryOptions {
   /** Retries after the first attempt (default 2; 0 turns retrying off). */
-  maxRetries?: number;
+  maxRetries?: number | undefined;
   /** First backoff when the API names no delay; doubled each retry, ±25 % (default 500 ms). */
-  baseDelayMs?: number;
+  baseDelayMs?: number | undefined;
   /** A longer Retry-After is not waited for: the answer is returned (and raised) as it is (default 30 s). */
-  maxDelayMs?: number;
-  sleep?: (ms: number) => Promise<void>;
+  maxDelayMs?: number | undefined;
+  sleep?: ((ms: number) => Promise<void>) | undefined;
 }
 
 /** Methods a retry cannot repeat the effect of; a POST is one only with an Idempotency-Key. */

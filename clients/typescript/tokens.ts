@@ -1,4 +1,4 @@
-import type { components } from "./schema.d.ts";
+import type { components } from "./schema.ts";
 
 export type Token = components["schemas"]["Token"];
 export type Scope = components["schemas"]["TokenRequest"]["scope"][number];
@@ -7,9 +7,9 @@ export interface TokenSourceOptions {
   /** Exchanges the API key for a token (POST /v1/auth/token). */
   exchange: () => Promise<Token>;
   /** Renew this long before `expires_at` (default 300 s: covers clock skew and slow calls). */
-  renewBeforeSeconds?: number;
+  renewBeforeSeconds?: number | undefined;
   /** Milliseconds since the epoch (default Date.now). */
-  now?: () => number;
+  now?: (() => number) | undefined;
 }
 
 /**

@@ -1,6 +1,7 @@
 /**
- * Verifying the API's webhook deliveries with Web Crypto (Node 20+, Deno, Bun, edge workers). Each
- * delivery carries two signatures of the exact body bytes (api/src/modules/webhooks/signature.ts):
+ * Verifying the API's webhook deliveries with Web Crypto (browsers, Node 20+, Deno, Bun, edge
+ * workers). Each delivery carries two signatures of the exact body bytes
+ * (api/src/modules/webhooks/signature.ts):
  *
  * - Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64
  *   HMAC-SHA256(base64-decoded secret after whsec_, "<id>.<timestamp>.<body>")>`;
@@ -17,21 +18,29 @@ export type WebhookHeaders = Headers | Record<string, string | string[] | undefi
 
 export interface VerifyWebhookOptions {
   /** Largest accepted distance between the signature's timestamp and now (default 300 s). */
-  toleranceSeconds?: number;
+  toleranceSeconds?: number | undefined;
   /** The current time (a Date or milliseconds since the epoch); default now. */
-  now?: Date | number;
+  now?: Date | number | undefined;
 }
 
 /**
- * Whether `body` (the raw bytes received: parse the JSON only after this check) is signed with
+ * Whether `payload` (the raw bytes received: parse the JSON only after this check) is signed with
  * `secret` (`whsec_…`, shown when the subscription was made) within the tolerance. Uses the
- * Standard Webhooks headers when present, else `X-Service-Signature`, as the API's own verifier.
+ * Standard Webhooks headers when present, else `X-Service-Signature`.
+ *
+ * The arguments are in Standard Webhooks' order (`new Webhook(secret).verify(payload, headers)`),
+ * and the same as the API's own verifier (api/src/modules/webhooks/signature.ts), which answers
+ * synchronously with Node's crypto: this one answers a Promise (Web Crypto), so await it.
  */
-export async function verifyWebhookSignature(secret: string, headers: WebhookHeaders, body: string | Uint8Array | ArrayBuffer, options: VerifyWebhookOptions = {}): Promise<boolean> {
+export async function verifyWebhookSignature(payload: string | Uint8Array | ArrayBuffer, headers: WebhookHeaders, secret: string, options: VerifyWebhookOptions = {}): Promise<boolean> {
+  // The SDK once took (secret, headers, body): that call compiles when the body is a string, so it throws rather than answer false.
+  if (typeof payload === "string" && payload.startsWith(SECRET_PREFIX) && !secret.startsWith(SECRET_PREFIX)) {
+    throw new TypeError("verifyWebhookSignature takes (payload, headers, secret): the secret came first");
+  }
   const header = headerReader(headers);
   const nowSeconds = Math.floor((options.now === undefined ? Date.now() : typeof options.now === "number" ? options.now : options.now.getTime()) / 1000);
   const fresh = (t: number) => Math.abs(nowSeconds - t) <= (options.toleranceSeconds ?? 300);
-  const bytes = typeof body === "string" ? new TextEncoder().encode(body) : new Uint8Array(body);
+  const bytes = typeof payload === "string" ? new TextEncoder().encode(payload) : new Uint8Array(payload);
 
   const standard = header("webhook-signature");
   if (standard !== undefined) {
@@ -80,6 +89,7 @@ function signed(prefix: string, body: Uint8Array): Uint8Array<ArrayBuffer> {
 }
 
 function headerReader(headers: WebhookHeaders): (name: string) => string | undefined {
+  if (!headers || typeof headers !== "object") return () => undefined;
   if (headers instanceof Headers) return (name) => headers.get(name) ?? undefined;
   const lower = new Map(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), Array.isArray(value) ? value.join(", ") : value]));
   return (name) => lower.get(name);

@@ -1,8 +1,9 @@
 import { mkdtempSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { generatePrivateKey } from "viem/accounts";
-import { describe, expect, it } from "vitest";
-import { signWebhook } from "../../api/src/modules/webhooks/signature.ts";
+import { describe, expect, expectTypeOf, it } from "vitest";
+import { Webhook } from "standardwebhooks";
+import { signWebhook, verifyWebhookSignature as verifyOnServer } from "../../api/src/modules/webhooks/signature.ts";
 import { SCHEMA_TYPES_FILE, schemaTypes } from "../../clients/typescript/generate.ts";
 import { ApiError, createArtPlatformClient, verifyWebhookSignature } from "../../clients/typescript/index.ts";
 import { gifImage, pngImage } from "../support/artworks.ts";
@@ -38,10 +39,10 @@ async function raised(call: Promise<unknown>): Promise<ApiError> {
 const postsOf = (userId: string) => api.db.selectFrom("community_posts").select(["id", "content"]).where("author_id", "=", userId).execute();
 
 describe("the SDK's types", () => {
-  it("are generated from the document the API serves: clients/typescript/schema.d.ts is not stale", async () => {
+  it("are generated from the document the API serves: clients/typescript/schema.ts is not stale", async () => {
     const served = await api.request("GET", "/v1/openapi.json");
     const generated = await schemaTypes(served.body);
-    expect(generated === readFileSync(SCHEMA_TYPES_FILE, "utf8"), "clients/typescript/schema.d.ts is stale: run `npm run sdk:generate`").toBe(true);
+    expect(generated === readFileSync(SCHEMA_TYPES_FILE, "utf8"), "clients/typescript/schema.ts is stale: run `npm run sdk:generate`").toBe(true);
   });
 });
 
@@ -250,26 +251,26 @@ describe("the SDK against the API", () => {
     const now = Number(headers["webhook-timestamp"]) * 1000;
 
     // Standard Webhooks headers, else X-Service-Signature; Node's headers or a fetch Headers.
-    expect(await verifyWebhookSignature(secret, headers, body, { now })).toBe(true);
+    expect(await verifyWebhookSignature(body, headers, secret, { now })).toBe(true);
     const serviceOnly = { "x-service-signature": headers["x-service-signature"] };
-    expect(await verifyWebhookSignature(secret, serviceOnly, new TextEncoder().encode(body), { now })).toBe(true);
-    expect(await verifyWebhookSignature(secret, new Headers(headers as Record<string, string>), body, { now })).toBe(true);
+    expect(await verifyWebhookSignature(new TextEncoder().encode(body), serviceOnly, secret, { now })).toBe(true);
+    expect(await verifyWebhookSignature(body, new Headers(headers as Record<string, string>), secret, { now })).toBe(true);
 
     const tampered = body.replace('"ping"', '"pong"');
     expect(tampered).not.toBe(body);
-    expect(await verifyWebhookSignature(secret, headers, tampered, { now })).toBe(false);
-    expect(await verifyWebhookSignature(secret, serviceOnly, tampered, { now })).toBe(false);
+    expect(await verifyWebhookSignature(tampered, headers, secret, { now })).toBe(false);
+    expect(await verifyWebhookSignature(tampered, serviceOnly, secret, { now })).toBe(false);
     const { data: other } = await sdk.POST("/v1/webhooks", { body: { url: receiver.endpoint(), events: ["artwork.certified"] } });
-    expect(await verifyWebhookSignature(other.secret!, headers, body, { now })).toBe(false);
-    expect(await verifyWebhookSignature(secret, {}, body, { now })).toBe(false);
+    expect(await verifyWebhookSignature(body, headers, other.secret!, { now })).toBe(false);
+    expect(await verifyWebhookSignature(body, {}, secret, { now })).toBe(false);
 
     // Signed six minutes ago by the API's signer: refused with the default 5-minute tolerance.
     const old = Math.floor(now / 1000) - 360;
     const stale = signWebhook({ id: "whd_old", timestamp: old, body, secrets: [secret] });
-    expect(await verifyWebhookSignature(secret, stale, body, { now })).toBe(false);
-    expect(await verifyWebhookSignature(secret, { "X-Service-Signature": stale["X-Service-Signature"] }, body, { now })).toBe(false);
-    expect(await verifyWebhookSignature(secret, stale, body, { now, toleranceSeconds: 600 })).toBe(true);
-    expect(await verifyWebhookSignature(secret, headers, body, { now: now + 301_000 })).toBe(false);
+    expect(await verifyWebhookSignature(body, stale, secret, { now })).toBe(false);
+    expect(await verifyWebhookSignature(body, { "X-Service-Signature": stale["X-Service-Signature"] }, secret, { now })).toBe(false);
+    expect(await verifyWebhookSignature(body, stale, secret, { now, toleranceSeconds: 600 })).toBe(true);
+    expect(await verifyWebhookSignature(body, headers, secret, { now: now + 301_000 })).toBe(false);
   });
 
   it("accepts either secret during a rotation, as the signer sends both", async () => {
@@ -278,9 +279,30 @@ describe("the SDK against the API", () => {
     const timestamp = Math.floor(Date.now() / 1000);
     const headers = signWebhook({ id: "whd_1", timestamp, body, secrets: [newer, older] });
     for (const secret of [newer, older]) {
-      expect(await verifyWebhookSignature(secret, headers, body)).toBe(true);
-      expect(await verifyWebhookSignature(secret, { "X-Service-Signature": headers["X-Service-Signature"] }, body)).toBe(true);
+      expect(await verifyWebhookSignature(body, headers, secret)).toBe(true);
+      expect(await verifyWebhookSignature(body, { "X-Service-Signature": headers["X-Service-Signature"] }, secret)).toBe(true);
     }
-    expect(await verifyWebhookSignature("whsec_" + Buffer.alloc(32, 3).toString("base64"), headers, body)).toBe(false);
+    expect(await verifyWebhookSignature(body, headers, "whsec_" + Buffer.alloc(32, 3).toString("base64"))).toBe(false);
+  });
+
+  it("takes its arguments as the server's verifier and the standardwebhooks package do: (payload, headers) with the secret", async () => {
+    const secret = "whsec_" + Buffer.alloc(32, 4).toString("base64");
+    const body = JSON.stringify({ id: "whe_2", event: "ping" });
+    const timestamp = Math.floor(Date.now() / 1000);
+    const server = signWebhook({ id: "whd_2", timestamp, body, secrets: [secret] });
+    const standard = { "webhook-id": "whd_2", "webhook-timestamp": String(timestamp), "webhook-signature": new Webhook(secret).sign("whd_2", new Date(timestamp * 1000), body) };
+    expect(standard["webhook-signature"]).toBe(server["webhook-signature"]);
+
+    for (const headers of [server, standard]) {
+      expect(await verifyWebhookSignature(body, headers, secret)).toBe(true);
+      expect(verifyOnServer(body, headers, secret)).toBe(true);
+      expect(new Webhook(secret).verify(body, headers)).toEqual({ id: "whe_2", event: "ping" });
+      const tampered = body.replace("ping", "pong");
+      expect([await verifyWebhookSignature(tampered, headers, secret), verifyOnServer(tampered, headers, secret)]).toEqual([false, false]);
+    }
+    // The SDK's former order, (secret, headers, body), is refused rather than answered false.
+    await expect(verifyWebhookSignature(secret, server, body)).rejects.toThrow(TypeError);
+    // One signature for both: code written for the one verifier compiles and answers with the other.
+    expectTypeOf<Parameters<typeof verifyWebhookSignature>>().toEqualTypeOf<Parameters<typeof verifyOnServer>>();
   });
 });

@@ -15,41 +15,33 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 
 export const WEBHOOK_SECRET_PREFIX = "whsec_";
 
-/** Header values as Node gives them (`req.headers`) or as plain strings; names in any case. */
-export type WebhookHeaders = Record<string, string | string[] | undefined>;
+/** Header values as Node gives them (`req.headers`), a fetch Headers, or plain strings; names in any case. */
+export type WebhookHeaders = Headers | Record<string, string | string[] | undefined>;
 
 export interface VerifyOptions {
   /** Largest accepted distance between the signature's timestamp and now (default 300 s). */
-  toleranceSeconds?: number;
+  toleranceSeconds?: number | undefined;
   /** The current time (a Date or milliseconds since the epoch); for tests. */
-  now?: Date | number;
+  now?: Date | number | undefined;
 }
 
 /**
- * Whether `rawBody` (the exact bytes received: parse the JSON only after this check) carries a valid
- * signature made with `secret` within the tolerance. `header` is either the `X-Service-Signature`
- * value or a headers object: Standard Webhooks headers when present (`webhook-id`,
- * `webhook-timestamp`, `webhook-signature`), else its `x-service-signature`.
+ * Whether `payload` (the exact bytes received: parse the JSON only after this check) carries a
+ * valid signature made with `secret` within the tolerance: the Standard Webhooks headers when
+ * present (`webhook-id`, `webhook-timestamp`, `webhook-signature`), else `X-Service-Signature`.
+ * Standard Webhooks' argument order (`new Webhook(secret).verify(payload, headers)`), the same as
+ * the SDK's verifyWebhookSignature (clients/typescript/webhooks.ts, which answers a Promise).
  */
-export function verifyWebhookSignature(
-  rawBody: string | Uint8Array,
-  header: string | WebhookHeaders | null | undefined,
-  secret: string,
-  options: VerifyOptions = {},
-): boolean {
-  const body = toBuffer(rawBody);
+export function verifyWebhookSignature(payload: string | Uint8Array | ArrayBuffer, headers: WebhookHeaders, secret: string, options: VerifyOptions = {}): boolean {
+  const body = toBuffer(payload);
   const nowMs = options.now === undefined ? Date.now() : typeof options.now === "number" ? options.now : options.now.getTime();
   const fresh = (t: number) => Math.abs(Math.floor(nowMs / 1000) - t) <= (options.toleranceSeconds ?? 300);
+  const header = headerReader(headers);
 
-  if (typeof header === "string") return verifyServiceSignature(body, header, secret, fresh);
-  if (!header || typeof header !== "object") return false;
-  const headers = Object.fromEntries(
-    Object.entries(header).map(([name, value]) => [name.toLowerCase(), Array.isArray(value) ? value.join(", ") : value]),
-  );
-  const standard = headers["webhook-signature"];
+  const standard = header("webhook-signature");
   if (standard !== undefined) {
-    const id = headers["webhook-id"];
-    const timestamp = parseTimestamp(headers["webhook-timestamp"]);
+    const id = header("webhook-id");
+    const timestamp = parseTimestamp(header("webhook-timestamp"));
     if (!id || timestamp === null || !fresh(timestamp)) return false;
     const expected = standardSignature(secret, id, timestamp, body);
     return standard
@@ -57,7 +49,7 @@ export function verifyWebhookSignature(
       .map((entry) => entry.split(","))
       .some(([version, signature]) => version === "v1" && signature !== undefined && safeEqual(signature, expected));
   }
-  const service = headers["x-service-signature"];
+  const service = header("x-service-signature");
   return service !== undefined && verifyServiceSignature(body, service, secret, fresh);
 }
 
@@ -109,8 +101,16 @@ function parseTimestamp(value: string | undefined): number | null {
   return value !== undefined && /^\d{1,12}$/.test(value.trim()) ? Number(value.trim()) : null;
 }
 
-function toBuffer(data: string | Uint8Array): Buffer {
-  return typeof data === "string" ? Buffer.from(data, "utf8") : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+function headerReader(headers: WebhookHeaders): (name: string) => string | undefined {
+  if (!headers || typeof headers !== "object") return () => undefined;
+  if (headers instanceof Headers) return (name) => headers.get(name) ?? undefined;
+  const lower = new Map(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), Array.isArray(value) ? value.join(", ") : value]));
+  return (name) => lower.get(name);
+}
+
+function toBuffer(data: string | Uint8Array | ArrayBuffer): Buffer {
+  if (typeof data === "string") return Buffer.from(data, "utf8");
+  return data instanceof ArrayBuffer ? Buffer.from(data) : Buffer.from(data.buffer, data.byteOffset, data.byteLength);
 }
 
 function safeEqual(a: string, b: string): boolean {

@@ -2357,7 +2357,7 @@ export interface components {
              * @default collector
              * @enum {string}
              */
-            role: "collector" | "artist" | "admin";
+            role?: "collector" | "artist" | "admin";
             display_name?: string;
         };
         ArtworkList: {
@@ -3288,7 +3288,7 @@ export interface components {
              * @description 1..720, default 72: the offer expires then (`offer.expired`)
              * @default 72
              */
-            expires_in_hours: number;
+            expires_in_hours?: number;
             /**
              * @description Charged only when the seller accepts: one of your saved methods (`pm_…`) or a test card id
              * @example pm_card_visa
@@ -3631,7 +3631,7 @@ export interface components {
              *       "oil"
              *     ]
              */
-            tags: string[];
+            tags?: string[];
             /**
              * @description Required for artwork_share: an artwork that is not deleted
              * @example art_01JD3Y5V0Q3G7W7J6T4N4C2X1M
@@ -3774,7 +3774,7 @@ export interface components {
              *       "oil"
              *     ]
              */
-            tags: string[];
+            tags?: string[];
         };
         DiscussionList: {
             data: components["schemas"]["Discussion"][];
@@ -4169,19 +4169,19 @@ export interface components {
              */
             ends_at: string;
             /** @default false */
-            featured: boolean;
+            featured?: boolean;
             /** @default  */
-            description: string;
+            description?: string;
             /**
              * @description Artists (users with the artist role) the event features, in order
              * @default []
              */
-            artist_ids: string[];
+            artist_ids?: string[];
             /**
              * @description The kinds of ticket sold: `virtual` for virtual and hybrid events, `in_person` for in-person and hybrid ones (a kind the format does not offer is refused)
              * @default {}
              */
-            tickets: {
+            tickets?: {
                 virtual?: {
                     /**
                      * @description US dollars per ticket: 0 for free tickets (no payment method needed), else 0.5..999999.99 (what the card processor charges)
@@ -4202,7 +4202,7 @@ export interface components {
                 };
             };
             /** @default [] */
-            schedule: {
+            schedule?: {
                 /**
                  * Format: date-time
                  * @example 2026-12-01T00:00:00Z
@@ -4218,10 +4218,10 @@ export interface components {
                  * @description Positions in `speakers` (0-based integers) or, when editing, the `spk_` ids of the event's speakers
                  * @default []
                  */
-                speaker_ids: (number | string)[];
+                speaker_ids?: (number | string)[];
             }[];
             /** @default [] */
-            speakers: {
+            speakers?: {
                 /** @description When editing: keep this speaker (`spk_`) under the same id */
                 id?: string;
                 name: string;
@@ -4304,7 +4304,7 @@ export interface components {
                  * @description Positions in `speakers` (0-based integers) or, when editing, the `spk_` ids of the event's speakers
                  * @default []
                  */
-                speaker_ids: (number | string)[];
+                speaker_ids?: (number | string)[];
             }[];
             speakers?: {
                 /** @description When editing: keep this speaker (`spk_`) under the same id */
@@ -4603,7 +4603,7 @@ export interface components {
             /** @description How many may be redeemed; omitted or null: unlimited */
             stock?: number | null;
             /** @default true */
-            active: boolean;
+            active?: boolean;
         };
         /**
          * @description The kind and discount of a reward never change (make another).

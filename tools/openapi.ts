@@ -1,6 +1,7 @@
 /**
  * Writes the OpenAPI document the API serves at /v1/openapi.json, built from the route
- * declarations without starting anything, to docs/openapi.json (or the path given):
+ * declarations without starting anything, to docs/openapi.json (or the path given), and the error
+ * codes' guide beside it (docs/errors.md):
  *
  *   npm run openapi                 (docs/openapi.json, committed: the SDK's types come from it)
  *   npx tsx tools/openapi.ts out.json
@@ -13,6 +14,7 @@ import { fileURLToPath } from "node:url";
 import { describeApi } from "../api/src/app.ts";
 import { type Config, loadConfig } from "../api/src/config.ts";
 import { modules } from "../api/src/modules/index.ts";
+import { errorsMarkdown } from "./errors-doc.ts";
 
 export const DOCUMENTED_SERVER = "http://127.0.0.1:3000";
 
@@ -41,4 +43,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   mkdirSync(path.dirname(out), { recursive: true });
   writeFileSync(out, documentText(documentedApi()));
   console.log(`wrote ${path.relative(process.cwd(), out)}`);
+  // Beside it, the error codes' guide, from the catalogue the document's error examples come from.
+  const errors = path.join(path.dirname(out), "errors.md");
+  writeFileSync(errors, errorsMarkdown());
+  console.log(`wrote ${path.relative(process.cwd(), errors)}`);
 }

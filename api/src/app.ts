@@ -8,6 +8,7 @@ import { accessLog } from "./http/access-log.ts";
 import { cors } from "./http/cors.ts";
 import { IdempotencyStore } from "./http/idempotency.ts";
 import { bodyErrors, checkJsonBytes, errorHandler, notFound, requestId, requireJsonBody } from "./http/problem.ts";
+import { problemPages } from "./http/problem-pages.ts";
 import type { PublicReadCache } from "./http/public-read-cache.ts";
 import type { RateLimiter } from "./http/rate-limit.ts";
 import { ApiRouter } from "./http/route.ts";
@@ -93,6 +94,8 @@ export function createApp(deps: AppDeps): Express {
     res.type("application/javascript").send(swaggerInit("/v1/openapi.json"));
   });
   app.use("/docs/assets", express.static(swaggerDir, { index: false, maxAge: "1h" }));
+  // Every problem's `type` URL answers with the code's page.
+  app.use(problemPages());
 
   app.use(notFound);
   app.use(errorHandler(deps.deps.logger));

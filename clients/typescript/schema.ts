@@ -2106,23 +2106,58 @@ export interface components {
         };
         /** @description RFC 9457 problem details */
         Problem: {
-            /** @example /problems/validation_failed */
+            /**
+             * @description The problem type, `/problems/<code>`: a URL relative to the API's origin whose page tells when the code happens and what to do (GET it: HTML for a browser, JSON otherwise; `GET /problems` lists every code)
+             * @example /problems/not_found
+             */
             type: string;
+            /**
+             * @description The code's title, the same for every problem of that code
+             * @example Not found
+             */
             title: string;
+            /** @example 404 */
             status: number;
-            /** @example validation_failed */
+            /**
+             * @description The stable code to branch on (docs/errors.md lists them)
+             * @example not_found
+             */
             code: string;
+            /**
+             * @description What happened in this request, for a person to read
+             * @example Artwork not found
+             */
             detail: string;
             /** @example req_01JD3Y5V0Q3G7W7J6T4N4C2X1M */
             request_id: string;
-            /** @description Per-field problems of a validation failure */
+            /** @description Per-field problems: `field` (a dotted path, `dimensions.width`), `code` (`too_small`, `invalid_type`, `unknown_field`, `required`...) and `message`. */
             errors?: {
                 field: string;
                 code: string;
                 message: string;
             }[];
-            /** @description Which rule refused a move (409 `invalid_state`): `listed`, `disputed`, `shares_issued`, `resold`, `external_wallet`, `own_artwork`, `owner_unknown`, `hold_limit`, `free_ticket_limit`, `below_minimum_charge` (docs/ownership-and-money.md) */
+            /** @description 409 `invalid_state`: Which rule refused: `listed`, `disputed`, `shares_issued`, `resold`, `external_wallet`, `own_artwork`, `owner_unknown`, `hold_limit`, `free_ticket_limit`, `below_minimum_charge` */
             reason?: string;
+            /** @description 409 `invalid_state`: `hold_limit`: the seats the buyer holds unpaid now */
+            held?: number;
+            /** @description 409 `invalid_state`: `hold_limit`, `free_ticket_limit`: the most the rule allows */
+            allowed?: number;
+            /** @description 409 `invalid_state`: `free_ticket_limit`: the free tickets the buyer has for the event */
+            taken?: number;
+            /** @description 403 `insufficient_scope`: The scope the operation requires */
+            required_scope?: string;
+            /** @description 409 `insufficient_shares`: The shares left to buy */
+            available?: number;
+            /** @description 409 `insufficient_tickets`: The tickets of that kind left */
+            remaining?: number;
+            /** @description 409 `insufficient_points`: The user's points now */
+            balance?: number;
+            /** @description 402 `payment_declined`: The processor's reason (`card_declined`, `insufficient_funds`...), or null */
+            decline_code?: string | null;
+            /** @description 402 `payment_declined`: The sale's transaction that failed (marketplace purchases) */
+            transaction_id?: string;
+            /** @description 402 `payment_declined`: The share purchase that failed (fractional purchases) */
+            purchase_id?: string;
         };
         ProfileUpdateResult: {
             /** @example usr_01JD3Y5V0Q3G7W7J6T4N4C2X1M */
@@ -2447,13 +2482,13 @@ export interface components {
             price_usd?: number | null;
             /** @description Default false; true needs a price_usd */
             for_sale?: boolean;
-            /**
-             * Format: uri
-             * @description Fetched by the certification pipeline (https, public addresses only; JPEG/PNG/WebP/GIF up to 20 MiB). With JSON bodies; multipart requests send the `image` file instead.
-             */
-            image_url?: string;
             /** @description Admins only: register the artwork for this artist (default: the caller) */
             artist_id?: string;
+            /**
+             * Format: uri
+             * @description Fetched by the certification pipeline (https, public addresses only; JPEG/PNG/WebP/GIF up to 20 MiB). Multipart requests send the `image` file instead.
+             */
+            image_url: string;
         };
         /**
          * @example {
@@ -4698,6 +4733,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The user's id: `usr_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -4724,6 +4760,15 @@ export interface operations {
             };
             /** @description Missing, invalid, expired or revoked bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4765,6 +4810,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The user's id: `usr_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -4918,7 +4964,10 @@ export interface operations {
     createUser: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5007,6 +5056,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The user's id: `usr_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -5085,7 +5135,10 @@ export interface operations {
     createToken: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5115,6 +5168,15 @@ export interface operations {
             };
             /** @description Missing, invalid, expired or revoked bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5228,7 +5290,10 @@ export interface operations {
     createSiweNonce: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5254,6 +5319,15 @@ export interface operations {
             };
             /** @description Missing, invalid, expired or revoked bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5302,7 +5376,10 @@ export interface operations {
     verifySiwe: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5332,6 +5409,15 @@ export interface operations {
             };
             /** @description Missing, invalid, expired or revoked bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5447,7 +5533,10 @@ export interface operations {
     createApiKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5536,6 +5625,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The API key's id: `key_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -5663,6 +5753,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Rate limited (see Retry-After) */
             429: {
                 headers: {
@@ -5686,7 +5785,10 @@ export interface operations {
     createArtwork: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5794,6 +5896,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The artwork's id: `art_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -5820,6 +5923,15 @@ export interface operations {
             };
             /** @description Missing, invalid, expired or revoked bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5861,6 +5973,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The artwork's id: `art_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -5946,6 +6059,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The artwork's id: `art_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -6035,6 +6149,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The artwork's id: `art_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -6061,6 +6176,15 @@ export interface operations {
             };
             /** @description Missing, invalid, expired or revoked bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6102,6 +6226,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The artwork's id: `art_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -6128,6 +6253,15 @@ export interface operations {
             };
             /** @description Missing, invalid, expired or revoked bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6167,8 +6301,12 @@ export interface operations {
     verifyArtwork: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path: {
+                /** @description The artwork's id: `art_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -6276,6 +6414,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The artwork's id: `art_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -6302,6 +6441,15 @@ export interface operations {
             };
             /** @description Missing, invalid, expired or revoked bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6352,6 +6500,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The artwork's id: `art_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -6378,6 +6527,15 @@ export interface operations {
             };
             /** @description Missing, invalid, expired or revoked bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6453,6 +6611,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Not found */
             404: {
                 headers: {
@@ -6496,6 +6663,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The artwork's id: `art_` followed by a 26-character ULID */
                 artwork_id: string;
             };
             cookie?: never;
@@ -6522,6 +6690,15 @@ export interface operations {
             };
             /** @description Missing, invalid, expired or revoked bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6640,7 +6817,10 @@ export interface operations {
     createWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -6729,6 +6909,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The webhook subscription's id: `whs_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -6805,6 +6986,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The webhook subscription's id: `whs_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -6881,6 +7063,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The webhook subscription's id: `whs_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -6959,8 +7142,12 @@ export interface operations {
     rotateWebhookSecret: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path: {
+                /** @description The webhook subscription's id: `whs_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -7053,8 +7240,12 @@ export interface operations {
     testWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path: {
+                /** @description The webhook subscription's id: `whs_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -7155,6 +7346,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The webhook subscription's id: `whs_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -7231,7 +7423,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The webhook subscription's id: `whs_` followed by a 26-character ULID */
                 id: string;
+                /** @description The webhook delivery's id: `whd_` followed by a 26-character ULID */
                 delivery_id: string;
             };
             cookie?: never;
@@ -7306,9 +7500,14 @@ export interface operations {
     retryWebhookDelivery: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path: {
+                /** @description The webhook subscription's id: `whs_` followed by a 26-character ULID */
                 id: string;
+                /** @description The webhook delivery's id: `whd_` followed by a 26-character ULID */
                 delivery_id: string;
             };
             cookie?: never;
@@ -7403,6 +7602,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The ledger entry's id: `led_` followed by a 26-character ULID */
                 entry_id: string;
             };
             cookie?: never;
@@ -7686,7 +7886,10 @@ export interface operations {
     createPaymentMethod: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -7775,6 +7978,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The payment method's id: `pm_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -7851,6 +8055,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The payment method's id: `pm_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -7973,6 +8178,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Rate limited (see Retry-After) */
             429: {
                 headers: {
@@ -7996,7 +8210,10 @@ export interface operations {
     createListing: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -8085,6 +8302,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The listing's id: `lst_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -8111,6 +8329,15 @@ export interface operations {
             };
             /** @description Missing, invalid, expired or revoked bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8152,6 +8379,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The listing's id: `lst_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -8235,8 +8463,12 @@ export interface operations {
     buyListing: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path: {
+                /** @description The listing's id: `lst_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -8434,7 +8666,10 @@ export interface operations {
     createOffer: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -8532,6 +8767,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The offer's id: `off_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -8606,8 +8842,12 @@ export interface operations {
     acceptOffer: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path: {
+                /** @description The offer's id: `off_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -8700,8 +8940,12 @@ export interface operations {
     rejectOffer: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path: {
+                /** @description The offer's id: `off_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -8794,8 +9038,12 @@ export interface operations {
     withdrawOffer: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path: {
+                /** @description The offer's id: `off_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -8964,6 +9212,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The transaction's id: `txn_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -9038,8 +9287,12 @@ export interface operations {
     createDispute: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path: {
+                /** @description The transaction's id: `txn_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -9138,6 +9391,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The dispute's id: `dsp_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -9283,8 +9537,12 @@ export interface operations {
     resolveDispute: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path: {
+                /** @description The dispute's id: `dsp_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -9419,6 +9677,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Rate limited (see Retry-After) */
             429: {
                 headers: {
@@ -9442,7 +9709,10 @@ export interface operations {
     fractionalizeArtwork: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -9549,6 +9819,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The artwork's id: `art_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -9575,6 +9846,15 @@ export interface operations {
             };
             /** @description Missing, invalid, expired or revoked bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9621,6 +9901,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The artwork's id: `art_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -9647,6 +9928,15 @@ export interface operations {
             };
             /** @description Missing, invalid, expired or revoked bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9722,6 +10012,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Not found */
             404: {
                 headers: {
@@ -9754,8 +10053,12 @@ export interface operations {
     buyShares: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path: {
+                /** @description The artwork's id: `art_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -9881,6 +10184,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The share purchase's id: `frac_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -9998,6 +10302,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Rate limited (see Retry-After) */
             429: {
                 headers: {
@@ -10021,7 +10334,10 @@ export interface operations {
     createPost: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -10129,6 +10445,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The post's id: `pst_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -10155,6 +10472,15 @@ export interface operations {
             };
             /** @description Missing, invalid, expired or revoked bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10196,6 +10522,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The post's id: `pst_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -10290,6 +10617,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The post's id: `pst_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -10370,7 +10698,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The post's id: `pst_` followed by a 26-character ULID */
                 id: string;
+                /** @description The image's position among the post's images, 1..4 */
                 n: number;
             };
             cookie?: never;
@@ -10397,6 +10727,15 @@ export interface operations {
             };
             /** @description Missing, invalid, expired or revoked bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10436,8 +10775,12 @@ export interface operations {
     likePost: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path: {
+                /** @description The post's id: `pst_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -10532,6 +10875,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The post's id: `pst_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -10613,6 +10957,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The post's id: `pst_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -10639,6 +10984,15 @@ export interface operations {
             };
             /** @description Missing, invalid, expired or revoked bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10678,8 +11032,12 @@ export interface operations {
     createComment: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path: {
+                /** @description The post's id: `pst_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -10778,6 +11136,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The comment's id: `cmt_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -10852,6 +11211,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The comment's id: `cmt_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -10970,6 +11330,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Rate limited (see Retry-After) */
             429: {
                 headers: {
@@ -10993,7 +11362,10 @@ export interface operations {
     createDiscussion: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -11082,6 +11454,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The discussion's id: `disc_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -11108,6 +11481,15 @@ export interface operations {
             };
             /** @description Missing, invalid, expired or revoked bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11154,6 +11536,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The discussion's id: `disc_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -11180,6 +11563,15 @@ export interface operations {
             };
             /** @description Missing, invalid, expired or revoked bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11219,8 +11611,12 @@ export interface operations {
     createReply: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path: {
+                /** @description The discussion's id: `disc_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -11317,8 +11713,12 @@ export interface operations {
     pinDiscussion: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path: {
+                /** @description The discussion's id: `disc_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -11413,6 +11813,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The discussion's id: `disc_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -11527,6 +11928,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Rate limited (see Retry-After) */
             429: {
                 headers: {
@@ -11550,7 +11960,10 @@ export interface operations {
     createChallenge: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -11639,6 +12052,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The challenge's id: `chl_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -11665,6 +12079,15 @@ export interface operations {
             };
             /** @description Missing, invalid, expired or revoked bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11706,6 +12129,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The challenge's id: `chl_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -11800,6 +12224,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The challenge's id: `chl_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -11826,6 +12251,15 @@ export interface operations {
             };
             /** @description Missing, invalid, expired or revoked bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11865,8 +12299,12 @@ export interface operations {
     createSubmission: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path: {
+                /** @description The challenge's id: `chl_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -11984,7 +12422,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The challenge's id: `chl_` followed by a 26-character ULID */
                 id: string;
+                /** @description The challenge submission's id: `sub_` followed by a 26-character ULID */
                 submission_id: string;
             };
             cookie?: never;
@@ -12070,8 +12510,12 @@ export interface operations {
     nameChallengeWinners: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path: {
+                /** @description The challenge's id: `chl_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -12352,6 +12796,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Rate limited (see Retry-After) */
             429: {
                 headers: {
@@ -12375,7 +12828,10 @@ export interface operations {
     createEvent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -12464,6 +12920,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The event's id: `evt_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -12490,6 +12947,15 @@ export interface operations {
             };
             /** @description Missing, invalid, expired or revoked bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12531,6 +12997,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The event's id: `evt_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -12607,6 +13074,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The event's id: `evt_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -12701,6 +13169,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The event's id: `evt_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -12775,8 +13244,12 @@ export interface operations {
     buyTickets: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path: {
+                /** @description The event's id: `evt_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -12891,8 +13364,12 @@ export interface operations {
     payTicketOrder: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path: {
+                /** @description The ticket order's id: `ord_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -13009,6 +13486,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The ticket's id: `tkt_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -13085,6 +13563,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The ticket order's id: `ord_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -13159,8 +13638,12 @@ export interface operations {
     checkInTicket: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path: {
+                /** @description The event's id: `evt_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -13259,6 +13742,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The event's id: `evt_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;
@@ -13285,6 +13769,15 @@ export interface operations {
             };
             /** @description Missing, invalid, expired or revoked bearer token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -13492,6 +13985,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Rate limited (see Retry-After) */
             429: {
                 headers: {
@@ -13553,6 +14055,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Rate limited (see Retry-After) */
             429: {
                 headers: {
@@ -13576,7 +14087,10 @@ export interface operations {
     redeemReward: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -13742,7 +14256,10 @@ export interface operations {
     createReward: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -13831,6 +14348,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The reward's id: `rwd_` followed by a 26-character ULID */
                 id: string;
             };
             cookie?: never;

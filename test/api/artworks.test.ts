@@ -210,8 +210,15 @@ describe("POST /v1/artworks", () => {
     }
     const unknownField = await json({ colour: "blue" });
     expect(unknownField.body.errors[0].code).toBe("unknown_field");
+    // As the request schemas say: JSON requires image_url, a form requires the image file and has no image_url.
     const noImage = await p.api.request("POST", "/v1/artworks", { token: artist.token, body: artworkInput() });
     expectProblem(noImage, 400, "validation_failed");
+    expect(noImage.body.errors).toContainEqual(expect.objectContaining({ field: "image_url" }));
+    const noFile = await postMultipart(p.api.url, artist.token, form);
+    expect(noFile.body.errors).toContainEqual(expect.objectContaining({ field: "image", code: "required" }));
+    const urlInForm = await postMultipart(p.api.url, artist.token, { ...form, image_url: images.url() });
+    expectProblem(urlInForm, 400, "validation_failed");
+    expect(urlInForm.body.errors).toContainEqual(expect.objectContaining({ field: "image_url", code: "unknown_field" }));
     const both = await postMultipart(p.api.url, artist.token, { ...form, image_url: images.url() }, { bytes: pngImage() });
     expectProblem(both, 400, "validation_failed");
     // Multipart where a route does not take it.

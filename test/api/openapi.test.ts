@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import type { ZodType } from "zod";
 import { describe, expect, it } from "vitest";
 import { declareRoutes } from "../../api/src/app.ts";
+import { ERROR_CODES, type ErrorCode, PROBLEM_TYPES, problemTypeUrl } from "../../api/src/lib/problem-types.ts";
 import { modules } from "../../api/src/modules/index.ts";
 import { documentationConfig, documentText } from "../../tools/openapi.ts";
 import { useTestApi } from "./helpers.ts";
@@ -9,8 +10,18 @@ import { useTestApi } from "./helpers.ts";
 const api = useTestApi();
 
 type Schema = { $ref?: string; example?: unknown; examples?: unknown[] };
-type Operation = { operationId: string; requestBody?: { content: Record<string, { schema: Schema; example?: unknown; examples?: unknown }> } };
-type Document = { paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, Schema> }; servers: { url: string }[] };
+type Example = { $ref?: string; value?: { type: string; status: number; code: string } };
+type Operation = {
+  operationId: string;
+  parameters?: { in: string; name: string; description?: string }[];
+  requestBody?: { content: Record<string, { schema: Schema; example?: unknown; examples?: unknown }> };
+  responses: Record<string, { content?: Record<string, { examples?: Record<string, Example> }> }>;
+};
+type Document = {
+  paths: Record<string, Record<string, Operation>>;
+  components: { schemas: Record<string, Schema>; examples: Record<string, Example> };
+  servers: { url: string }[];
+};
 
 async function servedDocument(): Promise<Document> {
   const res = await api.request("GET", "/v1/openapi.json");
@@ -56,6 +67,55 @@ describe("the OpenAPI document", () => {
     }
     expect(examples.size).toBeGreaterThan(35);
     expect(refused).toEqual([]);
+  });
+
+  it("describes every path parameter", async () => {
+    const doc = await servedDocument();
+    const parameters = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item).flatMap(([method, op]) =>
+        [...path.matchAll(/\{(\w+)\}/g)].map(([, name]) => ({ at: `${method.toUpperCase()} ${path} {${name}}`, declared: op.parameters?.find((p) => p.in === "path" && p.name === name) })),
+      ),
+    );
+    expect(parameters.length).toBeGreaterThan(70);
+    expect(parameters.filter((p) => !p.declared?.description).map((p) => p.at)).toEqual([]);
+    const purchase = doc.paths["/v1/fractional/{id}/purchase"]!.post!.parameters!.find((p) => p.name === "id")!;
+    expect(purchase.description).toMatch(/^The artwork's id: `art_`/);
+  });
+
+  it("documents the Idempotency-Key header every POST takes, as the router checks it", async () => {
+    const doc = await servedDocument();
+    const posts = Object.entries(doc.paths).flatMap(([path, item]) => (item.post ? [{ path, op: item.post }] : []));
+    expect(posts.length).toBeGreaterThan(30);
+    expect(posts.filter(({ op }) => !op.parameters?.some((p) => p.in === "header" && p.name === "Idempotency-Key" && p.description)).map((p) => p.path)).toEqual([]);
+  });
+
+  it("shows each error answer with examples of codes that its status carries, one per code", async () => {
+    const doc = await servedDocument();
+    const wrong: string[] = [];
+    let answers = 0;
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(item)) {
+        for (const [status, response] of Object.entries(op.responses)) {
+          const problem = response.content?.["application/problem+json"];
+          if (!problem) continue;
+          answers++;
+          const at = `${method.toUpperCase()} ${path} ${status}`;
+          const codes = ERROR_CODES.filter((code) => PROBLEM_TYPES[code].status === Number(status));
+          const examples = Object.entries(problem.examples ?? {}).map(([name, ex]) => [name, ex.$ref ? doc.components.examples[ex.$ref.replace("#/components/examples/", "")] : ex] as const);
+          if (examples.length === 0) wrong.push(`${at}: no example`);
+          for (const [name, ex] of examples) {
+            const value = ex?.value;
+            if (!value || value.code !== name || value.status !== Number(status) || !codes.includes(value.code as ErrorCode) || value.type !== problemTypeUrl(value.code as ErrorCode)) {
+              wrong.push(`${at}: example ${name} is ${JSON.stringify(value)}`);
+            }
+          }
+        }
+      }
+    }
+    expect(answers).toBeGreaterThan(400);
+    expect(wrong).toEqual([]);
+    const unauthorized = doc.paths["/v1/artworks"]!.post!.responses["401"]!.content!["application/problem+json"]!.examples!;
+    expect(Object.keys(unauthorized)).toEqual(["unauthenticated", "token_invalid", "token_expired", "token_revoked"]);
   });
 
   it("is committed as served: docs/openapi.json is `npm run openapi`'s output for this code", async () => {

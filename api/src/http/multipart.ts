@@ -4,7 +4,7 @@ import type { Request } from "express";
 import { ApiError } from "../lib/errors.ts";
 
 /** What a route accepts as `multipart/form-data` beside its JSON body (see RouteDef.multipart). */
-export interface MultipartSpec {
+export interface MultipartSpec<B = unknown> {
   /** The file parts' field name (`image`); any other file part is refused. */
   fileField: string;
   /** Bytes of each file; more is 413 payload_too_large. */
@@ -15,6 +15,11 @@ export interface MultipartSpec {
   toBody(fields: Record<string, unknown>): unknown;
   /** The form as documented in OpenAPI (the file as `format: binary`). */
   schema: import("zod").ZodType;
+  /**
+   * What `toBody`'s result is validated against when the file stands in for a field the JSON body
+   * requires (an artwork's `image_url`); the route's `body` otherwise.
+   */
+  body?: import("zod").ZodType<B>;
 }
 
 export interface UploadedFile {

@@ -2,32 +2,50 @@ import { isUtf8 } from "node:buffer";
 import { randomUUID } from "node:crypto";
 import { STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
+import type { OpenAPIRegistry } from "@asteasolutions/zod-to-openapi";
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from "express";
 import type { Logger } from "pino";
 import { z } from "../openapi/zod.ts";
 import { isDatabaseUnavailable } from "../db/connection.ts";
 import { ApiError } from "../lib/errors.ts";
+import { ERROR_CODES, type ErrorCode, PROBLEM_TYPES, type ProblemType, problemTypeUrl } from "../lib/problem-types.ts";
 import { newId } from "../lib/ids.ts";
+
+/** A member's meaning from the catalogue, with the code that carries it. */
+function member(code: ErrorCode, name: string): string {
+  const type: ProblemType = PROBLEM_TYPES[code];
+  const meaning = type.members?.[name];
+  if (!meaning) throw new Error(`The catalogue gives ${code} no member ${name}`);
+  return `${type.status} \`${code}\`: ${meaning}`;
+}
 
 export const problemSchema = z
   .object({
-    type: z.string().openapi({ example: "/problems/validation_failed" }),
-    title: z.string(),
-    status: z.number().int(),
-    code: z.string().openapi({ example: "validation_failed" }),
-    detail: z.string(),
+    type: z.string().openapi({
+      description: "The problem type, `/problems/<code>`: a URL relative to the API's origin whose page tells when the code happens and what to do (GET it: HTML for a browser, JSON otherwise; `GET /problems` lists every code)",
+      example: "/problems/not_found",
+    }),
+    title: z.string().openapi({ description: "The code's title, the same for every problem of that code", example: "Not found" }),
+    status: z.number().int().openapi({ example: 404 }),
+    code: z.string().openapi({ description: "The stable code to branch on (docs/errors.md lists them)", example: "not_found" }),
+    detail: z.string().openapi({ description: "What happened in this request, for a person to read", example: "Artwork not found" }),
     request_id: z.string().openapi({ example: "req_01JD3Y5V0Q3G7W7J6T4N4C2X1M" }),
     errors: z
       .array(z.object({ field: z.string(), code: z.string(), message: z.string() }))
       .optional()
-      .openapi({ description: "Per-field problems of a validation failure" }),
-    reason: z
-      .string()
-      .optional()
-      .openapi({
-        description:
-          "Which rule refused a move (409 `invalid_state`): `listed`, `disputed`, `shares_issued`, `resold`, `external_wallet`, `own_artwork`, `owner_unknown`, `hold_limit`, `free_ticket_limit`, `below_minimum_charge` (docs/ownership-and-money.md)",
-      }),
+      .openapi({ description: PROBLEM_TYPES.validation_failed.members.errors }),
+    // The members of some codes (their pages say which), documented here so that examples and clients know them.
+    reason: z.string().optional().openapi({ description: member("invalid_state", "reason") }),
+    held: z.number().int().optional().openapi({ description: member("invalid_state", "held") }),
+    allowed: z.number().int().optional().openapi({ description: member("invalid_state", "allowed") }),
+    taken: z.number().int().optional().openapi({ description: member("invalid_state", "taken") }),
+    required_scope: z.string().optional().openapi({ description: member("insufficient_scope", "required_scope") }),
+    available: z.number().int().optional().openapi({ description: member("insufficient_shares", "available") }),
+    remaining: z.number().int().optional().openapi({ description: member("insufficient_tickets", "remaining") }),
+    balance: z.number().int().optional().openapi({ description: member("insufficient_points", "balance") }),
+    decline_code: z.string().nullable().optional().openapi({ description: member("payment_declined", "decline_code") }),
+    transaction_id: z.string().optional().openapi({ description: member("payment_declined", "transaction_id") }),
+    purchase_id: z.string().optional().openapi({ description: member("payment_declined", "purchase_id") }),
   })
   .openapi("Problem", { description: "RFC 9457 problem details" });
 
@@ -46,11 +64,29 @@ const STATUS_TEXT: Record<number, string> = {
   503: "A dependency is unavailable",
 };
 
+/** A problem of `code` as the API writes it, for the documentation (request_id and detail are examples). */
+export function exampleProblem(code: ErrorCode) {
+  const type: ProblemType = PROBLEM_TYPES[code];
+  return { type: problemTypeUrl(code), title: type.title, status: type.status, code, detail: type.detail, request_id: "req_01JD3Y5V0Q3G7W7J6T4N4C2X1M", ...type.example };
+}
+
+/** The codes an operation's answers may carry: 408 and 431 are answered before any operation is chosen. */
+const operationCodes = ERROR_CODES.filter((code) => PROBLEM_TYPES[code].status in STATUS_TEXT);
+
+/** One example of each code, as `components.examples.<code>` that the operations' error answers refer to. */
+export function registerProblemExamples(registry: OpenAPIRegistry): void {
+  for (const code of operationCodes) registry.registerComponent("examples", code, { summary: PROBLEM_TYPES[code].title, value: exampleProblem(code) });
+}
+
+/** The documented error answers of an operation: each status with an example of every code it carries. */
 export function problemResponses(statuses: number[]) {
   return Object.fromEntries(
     statuses
       .sort((a, b) => a - b)
-      .map((s) => [s, { description: STATUS_TEXT[s] ?? "Error", content: { "application/problem+json": { schema: problemSchema } } }]),
+      .map((s) => {
+        const examples = Object.fromEntries(operationCodes.filter((code) => PROBLEM_TYPES[code].status === s).map((code) => [code, { $ref: `#/components/examples/${code}` }]));
+        return [s, { description: STATUS_TEXT[s] ?? "Error", content: { "application/problem+json": { schema: problemSchema, examples } } }];
+      }),
   );
 }
 
@@ -59,7 +95,7 @@ export function problemResponses(statuses: number[]) {
  * the record that failed (`transaction_id`, `purchase_id`), for a route to return as its Reply body.
  */
 export function paymentDeclinedProblem(res: Response, detail: string, declineCode: string | null, record: Record<string, string>) {
-  return { type: "/problems/payment_declined", title: "Payment declined", status: 402, code: "payment_declined", detail, decline_code: declineCode, ...record, request_id: res.getHeader("X-Request-Id") };
+  return { type: problemTypeUrl("payment_declined"), title: PROBLEM_TYPES.payment_declined.title, status: 402, code: "payment_declined", detail, decline_code: declineCode, ...record, request_id: res.getHeader("X-Request-Id") };
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -81,10 +117,11 @@ export function sendProblem(res: Response, err: ApiError): void {
     .send(problemText(err, res.locals.requestId ?? res.getHeader("X-Request-Id") ?? randomUUID()));
 }
 
-function problemText(err: ApiError, requestId: unknown): string {
+/** The problem+json body of `err` (its headers go on the response, not in the body). */
+export function problemBody(err: ApiError, requestId: unknown): Record<string, unknown> {
   const { headers: _headers, errors, ...rest } = err.extra;
-  return JSON.stringify({
-    type: `/problems/${err.code}`,
+  return {
+    type: problemTypeUrl(err.code),
     title: err.title,
     status: err.status,
     code: err.code,
@@ -92,7 +129,11 @@ function problemText(err: ApiError, requestId: unknown): string {
     request_id: requestId,
     ...rest,
     ...(errors ? { errors } : {}),
-  });
+  };
+}
+
+function problemText(err: ApiError, requestId: unknown): string {
+  return JSON.stringify(problemBody(err, requestId));
 }
 
 /**
@@ -138,7 +179,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
   };
 }
 
-const CLIENT_ERROR_CODES: Record<number, string> = { 403: "forbidden", 404: "not_found", 413: "payload_too_large", 415: "unsupported_media_type" };
+const CLIENT_ERROR_CODES: Record<number, ErrorCode> = { 403: "forbidden", 404: "not_found", 413: "payload_too_large", 415: "unsupported_media_type" };
 
 function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;

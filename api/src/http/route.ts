@@ -2,17 +2,18 @@ import { createHash } from "node:crypto";
 import type { OpenAPIRegistry, RouteConfig } from "@asteasolutions/zod-to-openapi";
 import type { NextFunction, Request, Response, Router } from "express";
 import type { ZodType } from "zod";
+import { z } from "../openapi/zod.ts";
 import type { Role } from "../lib/actor.ts";
 import type { Transact } from "../db/transact.ts";
 import { ApiError, type FieldError } from "../lib/errors.ts";
 import type { AuthContext } from "../lib/actor.ts";
 import { type Scope, scopeCovers } from "../lib/scopes.ts";
-import { type ClaimedKey, type IdempotencyClaim, type IdempotencyStore, requestFingerprint } from "./idempotency.ts";
+import { type ClaimedKey, IDEMPOTENCY_TTL_HOURS, type IdempotencyClaim, type IdempotencyStore, requestFingerprint } from "./idempotency.ts";
 import { type MultipartSpec, parseMultipart, type UploadedFile } from "./multipart.ts";
 import type { PublicReadCache } from "./public-read-cache.ts";
 import type { RateLimitDecision, RateLimiter } from "./rate-limit.ts";
 import { type Computed, sameCredential, SharedReads } from "./shared-reads.ts";
-import { problemResponses } from "./problem.ts";
+import { problemBody, problemResponses } from "./problem.ts";
 import { type Answer, RequestUnitOfWork } from "./unit-of-work.ts";
 
 /** The request's bearer credential (an access token or an API key, on every route alike); null when none was sent. */
@@ -69,7 +70,7 @@ interface RouteDefBase<B, Q, P> {
    * Also accept `multipart/form-data` (a file plus text fields mapped onto `body`); other routes
    * refuse it with 415. Documented beside the JSON body.
    */
-  multipart?: MultipartSpec;
+  multipart?: MultipartSpec<NoInfer<B>>;
   /** The success body's media type when it is not JSON: the handler returns a `Reply` with the bytes. */
   produces?: string;
   /**
@@ -337,9 +338,7 @@ export class ApiRouter {
   private async claimIdempotencyKey<A extends RouteAuth, B, Q, P>(def: RouteDef<A, B, Q, P>, req: Request, auth: AuthContext | null, input: RequestInput<B, Q, P>): Promise<IdempotencyClaim | null> {
     const key = req.get("Idempotency-Key");
     if (def.method !== "post" || key === undefined) return null;
-    if (key.length < 1 || key.length > 255 || !/^[\x21-\x7e]+$/.test(key)) {
-      throw ApiError.invalidParameter([{ field: "Idempotency-Key", code: "invalid_string", message: "must be 1-255 printable ASCII characters" }]);
-    }
+    parse(idempotencyHeaders, { "Idempotency-Key": key }, "header");
     const { file, files } = input;
     // A multipart request's fields are in rawBody (req.body is unset): they count, with or without a file.
     const fingerprinted = input.multipart ? { body: input.rawBody, ...(file ? { [file.field]: files.length > 1 ? files.map((f) => f.sha256) : file.sha256 } : {}) } : req.body;
@@ -367,7 +366,7 @@ export class ApiRouter {
       }
       answer = this.answer(def, result);
     } catch (err) {
-      await unit.failed(err, (refusal) => problemBody(refusal, res));
+      await unit.failed(err, (refusal) => problemBody(refusal, res.getHeader("X-Request-Id")));
       throw err;
     }
     await unit.answered(result, answer);
@@ -424,6 +423,7 @@ export class ApiRouter {
     const request: RouteConfig["request"] = {};
     if (def.params) request.params = def.params as never;
     if (def.query) request.query = def.query as never;
+    if (def.method === "post") request.headers = idempotencyHeaders as never;
     if (def.body) {
       request.body = {
         required: true,
@@ -435,7 +435,8 @@ export class ApiRouter {
     }
     const status = def.status ?? 200;
     const needsAuth = !("public" in def.auth);
-    const extraErrors = new Set<number>([400, 429, 500, ...(needsAuth ? [401, 403] : [401]), ...(def.errors ?? [])]);
+    // 403 on public routes too: a suspended user's credential is refused everywhere.
+    const extraErrors = new Set<number>([400, 401, 403, 429, 500, ...(def.errors ?? [])]);
     if (def.method === "post") extraErrors.add(409).add(422);
     if (def.multipart) extraErrors.add(413).add(415);
     this.deps.registry.registerPath({
@@ -500,7 +501,8 @@ async function parseInput<B, Q, P>(def: RouteDefBase<B, Q, P>, req: Request): Pr
     file = form.file;
     files = form.files;
   }
-  const body = def.body ? (parse(def.body, rawBody ?? {}, "body") as B) : (undefined as B);
+  const schema = multipart ? (def.multipart?.body ?? def.body) : def.body;
+  const body = schema ? (parse(schema, rawBody ?? {}, "body") as B) : (undefined as B);
   return { params, query, body, file, files, multipart, rawBody };
 }
 
@@ -569,11 +571,21 @@ function sendResult(res: Response, status: number, body: unknown): void {
   writeJson(res, status, JSON.stringify(body));
 }
 
-function problemBody(err: ApiError, res: Response): unknown {
-  return { type: `/problems/${err.code}`, title: err.title, status: err.status, code: err.code, detail: err.message, request_id: res.getHeader("X-Request-Id"), ...(err.extra.errors ? { errors: err.extra.errors } : {}) };
-}
+/** The header every POST takes, as documented and as checked (claimIdempotencyKey). */
+const idempotencyHeaders = z.object({
+  "Idempotency-Key": z
+    .string()
+    .regex(/^[\x21-\x7e]{1,255}$/, "must be 1-255 printable ASCII characters")
+    .optional()
+    .openapi({
+      param: {
+        description: `Makes a retry safe: a request with a key used in the last ${IDEMPOTENCY_TTL_HOURS} h gets the first one's answer again (\`Idempotent-Replayed: true\`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID).`,
+      },
+      example: "5f1d7c8e-9a0b-4c3d-8e2f-1a2b3c4d5e6f",
+    }),
+});
 
-function parse(schema: ZodType | undefined, value: unknown, where: "path" | "query" | "body"): unknown {
+function parse(schema: ZodType | undefined, value: unknown, where: "path" | "query" | "header" | "body"): unknown {
   if (!schema) return undefined;
   const result = schema.safeParse(value);
   if (result.success) return result.data;

@@ -63,8 +63,8 @@ export function httpUrl(opts: { max: number; hostname?: RegExp; message?: string
 }
 
 /** A path parameter naming a resource (`:id`): 1..64 characters. */
-export function pathId(name: string, example: string) {
-  return plainString({ min: 1, max: 64 }).openapi({ param: { name, in: "path" }, example });
+export function pathId(name: string, example: string, description: string) {
+  return plainString({ min: 1, max: 64 }).openapi({ param: { name, in: "path", description }, example });
 }
 
 const DECIMAL = /^-?\d+(?:\.\d+)?$/;
@@ -99,7 +99,46 @@ export function idOf(kind: IdKind) {
   return z.string().openapi({ example: exampleId(kind) });
 }
 
-/** A path parameter (`:id` unless named) holding an id of `kind`. */
+/** What each kind of id names, as the documentation says it ("The artwork's id"). */
+const ID_NOUNS: Record<IdKind, string> = {
+  user: "user",
+  apiKey: "API key",
+  accessToken: "access token",
+  artwork: "artwork",
+  listing: "listing",
+  offer: "offer",
+  transaction: "transaction",
+  fractionalPurchase: "share purchase",
+  post: "post",
+  discussion: "discussion",
+  challenge: "challenge",
+  event: "event",
+  submission: "challenge submission",
+  rewardEvent: "reward event",
+  redemption: "redemption",
+  reward: "reward",
+  paymentMethod: "payment method",
+  charge: "charge",
+  refund: "refund",
+  order: "ticket order",
+  adminAction: "admin action",
+  webhookSubscription: "webhook subscription",
+  webhookDelivery: "webhook delivery",
+  webhookEvent: "webhook event",
+  request: "request",
+  comment: "comment",
+  reply: "reply",
+  ticket: "ticket",
+  speaker: "speaker",
+  ledgerEntry: "ledger entry",
+  dispute: "dispute",
+};
+
+/**
+ * A path parameter (`:id` unless named) holding an id of `kind`, described with its prefix (not a
+ * pattern: any 1..64 characters pass validation, and an id that is not of `kind` finds nothing, 404).
+ */
 export function idParam(kind: IdKind, name = "id") {
-  return pathId(name, exampleId(kind));
+  const prefix = ID_PREFIXES[kind];
+  return pathId(name, exampleId(kind), `The ${ID_NOUNS[kind]}'s id: \`${prefix}_\` followed by a 26-character ULID`);
 }

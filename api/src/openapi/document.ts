@@ -1,4 +1,5 @@
 import { OpenApiGeneratorV31, type OpenAPIRegistry } from "@asteasolutions/zod-to-openapi";
+import { registerProblemExamples } from "../http/problem.ts";
 
 export function buildOpenApiDocument(registry: OpenAPIRegistry, serverUrl: string) {
   registry.registerComponent("securitySchemes", "bearerAuth", {
@@ -7,6 +8,7 @@ export function buildOpenApiDocument(registry: OpenAPIRegistry, serverUrl: strin
     description:
       "An access token from POST /v1/auth/token or /v1/auth/siwe/verify (24 h, the scopes it was asked for), or an API key itself (`sk_…`), which acts as its user with the key's scopes (its cap, else everything its user's role may hold) until it is revoked. One rule on every endpoint: whatever a token with those scopes may call, the key may call; outside them 403 `insufficient_scope`; a revoked key is 401 `token_revoked`.",
   });
+  registerProblemExamples(registry);
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: "3.1.0",
     info: {
@@ -15,7 +17,7 @@ export function buildOpenApiDocument(registry: OpenAPIRegistry, serverUrl: strin
       description: [
         "Artworks certified on a blockchain, a marketplace, fractional ownership, a community, platform events and rewards.",
         "",
-        "Errors are RFC 9457 problem+json with a stable `code`. Every POST accepts an `Idempotency-Key` header (Stripe semantics: a retry replays the stored response; the same key with a different body is 422; while the first is running, 409).",
+        "Errors are RFC 9457 problem+json with a stable `code`; their `type`, `/problems/<code>`, is that code's page (when it happens, what to do), and `GET /problems` lists every code (HTML for a browser, JSON otherwise). Every POST accepts an `Idempotency-Key` header (Stripe semantics: a retry replays the stored response; the same key with a different body is 422; while the first is running, 409).",
         "Idempotency keys belong to the user, whichever of its tokens sends them; a token with other scopes gets 422, not a replay (anonymous requests: keys per IP).",
         "Responses carry `X-Request-Id` and `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset`; a 429 carries `Retry-After`. Rate limits are per user: one budget shared by all of a user's tokens and keys; anonymous calls and refused credentials count against the caller's IP.",
         "Reads answering JSON carry a weak `ETag` and answer 304 to `If-None-Match`. A public read made without a credential may be served from the answering process's cache (`X-Cache: hit`): kept at most `PUBLIC_READ_CACHE_TTL_MS` (default 1 s) and forgotten on any change to the data it shows; a write never leaves its own process serving the old state.",

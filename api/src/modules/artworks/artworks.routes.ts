@@ -34,7 +34,7 @@ export function registerArtworksRoutes(api: ApiRouter, artworks: ArtworksService
     tags: ["Artworks"],
     auth: { scope: "artworks:write", roles: ["artist", "admin"] },
     body: s.artworkCreateSchema,
-    multipart: { fileField: "image", maxFileBytes: MAX_IMAGE_BYTES, toBody: s.artworkFormToBody, schema: s.artworkCreateFormSchema },
+    multipart: { fileField: "image", maxFileBytes: MAX_IMAGE_BYTES, toBody: s.artworkFormToBody, schema: s.artworkCreateFormSchema, body: s.artworkFormBodySchema },
     status: 201,
     response: s.artworkCreatedSchema,
     handler: ({ auth, body, file, transaction }) => artworks.create({ userId: auth.userId, role: auth.role }, body, file, transaction),

@@ -29,41 +29,57 @@ export const dimensionsSchema = z
   })
   .openapi("Dimensions", { example: { width: 60, height: 80, unit: "cm" } });
 
-export const artworkCreateSchema = z
-  .strictObject({
-    // Trimmed and in Unicode NFC (text()), so that the certificate hash does not depend on how it was typed.
-    title: text({ max: 200 }).openapi({ description: "1..200 characters", example: "Harbour at Dawn" }),
-    year,
-    medium: text({ max: 200 }).openapi({ example: "Oil on canvas" }),
-    dimensions: dimensionsSchema,
-    description: text({ max: 5000, multiline: true }).nullable().optional().openapi({ description: "Up to 5,000 characters" }),
-    price_usd: usdAmount.nullable().optional(),
-    for_sale: z.boolean().optional().openapi({ description: "Default false; true needs a price_usd" }),
-    image_url: httpUrl({ max: 2048 })
-      .optional()
-      .openapi({ description: "Fetched by the certification pipeline (https, public addresses only; JPEG/PNG/WebP/GIF up to 20 MiB). With JSON bodies; multipart requests send the `image` file instead." }),
-    artist_id: plainString({ max: 64 })
-      .optional()
-      .openapi({ description: "Admins only: register the artwork for this artist (default: the caller)" }),
-  })
-  .refine((v) => !(v.for_sale === true && (v.price_usd === undefined || v.price_usd === null)), {
+const artworkFields = {
+  // Trimmed and in Unicode NFC (text()), so that the certificate hash does not depend on how it was typed.
+  title: text({ max: 200 }).openapi({ description: "1..200 characters", example: "Harbour at Dawn" }),
+  year,
+  medium: text({ max: 200 }).openapi({ example: "Oil on canvas" }),
+  dimensions: dimensionsSchema,
+  description: text({ max: 5000, multiline: true }).nullable().optional().openapi({ description: "Up to 5,000 characters" }),
+  price_usd: usdAmount.nullable().optional(),
+  for_sale: z.boolean().optional().openapi({ description: "Default false; true needs a price_usd" }),
+  artist_id: plainString({ max: 64 })
+    .optional()
+    .openapi({ description: "Admins only: register the artwork for this artist (default: the caller)" }),
+};
+
+/** An artwork for sale names its price. */
+function forSaleNeedsPrice<S extends z.ZodType<{ for_sale?: boolean; price_usd?: number | null }>>(schema: S) {
+  return schema.refine((v) => !(v.for_sale === true && (v.price_usd === undefined || v.price_usd === null)), {
     message: "an artwork for sale needs a price_usd",
     path: ["for_sale"],
-  })
-  .openapi("ArtworkCreate", {
-    example: {
-      title: "Harbour at Dawn",
-      year: 2024,
-      medium: "Oil on canvas",
-      dimensions: { width: 60, height: 80, unit: "cm" },
-      description: "The old harbour of Hamburg at first light.",
-      price_usd: 12500,
-      for_sale: true,
-      image_url: "https://images.example.com/harbour-at-dawn.jpg",
-    },
   });
+}
 
-export type ArtworkCreate = z.infer<typeof artworkCreateSchema>;
+/**
+ * The fields of a form (multipart) creation, after `artworkFormToBody`: the JSON body's, less
+ * `image_url`, which the `image` file replaces (sent in a form, it is an unknown field).
+ */
+export const artworkFormBodySchema = forSaleNeedsPrice(z.strictObject(artworkFields));
+
+/** A creation's body: JSON with `image_url`, or a form's fields with the image file beside them. */
+export type ArtworkCreate = z.infer<typeof artworkFormBodySchema> & { image_url?: string };
+
+/** The JSON body: a JSON request can only name its image by URL, so `image_url` is required here. */
+export const artworkCreateSchema: z.ZodType<ArtworkCreate> = forSaleNeedsPrice(
+  z.strictObject({
+    ...artworkFields,
+    image_url: httpUrl({ max: 2048 }).openapi({
+      description: "Fetched by the certification pipeline (https, public addresses only; JPEG/PNG/WebP/GIF up to 20 MiB). Multipart requests send the `image` file instead.",
+    }),
+  }),
+).openapi("ArtworkCreate", {
+  example: {
+    title: "Harbour at Dawn",
+    year: 2024,
+    medium: "Oil on canvas",
+    dimensions: { width: 60, height: 80, unit: "cm" },
+    description: "The old harbour of Hamburg at first light.",
+    price_usd: 12500,
+    for_sale: true,
+    image_url: "https://images.example.com/harbour-at-dawn.jpg",
+  },
+});
 
 /**
  * The multipart form, as documented. Field names are the JSON ones; `dimensions` is a JSON string

@@ -1,4 +1,5 @@
 import type { IndexedCertificate } from "../../chain/certificates.ts";
+import { escapeHtml } from "../../lib/html.ts";
 
 /** The certificate as the contract itself answers (`certificateOf`, `ownerOf`), and the certifying transaction's sender. */
 export interface LiveCertificate {
@@ -33,16 +34,6 @@ export type VerifyPageInput = VerifyPageFacts | { kind: "unknown"; artworkId: st
 
 /** The page's Content-Security-Policy: no scripts at all; styles inline; images from the API itself. */
 export const VERIFY_PAGE_CSP = "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
-
-/** Every value that reaches the page goes through here (text and attribute values alike). */
-export function escapeHtml(value: unknown): string {
-  return String(value)
-    .replace(/&/g, "&amp;")
-    .replace(/</g, "&lt;")
-    .replace(/>/g, "&gt;")
-    .replace(/"/g, "&quot;")
-    .replace(/'/g, "&#39;");
-}
 
 type Verdict = "match" | "mismatch" | "not_certified" | "unknown";
 

@@ -22,7 +22,7 @@ const tags = z.array(plainString({ min: 1, max: 32 })).max(10).openapi({ descrip
 const artworkRef = plainString({ min: 1, max: 64 }).openapi({ example: exampleId("artwork") });
 
 export const postIdParams = z.object({ id: idParam("post") });
-export const postImageParams = z.object({ id: idParam("post"), n: z.coerce.number().int().min(1).max(MAX_POST_IMAGES).openapi({ param: { name: "n", in: "path" }, example: 1 }) });
+export const postImageParams = z.object({ id: idParam("post"), n: z.coerce.number().int().min(1).max(MAX_POST_IMAGES).openapi({ param: { name: "n", in: "path", description: `The image's position among the post's images, 1..${MAX_POST_IMAGES}` }, example: 1 }) });
 export const commentIdParams = z.object({ id: idParam("comment") });
 export const discussionIdParams = z.object({ id: idParam("discussion") });
 export const challengeIdParams = z.object({ id: idParam("challenge") });

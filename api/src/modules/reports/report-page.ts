@@ -1,4 +1,4 @@
-import { escapeHtml } from "../certificates/verify-page.ts";
+import { escapeHtml } from "../../lib/html.ts";
 import type { Quarter } from "./quarters.ts";
 import { FIGURE_NOTES, type QuarterReport } from "./reports.service.ts";
 

@@ -1,6 +1,8 @@
 /**
- * A database never serves a chain it did not come from: a fresh local chain with an old embedded
- * database moves the database aside; an external database recorded for another chain is refused.
+ * A database never serves a chain it did not come from: a new local chain (its journal gone) with
+ * an old embedded database moves the database aside; an external database recorded for another
+ * chain is refused. (A kept chain, brought back from its journal, keeps its database:
+ * stack-restart.test.ts.)
  */
 import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -30,13 +32,17 @@ describe("chain identity", () => {
       const first = await bootStack({ env: { DATA_DIR: dataDir } });
       const firstKey = first.adminApiKey;
       expect((await first.stop()).code).toBe(0);
+      // Without its journal the local chain cannot come back: the next start runs a new one.
+      rmSync(path.join(dataDir, "chain"), { recursive: true });
 
       const second = await bootStack({ env: { DATA_DIR: dataDir } });
       try {
-        expect(second.output()).toMatch(/The local database belongs to another chain/);
-        expect(second.output()).toMatch(/Moving it aside to .*archive/);
+        expect(second.output()).toMatch(/The local database belongs to another chain \(the database belongs to a chain with genesis block/);
+        expect(second.output()).toMatch(/Moved it aside to \S*archive\/\S+\/postgres and starting with an empty database/);
+        expect(second.output()).toMatch(/Archived:\s+\S+ \(the earlier data; the database belonged to another chain/);
         const archived = readdirSync(path.join(dataDir, "archive"));
         expect(archived).toHaveLength(1);
+        expect(readdirSync(path.join(dataDir, "archive", archived[0]!))).toEqual(["postgres"]);
         expect(existsSync(path.join(dataDir, "archive", archived[0]!, "postgres", "PG_VERSION"))).toBe(true);
         // A clean database: a new admin, and the old key no longer works.
         expect(second.adminApiKey).toMatch(/\S{20,}/);

@@ -11,7 +11,7 @@ export interface BootedStack {
   url: string;
   indexerUrl: string;
   rpcUrl: string;
-  /** The bootstrap admin API key the banner printed (a fresh data dir always creates one). */
+  /** The bootstrap admin API key the banner printed (a fresh data dir always creates one; a kept database none). */
   adminApiKey: string | null;
   dataDir: string;
   ports: { api: number; postgres: number; hardhat: number; ponder: number };
@@ -25,13 +25,15 @@ export interface BootedStack {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** Sends `signal` (default SIGINT, Ctrl-C) and waits for the exit. Idempotent. */
   stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  /** stop(), then removes the data dir (unless KEEP_TEST_DIR=1). */
+  /** stop(), then removes the data dir it made (unless KEEP_TEST_DIR=1; a DATA_DIR given in `env` is the caller's). */
   dispose(): Promise<void>;
 }
 
 export interface BootStackOptions {
-  /** Extra settings for the stack (they win over the defaults below). */
+  /** Extra settings for the stack (they win over the defaults below); a DATA_DIR here is used as is. */
   env?: Record<string, string>;
+  /** Arguments of `npm start -- …` (e.g. --fresh). */
+  args?: string[];
   timeoutMs?: number;
 }
 
@@ -65,12 +67,13 @@ function killRecorded(dataDir: string): void {
 }
 
 /**
- * Starts the platform exactly as `npm start` does (`tsx tools/stack/start.ts` with
+ * Starts the platform exactly as `npm start` does (`node --import tsx tools/stack/start.ts` with
  * node_modules/.bin on PATH and telemetry off), in a temporary DATA_DIR on free ports, and
  * resolves once the banner is printed.
  */
 export async function bootStack(options: BootStackOptions = {}): Promise<BootedStack> {
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), "art-platform-stack-"));
+  const ownDataDir = !options.env?.DATA_DIR;
+  const dataDir = options.env?.DATA_DIR ?? mkdtempSync(path.join(os.tmpdir(), "art-platform-stack-"));
   const ports = { api: await freePort(), postgres: await freePort(), hardhat: await freePort(), ponder: await freePort() };
   const env = childEnv({
     ...Object.fromEntries(ISOLATED.map((name) => [name, ""])),
@@ -82,7 +85,11 @@ export async function bootStack(options: BootStackOptions = {}): Promise<BootedS
     LOG_LEVEL: "warn",
     ...options.env,
   });
-  const child: ChildProcess = spawn(binPath("tsx"), ["tools/stack/start.ts"], { cwd: repoRoot, env, stdio: ["ignore", "pipe", "pipe"] });
+  const child: ChildProcess = spawn(binPath("node"), ["--import", "tsx", "tools/stack/start.ts", ...(options.args ?? [])], {
+    cwd: repoRoot,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let output = "";
   child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
@@ -119,7 +126,7 @@ export async function bootStack(options: BootStackOptions = {}): Promise<BootedS
     url: field("API")!,
     indexerUrl: field("Indexer")!,
     rpcUrl: field("Chain RPC")!,
-    adminApiKey: field("Admin API key"),
+    adminApiKey: /^\s+Admin API key:\s+(sk_\S+)/m.exec(output)?.[1] ?? null,
     dataDir,
     ports,
     output: () => output,
@@ -136,7 +143,6 @@ export async function bootStack(options: BootStackOptions = {}): Promise<BootedS
     exited,
     stop(signal = "SIGINT") {
       stopping ??= (async () => {
-        // tsx runs the script in a child process and forwards signals to it.
         child.kill(signal);
         const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
         try {
@@ -152,7 +158,7 @@ export async function bootStack(options: BootStackOptions = {}): Promise<BootedS
       running.delete(abandon);
       // Whatever survived a failed test must not outlive the run.
       killRecorded(dataDir);
-      if (process.env.KEEP_TEST_DIR !== "1") rmSync(dataDir, { recursive: true, force: true });
+      if (ownDataDir && process.env.KEEP_TEST_DIR !== "1") rmSync(dataDir, { recursive: true, force: true });
     },
   };
   return stack;

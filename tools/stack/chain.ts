@@ -1,5 +1,6 @@
+import path from "node:path";
 import { type Address, createPublicClient, type Hex, http, parseEther, type PublicClient } from "viem";
-import { binPath, childEnv, type ManagedProcess, portInUse, spawnManaged, waitUntil } from "./processes.ts";
+import { binPath, childEnv, type ManagedProcess, portInUse, repoRoot, spawnManaged, waitUntil } from "./processes.ts";
 
 export interface HardhatNode {
   rpcUrl: string;
@@ -15,19 +16,27 @@ export interface HardhatNodeOptions {
   detached?: boolean;
   /** Another chain id than Hardhat's 31337 (a stand-in for a public chain). */
   chainId?: number;
+  /** The genesis block's time (default now): a chain brought back from its journal starts from its own. */
+  genesisTime?: Date;
 }
 
+const NODE_CONFIG = path.join(repoRoot, "tools", "stack", "hardhat-node.config.ts");
+
 /** Starts `hardhat node` (one process; it logs every RPC call to `logFile`) and waits for eth_chainId. */
-export async function startHardhatNode({ port, logFile, detached, chainId }: HardhatNodeOptions): Promise<HardhatNode> {
+export async function startHardhatNode({ port, logFile, detached, chainId, genesisTime }: HardhatNodeOptions): Promise<HardhatNode> {
   if (await portInUse(port)) {
     throw new Error(`Port ${port} is taken, so the Hardhat node cannot start (set HARDHAT_NODE_PORT, or CHAIN_RPC_URL to use a running chain)`);
   }
   const child = spawnManaged({
     name: "hardhat node",
     command: binPath("hardhat"),
-    args: ["node", "--hostname", "127.0.0.1", "--port", String(port), ...(chainId === undefined ? [] : ["--chain-id", String(chainId)])],
+    args: [
+      "--config", NODE_CONFIG,
+      "node", "--hostname", "127.0.0.1", "--port", String(port),
+      ...(chainId === undefined ? [] : ["--chain-id", String(chainId)]),
+    ],
     logFile,
-    env: childEnv(),
+    env: childEnv({ HARDHAT_NODE_INITIAL_DATE: genesisTime?.toISOString() }),
     detached,
   });
   const rpcUrl = `http://127.0.0.1:${port}`;
@@ -52,6 +61,11 @@ export async function startHardhatNode({ port, logFile, detached, chainId }: Har
 
 export function chainClient(rpcUrl: string): PublicClient {
   return createPublicClient({ transport: http(rpcUrl, { retryCount: 0, timeout: 10_000 }) });
+}
+
+/** A JSON-RPC call of a method viem has no type for (Hardhat's evm_* and hardhat_* methods). */
+export function untypedRequest(client: PublicClient): (method: string, params?: unknown[]) => Promise<unknown> {
+  return (method, params = []) => client.request({ method, params } as never) as Promise<unknown>;
 }
 
 export async function chainIdAt(rpcUrl: string): Promise<number> {
@@ -82,11 +96,26 @@ export function isLocalChainId(chainId: number): boolean {
   return chainId === 31337 || chainId === 1337;
 }
 
-/** A key other than the dev accounts starts with no ether on a fresh local chain: give it 10,000. */
-export async function fundLocalAccount(rpcUrl: string, account: Address): Promise<void> {
-  const client = chainClient(rpcUrl);
-  if ((await client.getBalance({ address: account })) > 0n) return;
-  await client
-    .request({ method: "hardhat_setBalance", params: [account, `0x${parseEther("10000").toString(16)}`] } as never)
-    .catch(() => {});
+/**
+ * A node started in the past (a replayed chain's genesis time) keeps its clock behind by as much:
+ * moved forward, so that the next block's timestamp is now again. Not a block, so nothing to record.
+ */
+export async function bringClockToPresent(rpcUrl: string): Promise<void> {
+  const request = untypedRequest(chainClient(rpcUrl));
+  // evm_increaseTime answers the clock's offset from the wall clock in seconds (a string).
+  const offset = Number(await request("evm_increaseTime", [0]));
+  if (offset < 0) await request("evm_increaseTime", [-offset]);
+}
+
+/**
+ * A key other than the dev accounts starts with no ether on a fresh local chain: give it 10,000.
+ * `call` makes the cheat call (the stack's goes through its chain recorder, so a replay makes it too).
+ */
+export async function fundLocalAccount(
+  rpcUrl: string,
+  account: Address,
+  call = untypedRequest(chainClient(rpcUrl)),
+): Promise<void> {
+  if ((await chainClient(rpcUrl).getBalance({ address: account })) > 0n) return;
+  await call("hardhat_setBalance", [account, `0x${parseEther("10000").toString(16)}`]).catch(() => {});
 }

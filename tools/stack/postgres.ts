@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -66,8 +66,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     ...owner,
   });
 
-  const url = (database: string) =>
-    `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${encodeURIComponent(database)}`;
+  const url = (database: string) => clusterUrl(password, port, database);
   await waitUntil(() => canQuery(url("postgres")), {
     timeoutMs: 30_000,
     what: `Postgres on port ${port}`,
@@ -86,6 +85,20 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
       await child.stop("SIGINT", 20_000);
     },
   };
+}
+
+function clusterUrl(password: string, port: number, database: string): string {
+  return `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${encodeURIComponent(database)}`;
+}
+
+/** A connection URL for `database` on the cluster in `dataDir` while a server runs on it (its postmaster.pid says where), else null. */
+export function runningClusterUrl(dataDir: string, database: string): string | null {
+  const pidFile = path.join(dataDir, "postmaster.pid");
+  if (!existsSync(pidFile)) return null;
+  // postmaster.pid: the pid, the data directory, the start time, the port, ...
+  const [pid, , , port] = readFileSync(pidFile, "utf8").split("\n");
+  if (!isAlive(Number(pid))) return null;
+  return clusterUrl(readFileSync(path.join(dataDir, PASSWORD_FILE), "utf8").trim(), Number(port), database);
 }
 
 /** Creates `database` on the server of `serverUrl` unless it exists. */
@@ -108,12 +121,6 @@ export function withDatabase(databaseUrl: string, database: string): string {
   const url = new URL(databaseUrl);
   url.pathname = `/${encodeURIComponent(database)}`;
   return url.toString();
-}
-
-/** Moves a stopped cluster directory to `archiveDir` (created), keeping it intact. */
-export function archiveCluster(dataDir: string, archiveDir: string): void {
-  mkdirSync(path.dirname(archiveDir), { recursive: true });
-  renameSync(dataDir, archiveDir);
 }
 
 export async function withClient<T>(url: string, fn: (client: pg.Client) => Promise<T>): Promise<T> {

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { english, generateMnemonic } from "viem/accounts";
 import { waitUntil } from "./processes.ts";
@@ -90,10 +90,35 @@ export async function reapLeftoverProcesses(dataDir: string, log: (line: string)
   clearProcessRecords(dataDir);
 }
 
-/** Keeps the `keep` newest archived databases under DATA_DIR/archive. */
-export function pruneArchives(archiveRoot: string, keep: number): string[] {
-  if (!existsSync(archiveRoot)) return [];
-  const old = readdirSync(archiveRoot).sort().reverse().slice(keep);
-  for (const name of old) rmSync(path.join(archiveRoot, name), { recursive: true, force: true });
-  return old;
+/**
+ * DATA_DIR/archive/<this start's time>/: where a start moves what it will not use (a database of
+ * another chain, a chain journal that does not replay, both under --fresh), made on first use. The
+ * `keep` newest archives stay.
+ */
+export class StartArchive {
+  private dir: string | null = null;
+
+  constructor(
+    private readonly dataDir: string,
+    private readonly keep: number,
+    private readonly log: (line: string) => void,
+  ) {}
+
+  /** This start's archive, or null while nothing was moved into it. */
+  get path(): string | null {
+    return this.dir;
+  }
+
+  /** Moves `from` into this start's archive under its own name, intact; answers where it went. */
+  moveAside(from: string): string {
+    const root = path.join(this.dataDir, "archive");
+    this.dir ??= path.join(root, new Date().toISOString().replace(/[:.]/g, "-"));
+    const to = path.join(this.dir, path.basename(from));
+    mkdirSync(this.dir, { recursive: true });
+    renameSync(from, to);
+    const old = readdirSync(root).sort().reverse().slice(this.keep);
+    for (const name of old) rmSync(path.join(root, name), { recursive: true, force: true });
+    if (old.length > 0) this.log(`Removed the oldest archives (keeping ${this.keep}): ${old.join(", ")}`);
+    return to;
+  }
 }

@@ -14,7 +14,8 @@ export const HARDHAT_ACCOUNT_0_KEY: Hex = "0xac0974bec39a17e36ba4a6b4d238ff944ba
  *                             CHAIN_RPC_URL, ART_CERTIFICATE_ADDRESS, ART_SHARES_ADDRESS, ART_MARKET_ADDRESS,
  *                             AUDIT_ANCHOR_ADDRESS, RELAYER_PRIVATE_KEY, CUSTODY_MNEMONIC; refuses a
  *                             chain/database mismatch
- *   DATA_DIR                  .data (embedded Postgres, logs/, archive/, custody-mnemonic, run/)
+ *   DATA_DIR                  .data (embedded Postgres, chain/ (the local chain's journal), logs/, archive/,
+ *                             custody-mnemonic, run/)
  *   DATABASE_URL              unset: embedded Postgres, database art_platform
  *   EMBEDDED_POSTGRES_PORT    55432
  *   CHAIN_RPC_URL             unset: a Hardhat node on 127.0.0.1:HARDHAT_NODE_PORT

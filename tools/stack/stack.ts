@@ -6,8 +6,8 @@ import { privateKeyToAccount } from "viem/accounts";
 import { readIndexerStatus } from "../../api/src/chain/indexer-schema.ts";
 import { createDb } from "../../api/src/db/connection.ts";
 import type { Database } from "../../api/src/db/database.ts";
-import { migrateToLatest } from "../../api/src/db/migrate.ts";
-import { chainClient, fundLocalAccount, type HardhatNode, hasCode, isLocalChainId, readChainIdentity, startHardhatNode } from "./chain.ts";
+import { chainClient, fundLocalAccount, type HardhatNode, hasCode, isLocalChainId, readChainIdentity, untypedRequest } from "./chain.ts";
+import { chainJournalFile } from "./chain-journal.ts";
 import {
   type ChainDeployment,
   chainMismatch,
@@ -20,14 +20,15 @@ import {
 import { deployPlatform, localDeploymentId } from "./deploy.ts";
 import { dropOldIndexerSchemas, dropPonderSyncCache, type Indexer, type IndexerOptions, startIndexer } from "./indexer.ts";
 import { IndexerWatchdog } from "./indexer-watchdog.ts";
-import { archiveCluster, type EmbeddedPostgres, ensureDatabase, startEmbeddedPostgres } from "./postgres.ts";
+import { type LocalChain, restoreLocalChain, startLocalNode } from "./local-chain.ts";
+import { type EmbeddedPostgres, ensureDatabase, startEmbeddedPostgres } from "./postgres.ts";
 import { newSecret } from "../../api/src/lib/secrets.ts";
 import { binPath, childEnv, type ManagedProcess, portInUse, spawnManaged, waitUntil } from "./processes.ts";
 import {
   clearProcessRecords,
   localCustodyMnemonic,
-  pruneArchives,
   reapLeftoverProcesses,
+  StartArchive,
   writeProcessRecords,
 } from "./runtime-files.ts";
 import { HARDHAT_ACCOUNT_0_KEY, type StackSettings } from "./settings.ts";
@@ -37,6 +38,8 @@ export interface StackApi {
   url: string;
   /** The admin API key the stack generated for an empty database (shown once), else null. */
   bootstrapAdminKey: string | null;
+  /** The database's users came from an earlier start, and with them its admin's key (not shown again). */
+  adminKeyKept: boolean;
   http: ManagedProcess;
   worker: ManagedProcess;
 }
@@ -45,19 +48,27 @@ export interface RunningStack {
   settings: StackSettings;
   databaseUrl: string;
   postgres: EmbeddedPostgres | null;
-  chain: { rpcUrl: string; wsUrl: string | null; chainId: number; genesisHash: Hex; node: HardhatNode | null };
+  chain: {
+    rpcUrl: string;
+    wsUrl: string | null;
+    chainId: number;
+    genesisHash: Hex;
+    node: HardhatNode | null;
+    /** The local node's journal (DATA_DIR/chain/blocks.jsonl) and the blocks replayed from it at this start. */
+    journal: { file: string; replayedBlocks: number } | null;
+  };
   contracts: PlatformContracts & { startBlock: number; deployedNow: boolean };
   relayer: Address;
   indexer: Indexer & { ready: boolean };
   api: StackApi | null;
-  /** Where the previous local database went, when this start archived it. */
-  archivedDatabase: string | null;
+  /** Where this start moved the earlier database and chain journal (DATA_DIR/archive/<time>), and why; null when it kept them. */
+  archived: { dir: string; why: string } | null;
   logs: { postgres: string; hardhatNode: string; ignition: string; ponder: string; api: string; worker: string };
   /** How long each startup step took, in ms (Postgres and the Hardhat node start in parallel). */
   timings: Record<string, number>;
   /** The child processes, for crash monitoring. */
   children(): ManagedProcess[];
-  /** Stops everything in reverse order: API, indexer (SIGINT), Hardhat node, Postgres. */
+  /** Stops everything in reverse order: API, indexer (SIGINT), the chain recorder's last blocks, Hardhat node, Postgres. */
   stop(): Promise<void>;
 }
 
@@ -82,14 +93,16 @@ export interface StartStackOptions {
   onChild?: (child: ManagedProcess) => void;
   /** Seconds to wait for the indexer's backfill before starting the API anyway (default 60). */
   indexerReadyTimeoutMs?: number;
+  /** Start with an empty database and a new chain, the earlier ones archived (`npm start -- --fresh`). */
+  fresh?: boolean;
 }
 
 const ARCHIVES_KEPT = 5;
 
 /**
  * Brings up the local platform: Postgres (embedded unless DATABASE_URL), a chain (a Hardhat node
- * unless CHAIN_RPC_URL), the contracts (Ignition, unless their addresses are given), the indexer
- * (Ponder) and the API. On failure, whatever started is stopped again and a StackStartupError
+ * unless CHAIN_RPC_URL, brought back from its journal), the contracts (Ignition, unless their
+ * addresses are given or already on the chain), the indexer (Ponder) and the API. On failure, whatever started is stopped again and a StackStartupError
  * names the step.
  */
 export async function startStack(settings: StackSettings, options: StartStackOptions = {}): Promise<RunningStack> {
@@ -153,8 +166,19 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
       if (taken.length > 0) throw new Error(`port ${taken.join(", ")} already in use: stop what holds it or choose another port`);
     });
 
-    // Postgres and the chain come up in parallel; both take about a second.
     const embeddedDir = path.join(settings.dataDir, "postgres");
+    const archive = new StartArchive(settings.dataDir, ARCHIVES_KEPT, log);
+    let archivedWhy: string | null = null;
+    if (options.fresh) {
+      const kept = [...(settings.databaseUrl ? [] : [embeddedDir]), ...(settings.chainRpcUrl ? [] : [path.dirname(chainJournalFile(settings.dataDir))])];
+      const moved = kept.filter((dir) => existsSync(dir)).map((dir) => archive.moveAside(dir));
+      if (moved.length > 0) {
+        archivedWhy = "npm start -- --fresh";
+        log(`Starting empty (--fresh): moved the earlier ${moved.map((dir) => (path.basename(dir) === "chain" ? "chain journal" : "database")).join(" and ")} aside to ${archive.path}.`);
+      }
+    }
+
+    // Postgres and the chain come up in parallel; both take about a second.
     const startPostgres = () =>
       step("Starting the embedded Postgres", logs.postgres, async () => {
         const pg = await startEmbeddedPostgres({ dataDir: embeddedDir, port: settings.embeddedPostgresPort, logFile: logs.postgres });
@@ -162,23 +186,46 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
         return pg;
       });
     const postgresPromise = settings.databaseUrl ? Promise.resolve(null) : startPostgres();
+    const localNode = { dataDir: settings.dataDir, port: settings.hardhatNodePort, logFile: logs.hardhatNode };
     const nodePromise = settings.chainRpcUrl
       ? Promise.resolve(null)
-      : step("Starting the Hardhat node", logs.hardhatNode, () =>
-          startHardhatNode({ port: settings.hardhatNodePort, logFile: logs.hardhatNode }),
-        );
+      : step("Starting the Hardhat node", logs.hardhatNode, () => startLocalNode(localNode));
+    // The migrations import every module of the API (about a second): loaded while the children start.
+    const migrations = import("../../api/src/db/migrate.ts");
+    migrations.catch(() => {});
     const [pgResult, nodeResult] = await Promise.allSettled([postgresPromise, nodePromise]);
     let postgres = pgResult.status === "fulfilled" ? pgResult.value : null;
-    const node = nodeResult.status === "fulfilled" ? nodeResult.value : null;
+    const startedNode = nodeResult.status === "fulfilled" ? nodeResult.value : null;
+    let node = startedNode?.node ?? null;
     const stopPostgres = async () => {
       await postgres?.stop();
     };
     cleanups.push(stopPostgres);
-    if (node) cleanups.push(() => node.stop());
+    if (node) cleanups.push(() => node!.stop());
     if (pgResult.status === "rejected") throw pgResult.reason;
     if (nodeResult.status === "rejected") throw nodeResult.reason;
     if (postgres) track(postgres.process, true);
     if (node) track(node.process, true);
+
+    let localChain: LocalChain | null = null;
+    if (startedNode) {
+      localChain = await step("Replaying the chain", logs.hardhatNode, () =>
+        restoreLocalChain({
+          ...localNode,
+          ...startedNode,
+          moveAside: (dir) => archive.moveAside(dir),
+          onNodeReplaced: (stopped, started) => {
+            track(stopped.process, false);
+            track(started.process, true);
+            node = started;
+          },
+          log,
+        }),
+      );
+      // Stopped after the API and the indexer, before the node: the last blocks reach the journal.
+      cleanups.push(() => localChain!.recorder.stop());
+      if (localChain.discarded) archivedWhy = `the chain's journal did not replay: ${localChain.discarded}`;
+    }
 
     let databaseUrl = settings.databaseUrl ?? postgres!.url(settings.embeddedDatabaseName);
     const rpcUrl = settings.chainRpcUrl ?? node!.rpcUrl;
@@ -204,14 +251,13 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
     const migrate = () =>
       step("Migrating the database", settings.databaseUrl ? null : logs.postgres, async () => {
         db = createDb(databaseUrl, 3);
-        await migrateToLatest(db);
+        await (await migrations).migrateToLatest(db);
         return db;
       });
     db = await migrate();
 
     // Never mix two chains' data in one database.
     let recorded = await readChainDeployment(db);
-    let archivedDatabase: string | null = null;
     const mismatch =
       recorded &&
       (chainMismatch(recorded, identity) ?? (settings.contracts ? contractsMismatch(recorded, settings.contracts) : null));
@@ -223,17 +269,13 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
           new Error(`refusing to start: ${mismatch}. Point DATABASE_URL at this chain's database, or CHAIN_RPC_URL/the contract addresses at the database's chain`),
         );
       }
-      const stamp = new Date().toISOString().replace(/[:.]/g, "-");
-      archivedDatabase = path.join(settings.dataDir, "archive", stamp, "postgres");
       log(`The local database belongs to another chain (${mismatch}).`);
-      log(`Moving it aside to ${archivedDatabase} and starting with an empty database.`);
       await db.destroy();
       db = null;
       await postgres!.stop();
       track(postgres!.process, false);
-      archiveCluster(embeddedDir, archivedDatabase);
-      const pruned = pruneArchives(path.join(settings.dataDir, "archive"), ARCHIVES_KEPT);
-      if (pruned.length > 0) log(`Removed the oldest archived databases (keeping ${ARCHIVES_KEPT}): ${pruned.join(", ")}`);
+      log(`Moved it aside to ${archive.moveAside(embeddedDir)} and starting with an empty database.`);
+      archivedWhy ??= `the database belonged to another chain: ${mismatch}`;
       postgres = await startPostgres();
       track(postgres!.process, true);
       databaseUrl = postgres!.url(settings.embeddedDatabaseName);
@@ -281,7 +323,7 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
       };
     });
 
-    if (local) await fundLocalAccount(rpcUrl, relayer);
+    if (local) await fundLocalAccount(rpcUrl, relayer, localChain ? (method, params) => localChain.recorder.recordCall(method, params) : undefined);
 
     const deployment: ChainDeployment = { ...identity, ...contracts };
     if (!recorded || contractsMismatch(recorded, contracts) || contractsIncomplete(recorded) || recorded.startBlock !== contracts.startBlock) {
@@ -292,10 +334,9 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
       });
     }
     // The API creates the first admin with this key; the stack shows it once in its banner.
-    const bootstrapAdminKey =
-      options.startApi && !process.env.BOOTSTRAP_ADMIN_API_KEY?.trim() && !(await db.selectFrom("users").select("id").limit(1).executeTakeFirst())
-        ? newSecret("sk")
-        : null;
+    const generatesAdminKey = !!options.startApi && !process.env.BOOTSTRAP_ADMIN_API_KEY?.trim();
+    const hasUsers = (await db.selectFrom("users").select("id").limit(1).executeTakeFirst()) !== undefined;
+    const bootstrapAdminKey = generatesAdminKey && !hasUsers ? newSecret("sk") : null;
     await db.destroy();
     db = null;
 
@@ -325,7 +366,7 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
     }).catch((error: Error) => log(`Could not drop old indexer schemas: ${error.message}`));
     // Over a websocket Ponder learns of blocks as they are mined: the deployment's blocks came
     // before it subscribed, so one empty block brings its checkpoint to the head (local node only).
-    if (node && indexer.ready) await chainClient(rpcUrl).request({ method: "evm_mine", params: [] } as never).catch(() => {});
+    if (node && indexer.ready) await untypedRequest(chainClient(rpcUrl))("evm_mine").catch(() => {});
     if (!indexer.ready) log(`The indexer is still backfilling; the API starts anyway (GET /readyz shows the lag). Log: ${logs.ponder}`);
 
     let api: StackApi | null = null;
@@ -350,14 +391,22 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
         PORT: String(settings.apiPort),
         ...(bootstrapAdminKey ? { BOOTSTRAP_ADMIN_API_KEY: bootstrapAdminKey } : {}),
       };
-      // The HTTP process first (it creates the first admin), then the worker; stopped in reverse.
-      const http = await step("Starting the API", logs.api, () => startApiProcess("api", "api/src/server.ts", /^API listening on (\S+)$/m, env, logs.api));
-      cleanups.push(() => http.process.stop("SIGTERM", 15_000).then(() => undefined));
-      track(http.process, true);
-      const worker = await step("Starting the worker", logs.worker, () => startApiProcess("worker", "api/src/worker.ts", /^Worker running/m, env, logs.worker));
-      cleanups.push(() => worker.process.stop("SIGTERM", 15_000).then(() => undefined));
-      track(worker.process, true);
-      api = { url: http.ready[1]!, bootstrapAdminKey, http: http.process, worker: worker.process };
+      // The HTTP process and the worker start together (each loads the whole API, about a second
+      // and a half of CPU); stopped in reverse, the worker first.
+      const [httpResult, workerResult] = await Promise.allSettled([
+        step("Starting the API", logs.api, () => startApiProcess("api", "api/src/server.ts", /^API listening on (\S+)$/m, env, logs.api)),
+        step("Starting the worker", logs.worker, () => startApiProcess("worker", "api/src/worker.ts", /^Worker running/m, env, logs.worker)),
+      ]);
+      for (const result of [httpResult, workerResult]) {
+        if (result.status !== "fulfilled") continue;
+        const started = result.value.process;
+        cleanups.push(() => started.stop("SIGTERM", 15_000).then(() => undefined));
+        track(started, true);
+      }
+      if (httpResult.status === "rejected") throw httpResult.reason;
+      if (workerResult.status === "rejected") throw workerResult.reason;
+      const [http, worker] = [httpResult.value, workerResult.value];
+      api = { url: http.ready[1]!, bootstrapAdminKey, adminKeyKept: generatesAdminKey && hasUsers, http: http.process, worker: worker.process };
     }
 
     // Ponder's websocket feed can stay open and deliver nothing while its /ready answers 200: the
@@ -396,12 +445,19 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
       settings,
       databaseUrl,
       postgres,
-      chain: { rpcUrl, wsUrl, chainId: identity.chainId, genesisHash: identity.genesisHash, node },
+      chain: {
+        rpcUrl,
+        wsUrl,
+        chainId: identity.chainId,
+        genesisHash: identity.genesisHash,
+        node,
+        journal: localChain ? { file: chainJournalFile(settings.dataDir), replayedBlocks: localChain.replayedBlocks } : null,
+      },
       contracts,
       relayer,
       indexer,
       api,
-      archivedDatabase,
+      archived: archive.path ? { dir: archive.path, why: archivedWhy ?? "" } : null,
       logs,
       timings,
       children: () => [...children],

@@ -1,9 +1,11 @@
 /**
  * `npm start`: the whole platform on one machine, with no setup. Settings come from the
  * environment and an optional `.env` in the repository root (the environment wins); see
- * settings.ts for the stack's own and api/src/config.ts for the API's.
+ * settings.ts for the stack's own and api/src/config.ts for the API's. The database and the local
+ * chain are kept from one start to the next; `npm start -- --fresh` starts empty (the old ones archived).
  */
 import path from "node:path";
+import { parseArgs } from "node:util";
 import dotenv from "dotenv";
 import { type ManagedProcess, repoRoot } from "./processes.ts";
 import { readStackSettings } from "./settings.ts";
@@ -18,8 +20,11 @@ let shuttingDown = false;
 let signalDuringStartup: NodeJS.Signals | null = null;
 let firstSignalAt = 0;
 /**
- * One Ctrl-C reaches this process up to three times: from the terminal (the whole process group),
- * relayed by npm, and relayed by tsx. Copies within this window are the same keypress.
+ * One Ctrl-C reaches this process more than once: from the terminal (the whole process group) and
+ * relayed by npm. Copies within this window are the same keypress. (`npm start` runs this file with
+ * `node --import tsx`, not the tsx command: tsx's parent process kills its child outright when it
+ * does not confirm a signal within 60 ms, which a loaded machine can miss, and the chain's last
+ * blocks would not reach the journal.)
  */
 const SAME_KEYPRESS_MS = 1_500;
 
@@ -68,11 +73,14 @@ process.on("unhandledRejection", (reason) => {
   void shutdown(1);
 });
 
-const startedAt = performance.now();
+// performance.now() counts from this process's start: what passed so far went to loading the code.
+const loadedAt = performance.now();
 try {
+  const { values: args } = parseArgs({ options: { fresh: { type: "boolean", default: false } } });
   const settings = readStackSettings(process.env);
   stack = await startStack(settings, {
     log: say,
+    fresh: args.fresh,
     onChild: (child) => {
       children.add(child);
       // A child started later (the watchdog's restarted indexer) is watched like the first ones.
@@ -97,9 +105,9 @@ function watchForCrash(child: ManagedProcess): void {
 }
 for (const child of stack.children()) watchForCrash(child);
 
-printBanner(stack, Math.round(performance.now() - startedAt));
+printBanner(stack, loadedAt, performance.now());
 
-function printBanner(s: RunningStack, startupMs: number): void {
+function printBanner(s: RunningStack, loadedAt: number, readyAt: number): void {
   const rel = (p: string) => (p.startsWith(repoRoot) ? path.relative(repoRoot, p) || "." : p);
   const api = s.api!;
   const lines = [
@@ -111,6 +119,9 @@ function printBanner(s: RunningStack, startupMs: number): void {
     `  Docs:            ${api.url}/docs`,
     `  OpenAPI:         ${api.url}/v1/openapi.json`,
     `  Chain RPC:       ${s.chain.rpcUrl} (chain id ${s.chain.chainId}${s.chain.node ? ", local Hardhat node" : ""})`,
+    ...(s.chain.journal
+      ? [`  Chain journal:   ${rel(s.chain.journal.file)} (${s.chain.journal.replayedBlocks > 0 ? `${s.chain.journal.replayedBlocks} blocks brought back from an earlier start` : "a new chain"})`]
+      : []),
     `  ArtCertificate:  ${s.contracts.artCertificate}`,
     `  ArtShares:       ${s.contracts.artShares}`,
     `  ArtMarket:       ${s.contracts.artMarket}`,
@@ -122,14 +133,23 @@ function printBanner(s: RunningStack, startupMs: number): void {
     `  Data:            ${rel(s.settings.dataDir)}`,
     `  Logs:            ${rel(s.settings.logDir)}/ (api.log, worker.log, hardhat-node.log, ponder.log, postgres.log, ignition.log)`,
   ];
-  if (s.archivedDatabase) lines.push(`  Old database:    ${rel(s.archivedDatabase)} (belonged to an earlier chain)`);
+  if (s.archived) lines.push(`  Archived:        ${rel(s.archived.dir)} (the earlier data; ${s.archived.why})`);
   if (api.bootstrapAdminKey) {
     lines.push("", `  Admin API key:   ${api.bootstrapAdminKey}`, "  (created now and shown once: keep it)");
+  } else if (api.adminKeyKept) {
+    lines.push("", "  Admin API key:   kept from an earlier start (not shown again; npm run admin-key prints a new one)");
   }
-  const steps = Object.entries(s.timings)
+  const steps = [["loading the code", loadedAt] as const, ...Object.entries(s.timings)]
     .filter(([, ms]) => ms >= 50)
-    .map(([name, ms]) => `${name.replace(/^(Starting|Migrating|Reading|Deploying|Recording|Checking for) (the )?/, "")} ${(ms / 1000).toFixed(1)} s`)
+    .map(([name, ms]) => `${stepLabel(name)} ${(ms / 1000).toFixed(1)} s`)
     .join(", ");
-  lines.push("", `  Started in ${(startupMs / 1000).toFixed(1)} s (${steps}).`, "  Press Ctrl-C to stop.", "");
+  lines.push("", `  Started in ${(readyAt / 1000).toFixed(1)} s (${steps}).`, "  Press Ctrl-C to stop.", "");
   process.stdout.write(`${lines.join("\n")}\n`);
+}
+
+/** A step's name in the banner's timing line: "Starting the embedded Postgres" -> "embedded Postgres". */
+function stepLabel(step: string): string {
+  if (step === "Replaying the chain") return "chain replay";
+  if (step === "Reading the chain") return "chain identity";
+  return step.replace(/^(Starting|Migrating|Deploying|Recording|Checking for|Checking) (the )?/, "");
 }

@@ -41,4 +41,18 @@ export class AccountsService {
       return { userId: admin.id, apiKey: key.secret };
     });
   }
+
+  /**
+   * A new API key for the first admin, shown once (`npm run admin-key`: the bootstrap key is shown
+   * only at the start that created it). On an empty database that admin is created with it; null
+   * when the database has users but no active admin.
+   */
+  async createAdminKey(name: string): Promise<{ userId: string; apiKey: string } | null> {
+    const bootstrapped = await this.bootstrapAdmin(null);
+    if (bootstrapped?.apiKey) return { userId: bootstrapped.userId, apiKey: bootstrapped.apiKey };
+    const adminId = await this.users.firstActiveAdmin();
+    if (!adminId) return null;
+    const key = await this.auth.createApiKey(adminId, name);
+    return { userId: adminId, apiKey: key.secret };
+  }
 }

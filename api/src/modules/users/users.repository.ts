@@ -68,6 +68,12 @@ export async function tierOf(db: Db, id: string): Promise<Tier> {
   return (await db.selectFrom("reward_standings").select("tier").where("user_id", "=", id).executeTakeFirst())?.tier ?? "bronze";
 }
 
+/** The id of the oldest active admin (the bootstrap admin, unless it was demoted or suspended), if any. */
+export async function firstActiveAdmin(db: Db): Promise<string | undefined> {
+  const row = await db.selectFrom("users").select("id").where("role", "=", "admin").where("status", "=", "active").orderBy("created_at").orderBy("id").limit(1).executeTakeFirst();
+  return row?.id;
+}
+
 /** Whether any user exists (the first admin is created on an empty database). */
 export async function anyUser(db: Db): Promise<boolean> {
   return (await db.selectFrom("users").select("id").limit(1).executeTakeFirst()) !== undefined;

@@ -152,6 +152,11 @@ export class UsersService {
     return repo.anyUser(db);
   }
 
+  /** The oldest active admin's id (the bootstrap admin's, while it is one), if any. */
+  firstActiveAdmin(db: Db = this.db): Promise<string | undefined> {
+    return repo.firstActiveAdmin(db);
+  }
+
   /** The role of each of `ids` that is a user (others are absent), in the caller's transaction. */
   rolesOf(db: Db, ids: readonly string[]): Promise<Map<string, Role>> {
     return repo.rolesOf(db, ids.filter((id) => isId("user", id)));

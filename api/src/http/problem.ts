@@ -100,7 +100,7 @@ export function paymentDeclinedProblem(res: Response, detail: string, declineCod
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-/** Echo a sane inbound X-Request-Id, else mint `req_…` (CONTRACT §1). */
+/** Echo a sane inbound X-Request-Id, else mint `req_…` (docs/decisions.md#request-ids). */
 export const requestId: RequestHandler = (req, res, next) => {
   const inbound = req.get("X-Request-Id");
   const id = inbound && REQUEST_ID.test(inbound) ? inbound : newId("request");

@@ -20,7 +20,7 @@ import { type Answer, RequestUnitOfWork } from "./unit-of-work.ts";
 export type Authenticator = (req: Request) => Promise<AuthContext | null>;
 
 export type RouteAuth =
-  /** Anyone; a bearer, if sent, must still be valid (CONTRACT §2). */
+  /** Anyone; a bearer, if sent, must still be valid (docs/decisions.md#public-endpoints). */
   | { public: true }
   /** A bearer holding `scope` (fine or coarse); `null`: any valid bearer (a token revoking itself). */
   | { scope: Scope | null; roles?: readonly Role[] };

@@ -2121,8 +2121,9 @@ export interface components {
             /**
              * @description The stable code to branch on (docs/errors.md lists them)
              * @example not_found
+             * @enum {string}
              */
-            code: string;
+            code: "validation_failed" | "invalid_json" | "invalid_parameter" | "malformed_request" | "unauthenticated" | "token_invalid" | "token_expired" | "token_revoked" | "payment_declined" | "insufficient_scope" | "forbidden" | "account_suspended" | "not_found" | "request_timeout" | "invalid_state" | "immutable_field" | "conflict" | "insufficient_shares" | "insufficient_tickets" | "insufficient_points" | "request_in_progress" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
             /**
              * @description What happened in this request, for a person to read
              * @example Artwork not found

@@ -3,9 +3,10 @@ import path from "node:path";
 import { generatePrivateKey } from "viem/accounts";
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { Webhook } from "standardwebhooks";
+import { type ErrorCode as CatalogueCode, ERROR_CODES } from "../../api/src/lib/problem-types.ts";
 import { signWebhook, verifyWebhookSignature as verifyOnServer } from "../../api/src/modules/webhooks/signature.ts";
 import { SCHEMA_TYPES_FILE, schemaTypes } from "../../clients/typescript/generate.ts";
-import { ApiError, createArtPlatformClient, verifyWebhookSignature } from "../../clients/typescript/index.ts";
+import { ApiError, type components, createArtPlatformClient, type ErrorCode, verifyWebhookSignature } from "../../clients/typescript/index.ts";
 import { gifImage, pngImage } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { createUser, type TestUser } from "./helpers.ts";
@@ -43,6 +44,26 @@ describe("the SDK's types", () => {
     const served = await api.request("GET", "/v1/openapi.json");
     const generated = await schemaTypes(served.body);
     expect(generated === readFileSync(SCHEMA_TYPES_FILE, "utf8"), "clients/typescript/schema.ts is stale: run `npm run sdk:generate`").toBe(true);
+  });
+
+  it("type ApiError.code as the error codes of the server's catalogue, through the document", async () => {
+    const served = await api.request("GET", "/v1/openapi.json");
+    expect(served.body.components.schemas.Problem.properties.code.enum).toEqual(ERROR_CODES);
+    expectTypeOf<ErrorCode>().toEqualTypeOf<CatalogueCode>();
+    expectTypeOf<ApiError["code"]>().toEqualTypeOf<CatalogueCode | `http_${number}`>();
+  });
+
+  it("leave out the request fields the server fills in (those with a default in the document)", async () => {
+    const served = await api.request("GET", "/v1/openapi.json");
+    const schemas: Record<string, { properties?: Record<string, { default?: unknown }>; required?: string[] }> = served.body.components.schemas;
+    const defaulted = Object.entries(schemas).flatMap(([name, schema]) =>
+      Object.entries(schema.properties ?? {}).flatMap(([field, property]) => (property.default === undefined ? [] : [{ field: `${name}.${field}`, required: schema.required?.includes(field) ?? false }])),
+    );
+    expect(defaulted).toContainEqual({ field: "OfferCreate.expires_in_hours", required: false });
+    expect(defaulted.filter((d) => d.required)).toEqual([]);
+    // The generated types follow `required` (openapi-typescript would otherwise require every field with a default).
+    expectTypeOf<{ listing_id: string; offer_amount_usd: number; payment_method_id: string }>().toExtend<components["schemas"]["OfferCreate"]>();
+    expectTypeOf<{ type: "discussion"; content: string }>().toExtend<components["schemas"]["PostCreate"]>();
   });
 });
 

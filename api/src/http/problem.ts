@@ -27,7 +27,8 @@ export const problemSchema = z
     }),
     title: z.string().openapi({ description: "The code's title, the same for every problem of that code", example: "Not found" }),
     status: z.number().int().openapi({ example: 404 }),
-    code: z.string().openapi({ description: "The stable code to branch on (docs/errors.md lists them)", example: "not_found" }),
+    // An enum of the catalogue's codes, so that a generated client types them (the SDK's ApiError.code).
+    code: z.enum(ERROR_CODES).openapi({ description: "The stable code to branch on (docs/errors.md lists them)", example: "not_found" }),
     detail: z.string().openapi({ description: "What happened in this request, for a person to read", example: "Artwork not found" }),
     request_id: z.string().openapi({ example: "req_01JD3Y5V0Q3G7W7J6T4N4C2X1M" }),
     errors: z

@@ -34,6 +34,8 @@ try {
   await api.GET("/v1/artworks/{id}", { params: { path: { id: "art_01JD3Y5V0Q3G7W7J6T4N4C2X1M" } } });
 } catch (error) {
   if (!(error instanceof ApiError)) throw error;
+  // @ts-expect-error: `code` is one of the documented codes (or http_<status>), and this is none of them
+  if (error.code === "no_such_code") throw error;
   problem = { status: error.status, code: error.code, requestId: error.requestId };
 }
 

@@ -86,6 +86,7 @@ const EXCLUDED: Record<string, string> = {
   "GET /v1/fractional/artworks": PUBLIC_READ,
   "GET /v1/fractional/artworks/{id}": PUBLIC_READ,
   "GET /v1/fractional/{id}/shares": PUBLIC_READ,
+  "GET /v1/fractional/metadata/{id}.json": PUBLIC_READ,
   "POST /v1/fractional/{id}/purchase": OPEN_PURCHASE,
   "POST /v1/community/posts": CREATES,
   "GET /v1/community/posts": PUBLIC_READ,

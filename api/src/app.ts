@@ -45,9 +45,9 @@ export function createApp(deps: AppDeps): Express {
 
   app.use(requestId);
   app.use(accessLog(deps.deps.logger));
-  // Answers drawn from the indexer (owners, transfers, shareholders) say when it is behind the chain.
   // Browser pages of the allowed origins; preflights are answered here, before any credential or rate limit.
   app.use(cors(config.cors.allowedOrigins));
+  // Answers drawn from the indexer (owners, transfers, shareholders) say when it is behind the chain.
   const indexerLag = deps.indexer?.lag;
   if (indexerLag) {
     app.use((_req, res, next) => {

@@ -25,8 +25,8 @@ export function buildOpenApiDocument(registry: OpenAPIRegistry, serverUrl: strin
         "Lists take `page` (from 1) and `limit` and answer `{data, pagination: {page, limit, total, has_more}}`.",
         "String fields (body, query, path, form) refuse control characters (newline and tab are allowed in multiline text: descriptions, bio, reasons) and lone UTF-16 surrogates.",
       ].join("\n"),
-      // No licence is granted to the API or its description: proprietary (an SPDX LicenseRef, as OpenAPI 3.1 allows).
-      license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" },
+      // The repository's licence (LICENSE), which covers this description as it covers the SDK.
+      license: { name: "MIT", identifier: "MIT" },
     },
     servers: [{ url: serverUrl }],
   });

@@ -463,7 +463,7 @@ export interface paths {
          *
          *     A subscription receives only the events that concern its owner: `artwork.certified` (the artwork's artist), `artwork.certification_failed` (the artwork's artist), `offer.created` (the buyer and the seller), `offer.accepted` (the buyer and the seller), `offer.rejected` (the buyer and the seller), `offer.expired` (the buyer and the seller), `payment.completed` (the buyer and the seller), `fractional.purchase_confirmed` (the buyer of the shares and the owner who fractionalized the artwork), `ticket.purchased` (the buyer of the tickets), `ticket.refunded` (the buyer of the tickets (their event was cancelled)), `challenge.joined` (the submitter (and admins)), `reward.points_reversed` (the user whose points were taken back). An admin may set `all_users: true` to receive every user's events; anyone else gets 403 `forbidden`.
          *
-         *     The answer carries the signing secret (`whsec_…`), shown only here and on rotation. Deliveries are signed with `X-Service-Signature` and the Standard Webhooks headers; see the README's Webhooks section.
+         *     The answer carries the signing secret (`whsec_…`), shown only here and on rotation. Deliveries are signed with `X-Service-Signature` and the Standard Webhooks headers; see docs/integrators/webhooks.md.
          *
          *     Requires a bearer (an access token or an API key) with the `webhooks:write` scope.
          */
@@ -625,7 +625,7 @@ export interface paths {
          *
          *     `anchor` is null until the entry's range is anchored and the anchor confirmed; then it names the anchor and carries the entry's Merkle proof.
          *
-         *     How to check an entry without trusting the API (README, Auditing the marketplace ledger):
+         *     How to check an entry without trusting the API (docs/auditors.md#the-marketplace-ledger):
          *     1. recompute `entry_hash = keccak256(prev_hash ‖ UTF-8 bytes of the RFC 8785 canonical JSON of {seq, kind, subject_id, actor_id, parties, data, created_at})` (prev_hash as its 32 bytes);
          *     2. fold `anchor.proof` into it: for each sibling, `node = keccak256(min(node, sibling) ‖ max(node, sibling))` (OpenZeppelin `MerkleProof`);
          *     3. compare the result with `anchorAt(anchor_index).merkleRoot` of the AuditAnchor contract at `anchor.contract_address` on chain `anchor.chain_id` (or the `LedgerAnchored` event of `anchor.tx_hash`). The script `tools/ledger-verify.ts` does all three.
@@ -3142,7 +3142,7 @@ export interface components {
              */
             listed_at: string;
             /**
-             * @description active -> pending_payment -> sold; active -> cancelled (CONTRACT §5)
+             * @description active -> pending_payment -> sold; active -> cancelled
              * @enum {string}
              */
             status: "active" | "pending_payment" | "sold" | "cancelled";
@@ -3190,7 +3190,7 @@ export interface components {
             /** @enum {string} */
             currency: "USD";
             /**
-             * @description pending -> completed / failed / refunded (CONTRACT §5)
+             * @description pending -> completed / failed / refunded
              * @enum {string}
              */
             status: "pending" | "completed" | "failed" | "refunded";

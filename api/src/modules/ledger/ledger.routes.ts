@@ -7,7 +7,7 @@ const tags = ["Marketplace"];
 const READERS = "An entry is readable by its `parties` and by admins; anyone else gets 404 `not_found`, as for an id that does not exist.";
 
 const AUDIT = [
-  "How to check an entry without trusting the API (README, Auditing the marketplace ledger):",
+  "How to check an entry without trusting the API (docs/auditors.md#the-marketplace-ledger):",
   "1. recompute `entry_hash = keccak256(prev_hash ‖ UTF-8 bytes of the RFC 8785 canonical JSON of {seq, kind, subject_id, actor_id, parties, data, created_at})` (prev_hash as its 32 bytes);",
   "2. fold `anchor.proof` into it: for each sibling, `node = keccak256(min(node, sibling) ‖ max(node, sibling))` (OpenZeppelin `MerkleProof`);",
   "3. compare the result with `anchorAt(anchor_index).merkleRoot` of the AuditAnchor contract at `anchor.contract_address` on chain `anchor.chain_id` (or the `LedgerAnchored` event of `anchor.tx_hash`). The script `tools/ledger-verify.ts` does all three.",

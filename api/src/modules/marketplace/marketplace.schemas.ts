@@ -28,7 +28,7 @@ export const listingSchema = z
     currency: z.literal("USD"),
     accepts_offers: z.boolean(),
     listed_at: timestamp,
-    status: z.enum(LISTING_STATUSES).openapi({ description: "active -> pending_payment -> sold; active -> cancelled (CONTRACT §5)" }),
+    status: z.enum(LISTING_STATUSES).openapi({ description: "active -> pending_payment -> sold; active -> cancelled" }),
   })
   .openapi("Listing");
 

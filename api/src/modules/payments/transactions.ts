@@ -55,7 +55,7 @@ export const transactionSchema = z
     artwork_id: idOf("artwork").nullable(),
     amount_usd: usdValue.openapi({ description: "What was paid (a sale's price, a royalty payout's amount)" }),
     currency: z.literal("USD"),
-    status: z.enum(TRANSACTION_STATUSES).openapi({ description: "pending -> completed / failed / refunded (CONTRACT §5)" }),
+    status: z.enum(TRANSACTION_STATUSES).openapi({ description: "pending -> completed / failed / refunded" }),
     buyer_id: idOf("user").nullable(),
     seller_id: idOf("user").nullable(),
     recipient_id: idOf("user").nullable().openapi({ description: "Who receives the money: the seller of a sale, the artist of a royalty payout" }),

@@ -14,7 +14,7 @@ export function registerWebhooksRoutes(api: ApiRouter, webhooks: WebhooksService
     description: [
       `Events: ${WEBHOOK_EVENTS.join(", ")}; \`*\` subscribes to all. The URL must be https and resolve only to public addresses (checked now and before every delivery).`,
       `A subscription receives only the events that concern its owner: ${WEBHOOK_EVENTS.map((e) => `\`${e}\` (${WEBHOOK_EVENT_AUDIENCE[e]})`).join(", ")}. An admin may set \`all_users: true\` to receive every user's events; anyone else gets 403 \`forbidden\`.`,
-      "The answer carries the signing secret (`whsec_…`), shown only here and on rotation. Deliveries are signed with `X-Service-Signature` and the Standard Webhooks headers; see the README's Webhooks section.",
+      "The answer carries the signing secret (`whsec_…`), shown only here and on rotation. Deliveries are signed with `X-Service-Signature` and the Standard Webhooks headers; see docs/integrators/webhooks.md.",
     ].join("\n\n"),
     tags,
     auth: { scope: "webhooks:write" },

@@ -4,7 +4,7 @@ pragma solidity ^0.8.24;
 /// @title IArtCertificate
 /// @notice The on-chain certificate of an artwork registered on the platform: one ERC-721 token per
 /// artwork, keyed by `keccak256(bytes(artworkId))`, carrying the immutable hash of the artwork's
-/// canonical certificate document (RFC 8785 JSON, see the API's CONTRACT §8).
+/// canonical certificate document (RFC 8785 JSON: docs/decisions.md#certificate-hash).
 interface IArtCertificate {
     /// @notice The immutable facts recorded when an artwork is certified.
     struct Certificate {

@@ -32,8 +32,8 @@ export default defineConfig({
   networks: {
     hardhatMainnet: { type: "edr-simulated", chainType: "l1" },
     localhost: { type: "http", chainType: "l1", url: configVariable("CHAIN_RPC_URL") },
-    // Any public EVM chain: `npm run deploy:contracts -- --network public` (README, "Deploying to a public
-    // chain"). With DEPLOY_CHAIN_ID set, Hardhat refuses an RPC that serves another chain.
+    // Any public EVM chain: `npm run deploy:contracts -- --network public` (docs/operators/deploying.md).
+    // With DEPLOY_CHAIN_ID set, Hardhat refuses an RPC that serves another chain.
     public: {
       type: "http",
       chainType: "generic",

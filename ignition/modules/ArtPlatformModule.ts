@@ -11,7 +11,7 @@ import AuditAnchorModule from "./AuditAnchorModule.js";
  * ANCHORER_ROLE (AuditAnchor). The grants are sent from the deployer (account 0), so the `admin`
  * parameters of the modules must be the deployer when this module is used. In production, hand
  * DEFAULT_ADMIN_ROLE to a multisig afterwards: beginDefaultAdminTransfer, then acceptDefaultAdminTransfer
- * after the delay (README, "Admin keys and upgrades").
+ * after the delay (docs/operators/deploying.md#admin-keys-and-upgrades).
  */
 export default buildModule("ArtPlatformModule", (m) => {
   const { artForwarder } = m.useModule(ArtForwarderModule);

@@ -527,7 +527,7 @@ describe("delivery", () => {
     expect(receiver.requests(url).map((r) => r.headers["webhook-id"])).toEqual(Array(3).fill(ping.body.id));
   });
 
-  it("reaches the README's example receiver (Express, express.raw, verifyWebhookSignature)", async () => {
+  it("reaches the example receiver of docs/integrators/webhooks.md (Express, express.raw, verifyWebhookSignature)", async () => {
     const user = await createUser(api);
     let secret = "";
     const seen: { verified: boolean; event: string; delivery: string }[] = [];

@@ -25,13 +25,31 @@ import { artSharesAbi } from "../../api/src/chain/abi/ArtShares.ts";
 import { auditAnchorAbi } from "../../api/src/chain/abi/AuditAnchor.ts";
 import { type IndexerViews, readIndexerStatus } from "../../api/src/chain/indexer-schema.ts";
 import { createDb } from "../../api/src/db/connection.ts";
+import { freshRelayerKey } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { startIndexerForTest, type TestIndexer } from "../support/indexer.ts";
 import { waitFor } from "../support/wait.ts";
 
 const env = testEnvironment();
 const publicClient = createPublicClient({ transport: http(env.rpcUrl) });
-const relayer = privateKeyToAccount(env.relayerPrivateKey);
+/**
+ * A relayer of this file's own (funded, holding the relayer's roles): the deployer's account #0 is
+ * used by other files running at the same time, and two senders of one account race for nonces.
+ */
+let relayer: ReturnType<typeof privateKeyToAccount>;
+/** The deployer (account #0, the contracts' admin) for admin-only calls; other files send from it too, so a nonce race is retried. */
+const deployerWallet = createWalletClient({ account: privateKeyToAccount(env.relayerPrivateKey), transport: http(env.rpcUrl) });
+async function asDeployer(send: (deployer: typeof deployerWallet) => Promise<Hex>): Promise<Hex> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await send(deployerWallet);
+    } catch (error) {
+      if (attempt >= 8 || !/nonce/i.test(String(error))) throw error;
+      await new Promise((r) => setTimeout(r, 50 * attempt)); // a backoff before the next nonce
+    }
+  }
+}
+let relayerWallet: ReturnType<typeof createWalletClient<ReturnType<typeof http>, undefined, ReturnType<typeof privateKeyToAccount>>>;
 
 let indexer: TestIndexer;
 let views: Kysely<IndexerViews>;
@@ -44,6 +62,8 @@ let anchorer: Awaited<ReturnType<typeof fundedAccount>>["wallet"];
 
 beforeAll(async () => {
   const started = performance.now();
+  relayer = privateKeyToAccount(await freshRelayerKey());
+  relayerWallet = createWalletClient({ account: relayer, transport: http(env.rpcUrl) });
   auditAnchor = await deployAuditAnchor();
   indexer = await startIndexerForTest({ target: { auditAnchor } });
   console.log(`[indexer test] Ponder ready in ${Math.round(performance.now() - started)} ms`);
@@ -74,7 +94,6 @@ async function fundedAccount() {
   return { account, wallet: createWalletClient({ account, transport: http(env.rpcUrl) }) };
 }
 
-const relayerWallet = createWalletClient({ account: relayer, transport: http(env.rpcUrl) });
 
 /** Certifies a new artwork to `owner` (the relayer holds CERTIFIER_ROLE) and returns its token id once mined. */
 async function certifyTo(owner: Address, royalty: { royaltyReceiver: Address; royaltyBps: bigint } = { royaltyReceiver: zeroAddress, royaltyBps: 0n }) {
@@ -232,13 +251,15 @@ describe("indexer", () => {
     // EIP-4906: the new URI is read from the contract.
     const { receipt: uriReceipt } = await sendAndWait(
       () =>
-        relayerWallet.writeContract({
-          address: env.artCertificateAddress,
-          abi: artCertificateAbi,
-          functionName: "setTokenURI",
-          args: [tokenId, `ipfs://${artworkId}/v2`],
-          chain: null,
-        }),
+        asDeployer((deployer) =>
+          deployer.writeContract({
+            address: env.artCertificateAddress,
+            abi: artCertificateAbi,
+            functionName: "setTokenURI",
+            args: [tokenId, `ipfs://${artworkId}/v2`],
+            chain: null,
+          }),
+        ),
       async () => {
         const row = await views.selectFrom("certificate").selectAll().where("token_id", "=", tokenId).executeTakeFirst();
         return row?.token_uri === `ipfs://${artworkId}/v2` ? row : undefined;

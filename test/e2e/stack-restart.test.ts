@@ -8,7 +8,7 @@
  * data dir of its own each).
  */
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -163,8 +163,42 @@ describe("a chain that cannot be brought back", () => {
     expect((await apiError(adminSdk(stack.url, before.adminKey).GET("/v1/users/me"))).status).toBe(401);
   }, 180_000);
 
+  it("archives a database that saw blocks the journal lost (a stack killed outright), keeping the chain it has", async () => {
+    // A certification, then the journal loses every block from the one that holds it.
+    const artist = await createSdkUser(stack!.url, { role: "artist", admin: adminSdk(stack!.url, stack!.adminApiKey!) });
+    const { data: created } = await artist.api.POST("/v1/artworks", { body: artworkForm() });
+    const certified = await waitFor(
+      async () => {
+        const { data } = await sdk(stack!.url).GET("/v1/artworks/{id}/certificate", { params: { path: { id: created.id } } });
+        return data.verified && data.block_number ? data : null;
+      },
+      { timeoutMs: 60_000, what: `certification of ${created.id}` },
+    );
+    await stopCleanly(stack!);
+    const journal = path.join(dataDir, "chain", "blocks.jsonl");
+    const lines = readFileSync(journal, "utf8").trimEnd().split("\n");
+    const kept = lines.filter((line) => {
+      const entry = JSON.parse(line) as { type: string; number?: number };
+      return entry.type !== "block" || entry.number! < Number(certified.block_number);
+    });
+    expect(kept.length).toBeLessThan(lines.length);
+    writeFileSync(journal, `${kept.join("\n")}\n`);
+    const archivedBefore = archives().length;
+
+    stack = await boot();
+    const output = stack.output();
+    expect(output).toMatch(/The local database has seen more of the chain than its journal brought back \((the indexer had reached block \d+, the chain ends at block \d+|chain operation \S+ was confirmed in transaction 0x[0-9a-f]{64}, which the chain does not have)\)/);
+    expect(output).toMatch(/Chain journal:\s+\S+ \(\d+ blocks brought back from an earlier start\)/);
+    expect(archives()).toHaveLength(archivedBefore + 1);
+    expect(readdirSync(path.join(dataDir, "archive", archives().at(-1)!))).toEqual(["postgres"]);
+    // A new database (a new admin key, the old artist unknown) on the chain that was brought back.
+    expect(stack.adminApiKey).toMatch(/^sk_/);
+    expect((await apiError(sdk(stack.url, { apiKey: artist.apiKey }).GET("/v1/users/me"))).status).toBe(401);
+  }, 240_000);
+
   it("npm start -- --fresh starts empty on purpose, the earlier data archived", async () => {
     const previousKey = stack!.adminApiKey!;
+    const archivedBefore = archives().length;
     await stopCleanly(stack!);
 
     stack = await boot(["--fresh"]);
@@ -172,8 +206,8 @@ describe("a chain that cannot be brought back", () => {
     expect(output).toMatch(/Starting empty \(--fresh\): moved the earlier database and chain journal aside to \S+archive/);
     expect(output).toMatch(/Archived:\s+\S+ \(the earlier data; npm start -- --fresh\)/);
     expect(output).not.toMatch(/belongs to another chain|could not be brought back/);
-    expect(archives()).toHaveLength(2);
-    expect(readdirSync(path.join(dataDir, "archive", archives()[1]!)).sort()).toEqual(["chain", "postgres"]);
+    expect(archives()).toHaveLength(archivedBefore + 1);
+    expect(readdirSync(path.join(dataDir, "archive", archives().at(-1)!)).sort()).toEqual(["chain", "postgres"]);
     expect(stack.adminApiKey).toMatch(/^sk_/);
     expect(stack.adminApiKey).not.toBe(previousKey);
     expect((await apiError(adminSdk(stack.url, previousKey).GET("/v1/users/me"))).status).toBe(401);

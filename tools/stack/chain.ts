@@ -119,3 +119,20 @@ export async function fundLocalAccount(
   if ((await chainClient(rpcUrl).getBalance({ address: account })) > 0n) return;
   await call("hardhat_setBalance", [account, `0x${parseEther("10000").toString(16)}`]).catch(() => {});
 }
+
+/** The head and the receipts of the chain at `rpcUrl`, as databaseAheadOfChain asks them. */
+export function chainReader(rpcUrl: string): { head(): Promise<bigint>; hasReceipt(hash: Hex): Promise<boolean> } {
+  const client = chainClient(rpcUrl);
+  return {
+    head: () => client.getBlockNumber({ cacheTime: 0 }),
+    // Only "no such receipt" is an answer; an RPC that fails says nothing about the chain.
+    hasReceipt: (hash) =>
+      client.getTransactionReceipt({ hash }).then(
+        () => true,
+        (error: Error) => {
+          if (error.name === "TransactionReceiptNotFoundError") return false;
+          throw error;
+        },
+      ),
+  };
+}

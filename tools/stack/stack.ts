@@ -6,13 +6,14 @@ import { privateKeyToAccount } from "viem/accounts";
 import { readIndexerStatus } from "../../api/src/chain/indexer-schema.ts";
 import { createDb } from "../../api/src/db/connection.ts";
 import type { Database } from "../../api/src/db/database.ts";
-import { chainClient, fundLocalAccount, type HardhatNode, hasCode, isLocalChainId, readChainIdentity, untypedRequest } from "./chain.ts";
+import { chainClient, chainReader, fundLocalAccount, type HardhatNode, hasCode, isLocalChainId, readChainIdentity, untypedRequest } from "./chain.ts";
 import { chainJournalFile } from "./chain-journal.ts";
 import {
   type ChainDeployment,
   chainMismatch,
   contractsIncomplete,
   contractsMismatch,
+  databaseAheadOfChain,
   type PlatformContracts,
   readChainDeployment,
   recordChainDeployment,
@@ -261,21 +262,28 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
     const mismatch =
       recorded &&
       (chainMismatch(recorded, identity) ?? (settings.contracts ? contractsMismatch(recorded, settings.contracts) : null));
-    if (mismatch) {
+    // A journal that lost its last blocks (a stack killed outright) gives back a shorter chain than the database saw.
+    const lost =
+      recorded && !mismatch && localChain && localChain.replayedBlocks > 0
+        ? await databaseAheadOfChain(db, chainReader(rpcUrl), {
+            block: (await readIndexerStatus({ db, viewsSchema: settings.viewsSchema, chainId: identity.chainId }).catch(() => null))?.indexedBlock ?? null,
+          })
+        : null;
+    if (mismatch || lost) {
       if (settings.databaseUrl || settings.production) {
         throw new StackStartupError(
           "Checking the chain against the database",
           null,
-          new Error(`refusing to start: ${mismatch}. Point DATABASE_URL at this chain's database, or CHAIN_RPC_URL/the contract addresses at the database's chain`),
+          new Error(`refusing to start: ${mismatch ?? lost}. Point DATABASE_URL at this chain's database, or CHAIN_RPC_URL/the contract addresses at the database's chain`),
         );
       }
-      log(`The local database belongs to another chain (${mismatch}).`);
+      log(mismatch ? `The local database belongs to another chain (${mismatch}).` : `The local database has seen more of the chain than its journal brought back (${lost}).`);
       await db.destroy();
       db = null;
       await postgres!.stop();
       track(postgres!.process, false);
       log(`Moved it aside to ${archive.moveAside(embeddedDir)} and starting with an empty database.`);
-      archivedWhy ??= `the database belonged to another chain: ${mismatch}`;
+      archivedWhy ??= mismatch ? `the database belonged to another chain: ${mismatch}` : `the database had seen blocks the chain's journal lost: ${lost}`;
       postgres = await startPostgres();
       track(postgres!.process, true);
       databaseUrl = postgres!.url(settings.embeddedDatabaseName);

@@ -118,3 +118,34 @@ export async function assertChainDeployment(
     await recordChainDeployment(db, { ...current, ...contracts, startBlock: recorded?.startBlock ?? configured.startBlock });
   }
 }
+
+/**
+ * Why the database has seen more of the chain than the chain now has, or null: a local chain
+ * brought back from a journal that lost its last blocks (a stack killed outright) lacks what the
+ * indexer projected and what chain operations confirmed. Such a database cannot follow that chain.
+ */
+export async function databaseAheadOfChain(
+  db: Kysely<Database>,
+  chain: { head(): Promise<bigint>; hasReceipt(hash: Hex): Promise<boolean> },
+  indexed: { block: bigint | null },
+): Promise<string | null> {
+  const head = await chain.head();
+  if (indexed.block !== null && indexed.block > head) {
+    return `the indexer had reached block ${indexed.block}, the chain ends at block ${head}`;
+  }
+  // The latest confirmations: a lost block holds the newest ones.
+  const confirmed = await db
+    .selectFrom("chain_operations")
+    .select(["key", "tx_hash"])
+    .where("status", "=", "confirmed")
+    .where("tx_hash", "is not", null)
+    .orderBy("confirmed_at", "desc")
+    .limit(20)
+    .execute();
+  for (const op of confirmed) {
+    if (!(await chain.hasReceipt(op.tx_hash as Hex))) {
+      return `chain operation ${op.key} was confirmed in transaction ${op.tx_hash}, which the chain does not have`;
+    }
+  }
+  return null;
+}

@@ -435,8 +435,9 @@ export class ApiRouter {
     }
     const status = def.status ?? 200;
     const needsAuth = !("public" in def.auth);
-    // 403 on public routes too: a suspended user's credential is refused everywhere.
-    const extraErrors = new Set<number>([400, 401, 403, 429, 500, ...(def.errors ?? [])]);
+    // 403 on public routes too: a suspended user's credential is refused everywhere; 503 on every
+    // route: the database (or a dependency the answer needs) may be down.
+    const extraErrors = new Set<number>([400, 401, 403, 429, 500, 503, ...(def.errors ?? [])]);
     if (def.method === "post") extraErrors.add(409).add(422);
     if (def.multipart) extraErrors.add(413).add(415);
     this.deps.registry.registerPath({

@@ -6,19 +6,20 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
 import hre, { network } from "hardhat";
-import { type Address, type Hex, keccak256, toBytes } from "viem";
+import { type Address, type Hex, keccak256, maxUint256, toBytes, zeroAddress } from "viem";
 
-import { named } from "./helpers.js";
+import { exchangeDomain, named, ORDER_TYPES, UNITS_PER_CENT } from "./helpers.js";
 
 const { viem } = await network.create();
 const publicClient = await viem.getPublicClient();
-const { admin, relayer } = named(await viem.getWalletClients(), "admin", "relayer");
+const { admin, relayer, buyer, secondBuyer } = named(await viem.getWalletClients(), "admin", "relayer", "buyer", "secondBuyer");
 const asRelayer = { account: relayer.account };
 
 const CERTIFIER_ROLE = keccak256(toBytes("CERTIFIER_ROLE"));
 const SHARE_ISSUER_ROLE = keccak256(toBytes("SHARE_ISSUER_ROLE"));
 const SETTLER_ROLE = keccak256(toBytes("SETTLER_ROLE"));
 const ANCHORER_ROLE = keccak256(toBytes("ANCHORER_ROLE"));
+const ORDER_SIGNER_ROLE = keccak256(toBytes("ORDER_SIGNER_ROLE"));
 const ROYALTY_BPS = 500n;
 
 let serial = 0;
@@ -90,6 +91,42 @@ describe("gas", () => {
     await settle(soldTokenId - 1n, "txn_01JD0000000000000000000001", 1);
     rows.push(["settle (new buyer)", await settle(soldTokenId, "txn_01JD0000000000000000000002", 2), 1]);
 
+    // A sale paid on-chain: the order key signs the seller's order, a buyer who approved the exchange fills it,
+    // paying the 5 % royalty, a 2.5 % fee and the seller in a 6-decimal stablecoin. The first fill also pays for
+    // the recipients' first balances; the next one, by another new buyer, pays the same recipients again.
+    const stablecoin = await viem.deployContract("MockStablecoin", []);
+    const exchange = await viem.deployContract("ArtExchange", [admin.account.address, certificate.address, stablecoin.address, holder(900), 250]);
+    await exchange.write.grantRole([ORDER_SIGNER_ROLE, relayer.account.address]);
+    await certificate.write.setApprovalForAll([exchange.address, true]);
+    for (const wallet of [buyer, secondBuyer]) {
+      await stablecoin.write.mint([wallet.account.address, 1_000_000n * 100n * UNITS_PER_CENT]);
+      await stablecoin.write.approve([exchange.address, maxUint256], { account: wallet.account });
+    }
+    const chainId = await publicClient.getChainId();
+    const fill = async (listing: number, filler: typeof buyer) => {
+      const r = nextRequest();
+      await certificate.write.certify([admin.account.address, r.artworkId, r.certificateHash, r.tokenURI, seller.royaltyReceiver, r.royaltyBps], asRelayer);
+      const order = {
+        listingId: `lst_01JD${listing.toString().padStart(22, "0")}`,
+        seller: admin.account.address,
+        buyer: zeroAddress,
+        tokenId: await certificate.read.totalCertified(),
+        currency: stablecoin.address,
+        price: 1_250_000n * UNITS_PER_CENT,
+        feeBps: 250,
+        expiry: (await publicClient.getBlock()).timestamp + 86_400n,
+      };
+      const signature = await relayer.signTypedData({
+        domain: exchangeDomain(chainId, exchange.address),
+        types: ORDER_TYPES,
+        primaryType: "Order",
+        message: order,
+      });
+      return gasUsed(await exchange.write.fill([order, signature], { account: filler.account }));
+    };
+    const firstFill = await fill(1, buyer);
+    rows.push(["fill (a sale paid on-chain), a new buyer", await fill(2, secondBuyer), 1]);
+
     // Anchoring the audit ledger: a range of entries under one root.
     const auditAnchor = await viem.deployContract("AuditAnchor", [admin.account.address]);
     await auditAnchor.write.grantRole([ANCHORER_ROLE, relayer.account.address]);
@@ -111,7 +148,7 @@ describe("gas", () => {
       const profile = hre.globalOptions.buildProfile ?? "default";
       console.log(
         `\nGas (build profile ${profile}; first certify of a deployment ${first}, first mint of a class ${firstMint}, ` +
-          `first anchor of a deployment ${firstAnchor}):\n`,
+          `first anchor of a deployment ${firstAnchor}, first fill of a deployment ${firstFill}):\n`,
       );
       console.log("| call | gas per transaction | gas per item |");
       console.log("|---|---:|---:|");

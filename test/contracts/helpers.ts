@@ -5,7 +5,10 @@
 /// <reference path="../../artifacts/contracts/ArtMarket.sol/artifacts.d.ts" />
 /// <reference path="../../artifacts/contracts/AuditAnchor.sol/artifacts.d.ts" />
 /// <reference path="../../artifacts/contracts/ArtForwarder.sol/artifacts.d.ts" />
-import { toFunctionSelector, type Abi } from "viem";
+/// <reference path="../../artifacts/contracts/ArtExchange.sol/artifacts.d.ts" />
+/// <reference path="../../artifacts/contracts/test/MockStablecoin.sol/artifacts.d.ts" />
+/// <reference path="../../artifacts/contracts/test/ERC1271WalletMock.sol/artifacts.d.ts" />
+import { type Address, toFunctionSelector, type Abi } from "viem";
 
 /** ERC-165 id of OpenZeppelin's IAccessControlDefaultAdminRules (its ten functions, without IAccessControl's). */
 export const ACCESS_CONTROL_DEFAULT_ADMIN_RULES_ID = "0x31498786";
@@ -28,4 +31,26 @@ export function interfaceId(abi: Abi): `0x${string}` {
   let id = 0;
   for (const item of abi) if (item.type === "function") id ^= Number.parseInt(toFunctionSelector(item).slice(2), 16);
   return `0x${(id >>> 0).toString(16).padStart(8, "0")}`;
+}
+
+/** Units of a 6-decimal USD stablecoin per cent: `price_usd` converts exactly, cents × 10⁴. */
+export const UNITS_PER_CENT = 10_000n;
+
+/** ArtExchange's EIP-712 `Order` type (docs/wallets.md#buying-on-chain-artexchange). */
+export const ORDER_TYPES = {
+  Order: [
+    { name: "listingId", type: "string" },
+    { name: "seller", type: "address" },
+    { name: "buyer", type: "address" },
+    { name: "tokenId", type: "uint256" },
+    { name: "currency", type: "address" },
+    { name: "price", type: "uint256" },
+    { name: "feeBps", type: "uint16" },
+    { name: "expiry", type: "uint64" },
+  ],
+} as const;
+
+/** ArtExchange's EIP-712 domain on chain `chainId` at `exchange`. */
+export function exchangeDomain(chainId: number, exchange: Address) {
+  return { name: "ArtExchange", version: "1", chainId, verifyingContract: exchange } as const;
 }

@@ -8,6 +8,9 @@ interface Vm {
     function prank(address msgSender) external;
     function startPrank(address msgSender) external;
     function stopPrank() external;
+    function warp(uint256 newTimestamp) external;
+    function addr(uint256 privateKey) external pure returns (address keyAddr);
+    function sign(uint256 privateKey, bytes32 digest) external pure returns (uint8 v, bytes32 r, bytes32 s);
     function expectRevert(bytes calldata revertData) external;
     function assume(bool condition) external pure;
     function label(address account, string calldata newLabel) external;

@@ -1,0 +1,602 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+
+import { artifacts, network } from "hardhat";
+import { type Address, getAddress, type Hex, hashTypedData, keccak256, maxUint256, parseEventLogs, toBytes, zeroAddress, zeroHash } from "viem";
+
+import {
+  ACCESS_CONTROL_DEFAULT_ADMIN_RULES_ID,
+  ADMIN_DELAY_SECONDS,
+  exchangeDomain,
+  interfaceId,
+  named,
+  ORDER_TYPES,
+  UNITS_PER_CENT,
+} from "./helpers.js";
+
+const { viem, networkHelpers } = await network.create();
+const publicClient = await viem.getPublicClient();
+const testClient = await viem.getTestClient();
+const chainId = await publicClient.getChainId();
+const { admin, relayer, orderKey, alice, bob, carol, dave, treasury } = named(
+  await viem.getWalletClients(),
+  "admin",
+  "relayer",
+  "orderKey",
+  "alice",
+  "bob",
+  "carol",
+  "dave",
+  "treasury",
+);
+type Wallet = typeof alice;
+
+const CERTIFIER_ROLE = keccak256(toBytes("CERTIFIER_ROLE"));
+const ORDER_SIGNER_ROLE = keccak256(toBytes("ORDER_SIGNER_ROLE"));
+const DEFAULT_ADMIN_ROLE = zeroHash;
+const ROYALTY_BPS = 500n;
+const FEE_BPS = 250;
+/** $12,345.67: `price_usd` 12345.67 is 1,234,567 cents, 12,345,670,000 units of a 6-decimal token. */
+const PRICE = 1_234_567n * UNITS_PER_CENT;
+const BUYER_FUNDS = 1_000_000n * 100n * UNITS_PER_CENT;
+const asRelayer = { account: relayer.account };
+
+const OrderStatus = { Open: 0, Filled: 1, Cancelled: 2 } as const;
+
+interface Order {
+  listingId: string;
+  seller: Address;
+  buyer: Address;
+  tokenId: bigint;
+  currency: Address;
+  price: bigint;
+  feeBps: number;
+  expiry: bigint;
+}
+
+/**
+ * Certificate 1 held by alice with a 5 % royalty to bob (the artist), 2 held by alice without royalty, 3 held
+ * by bob with his own royalty; alice and bob approved the exchange; carol and dave hold $1M of the stablecoin
+ * and approved the exchange for all of it; orderKey holds ORDER_SIGNER_ROLE; the fee is 2.5 % to treasury.
+ */
+async function deployExchange() {
+  const certificate = await viem.deployContract("ArtCertificate", [admin.account.address, zeroAddress]);
+  const stablecoin = await viem.deployContract("MockStablecoin", []);
+  const exchange = await viem.deployContract("ArtExchange", [
+    admin.account.address,
+    certificate.address,
+    stablecoin.address,
+    treasury.account.address,
+    FEE_BPS,
+  ]);
+  await certificate.write.grantRole([CERTIFIER_ROLE, relayer.account.address]);
+  await exchange.write.grantRole([ORDER_SIGNER_ROLE, orderKey.account.address]);
+  const certify = (to: Wallet, artworkId: string, royaltyReceiver: Address, royaltyBps: bigint) =>
+    certificate.write.certify([to.account.address, artworkId, keccak256(toBytes(artworkId)), "ipfs://", royaltyReceiver, royaltyBps], asRelayer);
+  await certify(alice, "art_1", bob.account.address, ROYALTY_BPS);
+  await certify(alice, "art_2", zeroAddress, 0n);
+  await certify(bob, "art_3", bob.account.address, ROYALTY_BPS);
+  for (const seller of [alice, bob]) await certificate.write.setApprovalForAll([exchange.address, true], { account: seller.account });
+  for (const buyer of [carol, dave]) {
+    await stablecoin.write.mint([buyer.account.address, BUYER_FUNDS], { account: buyer.account });
+    await stablecoin.write.approve([exchange.address, maxUint256], { account: buyer.account });
+  }
+  return { certificate, stablecoin, exchange };
+}
+
+type Deployed = Awaited<ReturnType<typeof deployExchange>>;
+
+/** Alice's order for certificate 1 at PRICE, for anyone, expiring in an hour. */
+async function orderOf({ stablecoin }: Deployed, overrides: Partial<Order> = {}): Promise<Order> {
+  return {
+    listingId: "lst_01JD0000000000000000000001",
+    seller: getAddress(alice.account.address),
+    buyer: zeroAddress,
+    tokenId: 1n,
+    currency: getAddress(stablecoin.address),
+    price: PRICE,
+    feeBps: FEE_BPS,
+    expiry: BigInt((await networkHelpers.time.latest()) + 3600),
+    ...overrides,
+  };
+}
+
+/** `signer` signs `order` for the exchange at `verifyingContract` on `chain` (default: this one). */
+function sign(signer: Wallet, order: Order, verifyingContract: Address, chain = chainId): Promise<Hex> {
+  return signer.signTypedData({
+    account: signer.account,
+    domain: exchangeDomain(chain, verifyingContract),
+    types: ORDER_TYPES,
+    primaryType: "Order",
+    message: order,
+  });
+}
+
+async function balancesOf({ stablecoin }: Deployed, ...wallets: Wallet[]) {
+  return Promise.all(wallets.map((wallet) => stablecoin.read.balanceOf([wallet.account.address])));
+}
+
+describe("ArtExchange", () => {
+  describe("fill", () => {
+    it("test_fill_paysRoyaltyFeeAndSellerExactlyAndMovesTheToken", async () => {
+      const deployed = await networkHelpers.loadFixture(deployExchange);
+      const { certificate, stablecoin, exchange } = deployed;
+      const order = await orderOf(deployed);
+      const signature = await sign(orderKey, order, exchange.address);
+
+      const hash = await exchange.write.fill([order, signature], { account: carol.account });
+      // 5 % royalty and 2.5 % fee of 12,345,670,000 units: exact, nothing rounded.
+      const [royalty, fee, proceeds] = [617_283_500n, 308_641_750n, 11_419_744_750n];
+      assert.equal(royalty + fee + proceeds, PRICE);
+      const orderHash = await exchange.read.hashOrder([order]);
+      await viem.assertions.emitWithArgs(hash, exchange, "OrderFilled", [
+        orderHash,
+        1n,
+        order.listingId,
+        getAddress(alice.account.address),
+        getAddress(carol.account.address),
+        getAddress(stablecoin.address),
+        PRICE,
+        getAddress(bob.account.address),
+        royalty,
+        fee,
+      ]);
+      assert.deepEqual(await balancesOf(deployed, carol, bob, treasury, alice), [BUYER_FUNDS - PRICE, royalty, fee, proceeds]);
+      assert.equal(await stablecoin.read.balanceOf([exchange.address]), 0n);
+      assert.equal(await certificate.read.ownerOf([1n]), getAddress(carol.account.address));
+      assert.equal(await exchange.read.orderStatus([orderHash]), OrderStatus.Filled);
+    });
+
+    it("test_fill_emitsOrderFilledAfterThePaymentsAndTheTransfer", async () => {
+      const deployed = await networkHelpers.loadFixture(deployExchange);
+      const { certificate, stablecoin, exchange } = deployed;
+      const order = await orderOf(deployed);
+      const hash = await exchange.write.fill([order, await sign(orderKey, order, exchange.address)], { account: carol.account });
+      const receipt = await publicClient.waitForTransactionReceipt({ hash });
+      // The three payments (royalty, fee, proceeds) and the certificate's Transfer share one topic; then OrderFilled.
+      const transferTopic = keccak256(toBytes("Transfer(address,address,uint256)"));
+      const [orderFilled] = parseEventLogs({ abi: exchange.abi, logs: receipt.logs, eventName: "OrderFilled" });
+      assert.deepEqual(
+        receipt.logs.map((log) => [getAddress(log.address), log.topics[0]]),
+        [
+          [getAddress(stablecoin.address), transferTopic],
+          [getAddress(stablecoin.address), transferTopic],
+          [getAddress(stablecoin.address), transferTopic],
+          [getAddress(certificate.address), transferTopic],
+          [getAddress(exchange.address), orderFilled!.topics[0]],
+        ],
+      );
+    });
+
+    it("test_fill_acceptsTheSelfCustodiedSellersOwnSignature", async () => {
+      const deployed = await networkHelpers.loadFixture(deployExchange);
+      const { certificate, exchange } = deployed;
+      assert.equal(await exchange.read.hasRole([ORDER_SIGNER_ROLE, alice.account.address]), false);
+      const order = await orderOf(deployed);
+      await exchange.write.fill([order, await sign(alice, order, exchange.address)], { account: carol.account });
+      assert.equal(await certificate.read.ownerOf([1n]), getAddress(carol.account.address));
+    });
+
+    it("test_fill_acceptsAnErc1271SellersSignature", async () => {
+      const deployed = await networkHelpers.loadFixture(deployExchange);
+      const { certificate, exchange } = deployed;
+      // A contract wallet whose signatures are alice's holds certificate 4. The mock cannot approve the exchange,
+      // so the fill stops at the ERC-721 approval: after the signature was accepted.
+      const wallet = await viem.deployContract("ERC1271WalletMock", [alice.account.address]);
+      await certificate.write.certify([wallet.address, "art_4", keccak256(toBytes("art_4")), "ipfs://", zeroAddress, 0n], asRelayer);
+      const order = await orderOf(deployed, { seller: getAddress(wallet.address), tokenId: 4n });
+      await viem.assertions.revertWithCustomErrorWithArgs(
+        exchange.write.fill([order, await sign(alice, order, exchange.address)], { account: carol.account }),
+        certificate,
+        "ERC721InsufficientApproval",
+        [getAddress(exchange.address), 4n],
+      );
+      await viem.assertions.revertWithCustomErrorWithArgs(
+        exchange.write.fill([order, await sign(carol, order, exchange.address)], { account: carol.account }),
+        exchange,
+        "ArtExchangeInvalidSignature",
+        [await exchange.read.hashOrder([order])],
+      );
+    });
+
+    it("test_fill_revertsForASignatureOfNeitherTheOrderKeyNorTheSeller", async () => {
+      const deployed = await networkHelpers.loadFixture(deployExchange);
+      const { exchange } = deployed;
+      const order = await orderOf(deployed);
+      // A stranger, the buyer, the artist, the admin and the relayer: none signs for alice.
+      for (const signer of [dave, carol, bob, admin, relayer]) {
+        await viem.assertions.revertWithCustomErrorWithArgs(
+          exchange.write.fill([order, await sign(signer, order, exchange.address)], { account: carol.account }),
+          exchange,
+          "ArtExchangeInvalidSignature",
+          [await exchange.read.hashOrder([order])],
+        );
+      }
+      // The order key's signature of another price does not sell at this one.
+      const cheaper = { ...order, price: order.price - 1n };
+      await viem.assertions.revertWithCustomErrorWithArgs(
+        exchange.write.fill([cheaper, await sign(orderKey, order, exchange.address)], { account: carol.account }),
+        exchange,
+        "ArtExchangeInvalidSignature",
+        [await exchange.read.hashOrder([cheaper])],
+      );
+      // Garbage is refused the same way, not with an ECDSA error.
+      await viem.assertions.revertWithCustomErrorWithArgs(
+        exchange.write.fill([order, "0x1234"], { account: carol.account }),
+        exchange,
+        "ArtExchangeInvalidSignature",
+        [await exchange.read.hashOrder([order])],
+      );
+    });
+
+    it("test_fill_revertsForAnotherChainOrContract", async () => {
+      const deployed = await networkHelpers.loadFixture(deployExchange);
+      const { certificate, stablecoin, exchange } = deployed;
+      const other = await viem.deployContract("ArtExchange", [
+        admin.account.address,
+        certificate.address,
+        stablecoin.address,
+        treasury.account.address,
+        FEE_BPS,
+      ]);
+      await other.write.grantRole([ORDER_SIGNER_ROLE, orderKey.account.address]);
+      await certificate.write.setApprovalForAll([other.address, true], { account: alice.account });
+      await stablecoin.write.approve([other.address, maxUint256], { account: carol.account });
+      const order = await orderOf(deployed);
+      const forOtherChain = await sign(orderKey, order, exchange.address, chainId + 1);
+      const forOtherContract = await sign(orderKey, order, other.address);
+      for (const signature of [forOtherChain, forOtherContract]) {
+        await viem.assertions.revertWithCustomErrorWithArgs(
+          exchange.write.fill([order, signature], { account: carol.account }),
+          exchange,
+          "ArtExchangeInvalidSignature",
+          [await exchange.read.hashOrder([order])],
+        );
+      }
+      assert.notEqual(await exchange.read.hashOrder([order]), await other.read.hashOrder([order]));
+      // Each signature fills where it was meant to, and only there.
+      await other.write.fill([order, forOtherContract], { account: carol.account });
+      assert.equal(await certificate.read.ownerOf([1n]), getAddress(carol.account.address));
+    });
+
+    it("test_fill_revertsOnASecondFill", async () => {
+      const deployed = await networkHelpers.loadFixture(deployExchange);
+      const { certificate, exchange } = deployed;
+      const order = await orderOf(deployed);
+      const signature = await sign(orderKey, order, exchange.address);
+      await exchange.write.fill([order, signature], { account: carol.account });
+      // Even once the seller holds the token again, the order does not sell it a second time.
+      await certificate.write.transferFrom([carol.account.address, alice.account.address, 1n], { account: carol.account });
+      const before = await balancesOf(deployed, dave, alice);
+      for (const buyer of [dave, carol]) {
+        await viem.assertions.revertWithCustomErrorWithArgs(
+          exchange.write.fill([order, signature], { account: buyer.account }),
+          exchange,
+          "ArtExchangeOrderFilled",
+          [await exchange.read.hashOrder([order])],
+        );
+      }
+      assert.deepEqual(await balancesOf(deployed, dave, alice), before);
+      assert.equal(await certificate.read.ownerOf([1n]), getAddress(alice.account.address));
+    });
+
+    it("test_fill_oneOfTwoRacingBuyersWins", async () => {
+      const deployed = await networkHelpers.loadFixture(deployExchange);
+      const { certificate, exchange } = deployed;
+      const order = await orderOf(deployed);
+      const signature = await sign(orderKey, order, exchange.address);
+      await testClient.setAutomine(false);
+      let hashes: Hex[];
+      try {
+        // Both sent before either is mined; a fixed gas limit, as the second one's estimate would already fail.
+        hashes = await Promise.all(
+          [carol, dave].map((buyer) => exchange.write.fill([order, signature], { account: buyer.account, gas: 400_000n })),
+        );
+        await testClient.mine({ blocks: 1 });
+      } finally {
+        await testClient.setAutomine(true);
+      }
+      const receipts = await Promise.all(hashes.map((hash) => publicClient.waitForTransactionReceipt({ hash })));
+      assert.equal(receipts[0]!.blockNumber, receipts[1]!.blockNumber);
+      const winners = receipts.filter((receipt) => receipt.status === "success");
+      assert.equal(winners.length, 1);
+      const winner = getAddress(winners[0]!.from);
+      const loser = winner === getAddress(carol.account.address) ? dave : carol;
+      assert.equal(await certificate.read.ownerOf([1n]), winner);
+      assert.deepEqual(await balancesOf(deployed, loser), [BUYER_FUNDS]);
+      assert.equal(
+        BUYER_FUNDS - (await deployed.stablecoin.read.balanceOf([winner])),
+        PRICE,
+        "the winner paid the price once",
+      );
+      await viem.assertions.revertWithCustomErrorWithArgs(
+        exchange.write.fill([order, signature], { account: loser.account }),
+        exchange,
+        "ArtExchangeOrderFilled",
+        [await exchange.read.hashOrder([order])],
+      );
+    });
+
+    it("test_fill_fillsUntilTheExpiryAndRevertsAfter", async () => {
+      const deployed = await networkHelpers.loadFixture(deployExchange);
+      const { certificate, exchange } = deployed;
+      const expiry = BigInt((await networkHelpers.time.latest()) + 600);
+      const late = await orderOf(deployed, { expiry });
+      await networkHelpers.time.setNextBlockTimestamp(expiry + 1n);
+      await viem.assertions.revertWithCustomErrorWithArgs(
+        exchange.write.fill([late, await sign(orderKey, late, exchange.address)], { account: carol.account }),
+        exchange,
+        "ArtExchangeOrderExpired",
+        [await exchange.read.hashOrder([late]), expiry],
+      );
+      // The expiry's own second still fills.
+      const onTime = await orderOf(deployed, { expiry: expiry + 10n });
+      await networkHelpers.time.setNextBlockTimestamp(expiry + 10n);
+      await exchange.write.fill([onTime, await sign(orderKey, onTime, exchange.address)], { account: carol.account });
+      assert.equal(await certificate.read.ownerOf([1n]), getAddress(carol.account.address));
+    });
+
+    it("test_fill_revertsWhenTheSellerNoLongerHoldsTheToken", async () => {
+      const deployed = await networkHelpers.loadFixture(deployExchange);
+      const { certificate, exchange } = deployed;
+      const order = await orderOf(deployed);
+      const signature = await sign(alice, order, exchange.address);
+      await certificate.write.transferFrom([alice.account.address, dave.account.address, 1n], { account: alice.account });
+      // dave approved the exchange too: without the check, alice's signature would sell dave's token.
+      await certificate.write.setApprovalForAll([exchange.address, true], { account: dave.account });
+      await viem.assertions.revertWithCustomErrorWithArgs(
+        exchange.write.fill([order, signature], { account: carol.account }),
+        exchange,
+        "ArtExchangeSellerNotOwner",
+        [1n, getAddress(alice.account.address), getAddress(dave.account.address)],
+      );
+      assert.deepEqual(await balancesOf(deployed, carol), [BUYER_FUNDS]);
+      assert.equal(await exchange.read.orderStatus([await exchange.read.hashOrder([order])]), OrderStatus.Open);
+    });
+
+    it("test_fill_revertsForAnotherBuyerThanTheOrderNames", async () => {
+      const deployed = await networkHelpers.loadFixture(deployExchange);
+      const { certificate, exchange } = deployed;
+      const order = await orderOf(deployed, { buyer: getAddress(carol.account.address) });
+      const signature = await sign(orderKey, order, exchange.address);
+      await viem.assertions.revertWithCustomErrorWithArgs(
+        exchange.write.fill([order, signature], { account: dave.account }),
+        exchange,
+        "ArtExchangeWrongBuyer",
+        [getAddress(carol.account.address), getAddress(dave.account.address)],
+      );
+      await exchange.write.fill([order, signature], { account: carol.account });
+      assert.equal(await certificate.read.ownerOf([1n]), getAddress(carol.account.address));
+    });
+
+    it("test_fill_revertsForAnotherCurrency", async () => {
+      const deployed = await networkHelpers.loadFixture(deployExchange);
+      const { exchange } = deployed;
+      const otherToken = await viem.deployContract("MockStablecoin", []);
+      const order = await orderOf(deployed, { currency: getAddress(otherToken.address) });
+      await viem.assertions.revertWithCustomErrorWithArgs(
+        exchange.write.fill([order, await sign(orderKey, order, exchange.address)], { account: carol.account }),
+        exchange,
+        "ArtExchangeUnsupportedCurrency",
+        [getAddress(otherToken.address)],
+      );
+    });
+
+    it("test_fill_revertsWhenTheFeeChangedSinceTheSignature", async () => {
+      const deployed = await networkHelpers.loadFixture(deployExchange);
+      const { exchange } = deployed;
+      const order = await orderOf(deployed);
+      const signature = await sign(orderKey, order, exchange.address);
+      await exchange.write.setFee([treasury.account.address, 300]);
+      await viem.assertions.revertWithCustomErrorWithArgs(
+        exchange.write.fill([order, signature], { account: carol.account }),
+        exchange,
+        "ArtExchangeFeeChanged",
+        [FEE_BPS, 300],
+      );
+    });
+
+    it("test_fill_paysNoRoyaltyWithoutOneOrToTheArtistSelling", async () => {
+      const deployed = await networkHelpers.loadFixture(deployExchange);
+      const { exchange } = deployed;
+      const fee = 308_641_750n;
+      // Certificate 2 has no royalty: the seller gets the price less the fee.
+      const withoutRoyalty = await orderOf(deployed, { tokenId: 2n, listingId: "lst_2" });
+      const hash = await exchange.write.fill([withoutRoyalty, await sign(orderKey, withoutRoyalty, exchange.address)], {
+        account: carol.account,
+      });
+      await viem.assertions.emitWithArgs(hash, exchange, "OrderFilled", [
+        await exchange.read.hashOrder([withoutRoyalty]),
+        2n,
+        "lst_2",
+        getAddress(alice.account.address),
+        getAddress(carol.account.address),
+        getAddress(deployed.stablecoin.address),
+        PRICE,
+        zeroAddress,
+        0n,
+        fee,
+      ]);
+      assert.deepEqual(await balancesOf(deployed, alice, treasury), [PRICE - fee, fee]);
+
+      // Certificate 3 is sold by its artist: the royalty would be paid to the seller, so it is all proceeds.
+      const byArtist = await orderOf(deployed, { tokenId: 3n, seller: getAddress(bob.account.address), listingId: "lst_3" });
+      const byArtistHash = await exchange.write.fill([byArtist, await sign(bob, byArtist, exchange.address)], { account: dave.account });
+      await viem.assertions.emitWithArgs(byArtistHash, exchange, "OrderFilled", [
+        await exchange.read.hashOrder([byArtist]),
+        3n,
+        "lst_3",
+        getAddress(bob.account.address),
+        getAddress(dave.account.address),
+        getAddress(deployed.stablecoin.address),
+        PRICE,
+        getAddress(bob.account.address),
+        0n,
+        fee,
+      ]);
+      assert.deepEqual(await balancesOf(deployed, bob, treasury), [PRICE - fee, 2n * fee]);
+    });
+
+    it("test_fill_revertsWithoutTheBuyersAllowanceAndLeavesTheOrderOpen", async () => {
+      const deployed = await networkHelpers.loadFixture(deployExchange);
+      const { certificate, stablecoin, exchange } = deployed;
+      const order = await orderOf(deployed);
+      const signature = await sign(orderKey, order, exchange.address);
+      await stablecoin.write.approve([exchange.address, PRICE - 1n], { account: dave.account });
+      // The royalty and the fee pass the allowance; the seller's proceeds do not: the whole fill is undone.
+      await viem.assertions.revertWithCustomError(
+        exchange.write.fill([order, signature], { account: dave.account }),
+        stablecoin,
+        "ERC20InsufficientAllowance",
+      );
+      assert.deepEqual(await balancesOf(deployed, dave, bob, treasury, alice), [BUYER_FUNDS, 0n, 0n, 0n]);
+      assert.equal(await certificate.read.ownerOf([1n]), getAddress(alice.account.address));
+      assert.equal(await exchange.read.orderStatus([await exchange.read.hashOrder([order])]), OrderStatus.Open);
+    });
+
+    it("test_fill_revertsWithoutTheSellersApprovalAndRefundsTheBuyer", async () => {
+      const deployed = await networkHelpers.loadFixture(deployExchange);
+      const { certificate, exchange } = deployed;
+      const order = await orderOf(deployed);
+      await certificate.write.setApprovalForAll([exchange.address, false], { account: alice.account });
+      await viem.assertions.revertWithCustomErrorWithArgs(
+        exchange.write.fill([order, await sign(orderKey, order, exchange.address)], { account: carol.account }),
+        certificate,
+        "ERC721InsufficientApproval",
+        [getAddress(exchange.address), 1n],
+      );
+      assert.deepEqual(await balancesOf(deployed, carol, bob, treasury, alice), [BUYER_FUNDS, 0n, 0n, 0n]);
+    });
+
+    it("test_hashOrder_isTheEip712DigestWalletsSign", async () => {
+      const deployed = await networkHelpers.loadFixture(deployExchange);
+      const { exchange } = deployed;
+      const order = await orderOf(deployed, { listingId: "lst_été", buyer: getAddress(dave.account.address) });
+      const digest = hashTypedData({ domain: exchangeDomain(chainId, exchange.address), types: ORDER_TYPES, primaryType: "Order", message: order });
+      assert.equal(await exchange.read.hashOrder([order]), digest);
+      const [, name, version, domainChainId, verifyingContract] = await exchange.read.eip712Domain();
+      assert.deepEqual([name, version, domainChainId, verifyingContract], ["ArtExchange", "1", BigInt(chainId), getAddress(exchange.address)]);
+    });
+  });
+
+  describe("cancel", () => {
+    it("test_cancel_bySellerOrOrderKeyStopsTheFill", async () => {
+      const deployed = await networkHelpers.loadFixture(deployExchange);
+      const { exchange } = deployed;
+      for (const [canceller, listingId] of [
+        [alice, "lst_by_seller"],
+        [orderKey, "lst_by_order_key"],
+      ] as const) {
+        const order = await orderOf(deployed, { listingId });
+        const orderHash = await exchange.read.hashOrder([order]);
+        const hash = await exchange.write.cancel([order], { account: canceller.account });
+        await viem.assertions.emitWithArgs(hash, exchange, "OrderCancelled", [orderHash, getAddress(canceller.account.address)]);
+        assert.equal(await exchange.read.orderStatus([orderHash]), OrderStatus.Cancelled);
+        await viem.assertions.revertWithCustomErrorWithArgs(
+          exchange.write.fill([order, await sign(orderKey, order, exchange.address)], { account: carol.account }),
+          exchange,
+          "ArtExchangeOrderCancelled",
+          [orderHash],
+        );
+        await viem.assertions.revertWithCustomErrorWithArgs(
+          exchange.write.cancel([order], { account: canceller.account }),
+          exchange,
+          "ArtExchangeOrderCancelled",
+          [orderHash],
+        );
+      }
+      assert.deepEqual(await balancesOf(deployed, carol), [BUYER_FUNDS]);
+    });
+
+    it("test_cancel_revertsForOthersAndAfterTheFill", async () => {
+      const deployed = await networkHelpers.loadFixture(deployExchange);
+      const { exchange } = deployed;
+      const order = await orderOf(deployed);
+      for (const caller of [carol, bob, admin, relayer]) {
+        await viem.assertions.revertWithCustomErrorWithArgs(
+          exchange.write.cancel([order], { account: caller.account }),
+          exchange,
+          "ArtExchangeUnauthorizedCanceller",
+          [getAddress(caller.account.address)],
+        );
+      }
+      await exchange.write.fill([order, await sign(orderKey, order, exchange.address)], { account: carol.account });
+      await viem.assertions.revertWithCustomErrorWithArgs(
+        exchange.write.cancel([order], { account: alice.account }),
+        exchange,
+        "ArtExchangeOrderFilled",
+        [await exchange.read.hashOrder([order])],
+      );
+    });
+  });
+
+  describe("fee and roles", () => {
+    it("test_setFee_setsTheTreasuryAndFeeForTheAdminOnly", async () => {
+      const { exchange } = await networkHelpers.loadFixture(deployExchange);
+      const hash = await exchange.write.setFee([dave.account.address, 1000]);
+      await viem.assertions.emitWithArgs(hash, exchange, "FeeSet", [getAddress(dave.account.address), 1000]);
+      assert.equal(await exchange.read.treasury(), getAddress(dave.account.address));
+      assert.equal(await exchange.read.feeBps(), 1000);
+      await viem.assertions.revertWithCustomErrorWithArgs(exchange.write.setFee([dave.account.address, 1001]), exchange, "ArtExchangeFeeTooHigh", [
+        1001,
+        1000,
+      ]);
+      await viem.assertions.revertWithCustomError(exchange.write.setFee([zeroAddress, 0]), exchange, "ArtExchangeZeroAddress");
+      for (const caller of [orderKey, treasury]) {
+        await viem.assertions.revertWithCustomErrorWithArgs(
+          exchange.write.setFee([caller.account.address, 0], { account: caller.account }),
+          exchange,
+          "AccessControlUnauthorizedAccount",
+          [getAddress(caller.account.address), DEFAULT_ADMIN_ROLE],
+        );
+      }
+    });
+
+    it("test_constructor_setsEverythingAndRevertsOnZeroAddresses", async () => {
+      const { certificate, stablecoin } = await networkHelpers.loadFixture(deployExchange);
+      const exchange = await viem.deployContract("ArtExchange", [bob.account.address, certificate.address, stablecoin.address, treasury.account.address, 0]);
+      assert.equal(await exchange.read.certificate(), getAddress(certificate.address));
+      assert.equal(await exchange.read.paymentToken(), getAddress(stablecoin.address));
+      assert.equal(await exchange.read.treasury(), getAddress(treasury.account.address));
+      assert.equal(await exchange.read.feeBps(), 0);
+      assert.equal(await exchange.read.MAX_FEE_BPS(), 1000);
+      assert.equal(await exchange.read.ORDER_SIGNER_ROLE(), ORDER_SIGNER_ROLE);
+      assert.equal(await exchange.read.hasRole([DEFAULT_ADMIN_ROLE, bob.account.address]), true);
+      assert.equal(await exchange.read.hasRole([ORDER_SIGNER_ROLE, bob.account.address]), false);
+      assert.equal(await exchange.read.defaultAdminDelay(), ADMIN_DELAY_SECONDS);
+
+      const args = [admin.account.address, certificate.address, stablecoin.address, treasury.account.address] as const;
+      for (const index of [1, 2, 3]) {
+        const withZero = args.map((arg, i) => (i === index ? zeroAddress : arg)) as [Address, Address, Address, Address];
+        await assert.rejects(viem.deployContract("ArtExchange", [...withZero, FEE_BPS]), /ArtExchangeZeroAddress/);
+      }
+      await assert.rejects(viem.deployContract("ArtExchange", [...args, 1001]), /ArtExchangeFeeTooHigh/);
+      const [, ...rest] = args;
+      await assert.rejects(viem.deployContract("ArtExchange", [zeroAddress, ...rest, FEE_BPS]), /AccessControlInvalidDefaultAdmin/);
+    });
+
+    it("test_supportsInterface_reportsEveryStandard", async () => {
+      const { exchange } = await networkHelpers.loadFixture(deployExchange);
+      const { abi } = await artifacts.readArtifact("IArtExchange");
+      const supported = {
+        erc165: "0x01ffc9a7",
+        accessControl: "0x7965db0b",
+        accessControlDefaultAdminRules: ACCESS_CONTROL_DEFAULT_ADMIN_RULES_ID,
+        artExchange: interfaceId(abi),
+      } as const;
+      for (const [name, id] of Object.entries(supported)) {
+        assert.equal(await exchange.read.supportsInterface([id]), true, name);
+      }
+      assert.equal(await exchange.read.supportsInterface(["0xffffffff"]), false);
+    });
+  });
+
+  describe("MockStablecoin", () => {
+    it("test_mockStablecoin_hasSixDecimalsAndAnOpenMint", async () => {
+      const { stablecoin } = await networkHelpers.loadFixture(deployExchange);
+      assert.equal(await stablecoin.read.decimals(), 6);
+      await stablecoin.write.mint([treasury.account.address, 1_000_000n], { account: dave.account });
+      assert.equal(await stablecoin.read.balanceOf([treasury.account.address]), 1_000_000n);
+    });
+  });
+});

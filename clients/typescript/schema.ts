@@ -230,6 +230,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/users/me/wallets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your linked wallets
+         * @description Requires a bearer (an access token or an API key) with the `users:read` scope.
+         */
+        get: operations["listLinkedWallets"];
+        put?: never;
+        /**
+         * Link a wallet of your own
+         * @description Proves control of a wallet with a SIWE message it signed (nonce from POST /v1/auth/siwe/nonce; domain, chain, expiry and signature checked as at sign-in, ERC-1271 and ERC-6492 wallets included) and links it to your account: what it holds is yours on the platform (the owner's rights of a certificate it holds), and withdrawals may go to it. It does not sign in (a sign-in with it is 401). Linking a wallet linked to you already answers it as it is; a wallet of another account (linked there, or its sign-in wallet) is 409 `conflict`, a refused proof 400 `validation_failed`.
+         *
+         *     Requires a bearer (an access token or an API key) with the `write` scope.
+         */
+        post: operations["linkWallet"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/users/me/wallets/{address}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Unlink a wallet
+         * @description The wallet keeps what it holds on-chain; the platform no longer counts it as yours. Another account's wallet, or one not linked, is 404.
+         *
+         *     Requires a bearer (an access token or an API key) with the `write` scope.
+         */
+        delete: operations["unlinkWallet"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/artworks": {
         parameters: {
             query?: never;
@@ -459,9 +507,9 @@ export interface paths {
         put?: never;
         /**
          * Subscribe a URL to events
-         * @description Events: artwork.certified, artwork.certification_failed, offer.created, offer.accepted, offer.rejected, offer.expired, payment.completed, fractional.purchase_confirmed, ticket.purchased, ticket.refunded, challenge.joined, reward.points_reversed; `*` subscribes to all. The URL must be https and resolve only to public addresses (checked now and before every delivery).
+         * @description Events: artwork.certified, artwork.certification_failed, offer.created, offer.accepted, offer.rejected, offer.expired, payment.completed, fractional.purchase_confirmed, ticket.purchased, ticket.refunded, challenge.joined, reward.points_reversed, asset.withdrawn; `*` subscribes to all. The URL must be https and resolve only to public addresses (checked now and before every delivery).
          *
-         *     A subscription receives only the events that concern its owner: `artwork.certified` (the artwork's artist), `artwork.certification_failed` (the artwork's artist), `offer.created` (the buyer and the seller), `offer.accepted` (the buyer and the seller), `offer.rejected` (the buyer and the seller), `offer.expired` (the buyer and the seller), `payment.completed` (the buyer and the seller), `fractional.purchase_confirmed` (the buyer of the shares and the owner who fractionalized the artwork), `ticket.purchased` (the buyer of the tickets), `ticket.refunded` (the buyer of the tickets (their event was cancelled)), `challenge.joined` (the submitter (and admins)), `reward.points_reversed` (the user whose points were taken back). An admin may set `all_users: true` to receive every user's events; anyone else gets 403 `forbidden`.
+         *     A subscription receives only the events that concern its owner: `artwork.certified` (the artwork's artist), `artwork.certification_failed` (the artwork's artist), `offer.created` (the buyer and the seller), `offer.accepted` (the buyer and the seller), `offer.rejected` (the buyer and the seller), `offer.expired` (the buyer and the seller), `payment.completed` (the buyer and the seller), `fractional.purchase_confirmed` (the buyer of the shares and the owner who fractionalized the artwork), `ticket.purchased` (the buyer of the tickets), `ticket.refunded` (the buyer of the tickets (their event was cancelled)), `challenge.joined` (the submitter (and admins)), `reward.points_reversed` (the user whose points were taken back), `asset.withdrawn` (the user who withdrew the asset to their own wallet). An admin may set `all_users: true` to receive every user's events; anyone else gets 403 `forbidden`.
          *
          *     The answer carries the signing secret (`whsec_…`), shown only here and on rotation. Deliveries are signed with `X-Service-Signature` and the Standard Webhooks headers; see docs/integrators/webhooks.md.
          *
@@ -2063,6 +2111,56 @@ export interface paths {
         patch: operations["updateReward"];
         trace?: never;
     };
+    "/v1/withdrawals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your withdrawals
+         * @description Requires a bearer (an access token or an API key) with the `artworks:read` scope.
+         */
+        get: operations["listWithdrawals"];
+        put?: never;
+        /**
+         * Take a certificate from your custodial wallet to a wallet of your own
+         * @description Moves the artwork's certificate from the custodial wallet the platform holds for you to `to`, one of your linked wallets (POST /v1/users/me/wallets): the platform signs the transfer for the custodial wallet and relays it, once. 202 `pending`; `completed` once the indexer shows the transfer (webhook `asset.withdrawn`). From then on the wallet holds it, and you keep the owner's rights through it (listing needs that wallet's own approval of the settlement contract).
+         *
+         *     Refused: `to` not one of your linked wallets (400), a certificate your custodial wallet does not hold (403; 409 when your linked wallet holds it already), and 409 `invalid_state` with the `reason` while the artwork is `listed`, `disputed`, fractionalized (`shares_issued`) or being withdrawn (`withdrawing`).
+         *
+         *     Requires a bearer (an access token or an API key) with the `artworks:write` scope.
+         */
+        post: operations["createWithdrawal"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/withdrawals/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A withdrawal
+         * @description Yours, or anyone's for an admin; another user's is 404.
+         *
+         *     Requires a bearer (an access token or an API key) with the `artworks:read` scope.
+         */
+        get: operations["getWithdrawal"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2137,7 +2235,7 @@ export interface components {
                 code: string;
                 message: string;
             }[];
-            /** @description 409 `invalid_state`: Which rule refused: `listed`, `disputed`, `shares_issued`, `resold`, `external_wallet`, `own_artwork`, `owner_unknown`, `hold_limit`, `free_ticket_limit`, `below_minimum_charge` */
+            /** @description 409 `invalid_state`: Which rule refused: `listed`, `disputed`, `shares_issued`, `withdrawing`, `resold`, `external_wallet`, `own_artwork`, `owner_unknown`, `hold_limit`, `free_ticket_limit`, `below_minimum_charge` */
             reason?: string;
             /** @description 409 `invalid_state`: `hold_limit`: the seats the buyer holds unpaid now */
             held?: number;
@@ -2369,6 +2467,43 @@ export interface components {
              * @example 2026-11-22T10:00:00.000Z
              */
             last_used_at: string | null;
+        };
+        /** @description A wallet of your own, linked by its signature: what it holds is yours on the platform, and withdrawals may go to it. */
+        LinkedWallet: {
+            /**
+             * @description EIP-55 checksummed
+             * @example 0x70997970C51812dc3A010C7d01b50e0d17dc79C8
+             */
+            address: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            linked_at: string;
+        };
+        /**
+         * @example {
+         *       "message": "api.example.com wants you to sign in with your Ethereum account:\n0x70997970C51812dc3A010C7d01b50e0d17dc79C8\n\nLink this wallet to my Art Platform account\n\nURI: https://api.example.com\nVersion: 1\nChain ID: 31337\nNonce: 8f3a2c91d4e7b605\nIssued At: 2026-11-22T10:00:00.000Z",
+         *       "signature": "0x4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f4f"
+         *     }
+         */
+        WalletLinkRequest: {
+            /** @description An EIP-4361 message naming the wallet, with a nonce from POST /v1/auth/siwe/nonce */
+            message: string;
+            /** @description The wallet's signature of the message (EOA, ERC-1271 or ERC-6492) */
+            signature: string;
+        };
+        LinkedWalletList: {
+            data: components["schemas"]["LinkedWallet"][];
+        };
+        LinkedWalletRemoved: {
+            /**
+             * @description EIP-55 checksummed
+             * @example 0x70997970C51812dc3A010C7d01b50e0d17dc79C8
+             */
+            address: string;
+            /** @enum {boolean} */
+            unlinked: true;
         };
         AdminUserCreated: components["schemas"]["AdminUser"] & {
             api_key: {
@@ -2855,13 +2990,13 @@ export interface components {
              */
             url: string;
             /**
-             * @description Event names, or ["*"] for all: artwork.certified, artwork.certification_failed, offer.created, offer.accepted, offer.rejected, offer.expired, payment.completed, fractional.purchase_confirmed, ticket.purchased, ticket.refunded, challenge.joined, reward.points_reversed
+             * @description Event names, or ["*"] for all: artwork.certified, artwork.certification_failed, offer.created, offer.accepted, offer.rejected, offer.expired, payment.completed, fractional.purchase_confirmed, ticket.purchased, ticket.refunded, challenge.joined, reward.points_reversed, asset.withdrawn
              * @example [
              *       "artwork.certified",
              *       "offer.accepted"
              *     ]
              */
-            events: ("artwork.certified" | "artwork.certification_failed" | "offer.created" | "offer.accepted" | "offer.rejected" | "offer.expired" | "payment.completed" | "fractional.purchase_confirmed" | "ticket.purchased" | "ticket.refunded" | "challenge.joined" | "reward.points_reversed" | "*")[];
+            events: ("artwork.certified" | "artwork.certification_failed" | "offer.created" | "offer.accepted" | "offer.rejected" | "offer.expired" | "payment.completed" | "fractional.purchase_confirmed" | "ticket.purchased" | "ticket.refunded" | "challenge.joined" | "reward.points_reversed" | "asset.withdrawn" | "*")[];
             description?: string | null;
             /**
              * @description true: every user's events, not only the events that concern you (admins only, with the admin:read scope; 403 otherwise). false (default): only your own events (your artworks, offers, payments...).
@@ -2889,13 +3024,13 @@ export interface components {
              */
             url?: string;
             /**
-             * @description Event names, or ["*"] for all: artwork.certified, artwork.certification_failed, offer.created, offer.accepted, offer.rejected, offer.expired, payment.completed, fractional.purchase_confirmed, ticket.purchased, ticket.refunded, challenge.joined, reward.points_reversed
+             * @description Event names, or ["*"] for all: artwork.certified, artwork.certification_failed, offer.created, offer.accepted, offer.rejected, offer.expired, payment.completed, fractional.purchase_confirmed, ticket.purchased, ticket.refunded, challenge.joined, reward.points_reversed, asset.withdrawn
              * @example [
              *       "artwork.certified",
              *       "offer.accepted"
              *     ]
              */
-            events?: ("artwork.certified" | "artwork.certification_failed" | "offer.created" | "offer.accepted" | "offer.rejected" | "offer.expired" | "payment.completed" | "fractional.purchase_confirmed" | "ticket.purchased" | "ticket.refunded" | "challenge.joined" | "reward.points_reversed" | "*")[];
+            events?: ("artwork.certified" | "artwork.certification_failed" | "offer.created" | "offer.accepted" | "offer.rejected" | "offer.expired" | "payment.completed" | "fractional.purchase_confirmed" | "ticket.purchased" | "ticket.refunded" | "challenge.joined" | "reward.points_reversed" | "asset.withdrawn" | "*")[];
             description?: string | null;
             /**
              * @description disabled stops deliveries; active re-enables
@@ -4655,6 +4790,65 @@ export interface components {
             stock?: number | null;
             active?: boolean;
         };
+        Withdrawal: {
+            /** @example wdr_01JD3Y5V0Q3G7W7J6T4N4C2X1M */
+            id: string;
+            /**
+             * @description pending until the indexer shows the transfer on-chain, then completed; failed when the transfer could not be made (failure_reason)
+             * @enum {string}
+             */
+            status: "pending" | "completed" | "failed";
+            /** @enum {string} */
+            asset: "certificate";
+            /** @example art_01JD3Y5V0Q3G7W7J6T4N4C2X1M */
+            artwork_id: string;
+            quantity: number;
+            /**
+             * @description The linked wallet it goes to (EIP-55)
+             * @example 0x70997970C51812dc3A010C7d01b50e0d17dc79C8
+             */
+            to: string;
+            /** @description The transfer's transaction, once sent */
+            tx_hash: string | null;
+            failure_reason: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            completed_at: string | null;
+        };
+        /**
+         * @example {
+         *       "artwork_id": "art_01JD3Y5V0Q3G7W7J6T4N4C2X1M",
+         *       "asset": "certificate",
+         *       "to": "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
+         *     }
+         */
+        WithdrawalCreate: {
+            /** @description A certified artwork whose certificate your custodial wallet holds */
+            artwork_id: string;
+            /**
+             * @description What leaves your custodial wallet: the artwork's certificate (ERC-721)
+             * @enum {string}
+             */
+            asset: "certificate";
+            /**
+             * @description 1 for a certificate (the default)
+             * @enum {number}
+             */
+            quantity?: 1;
+            /** @description One of your linked wallets (GET /v1/users/me/wallets) */
+            to: string;
+        };
+        WithdrawalList: {
+            data: components["schemas"]["Withdrawal"][];
+            pagination: components["schemas"]["Pagination"];
+        };
     };
     responses: never;
     parameters: never;
@@ -5753,6 +5947,265 @@ export interface operations {
                         revoked: true;
                         revoked_at: string;
                     };
+                };
+            };
+            /** @description Malformed request, invalid parameter or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, invalid, expired or revoked bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listLinkedWallets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LinkedWalletList"];
+                };
+            };
+            /** @description Malformed request, invalid parameter or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, invalid, expired or revoked bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    linkWallet: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WalletLinkRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LinkedWallet"];
+                };
+            };
+            /** @description Malformed request, invalid parameter or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, invalid, expired or revoked bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Refused by the resource's state, or a concurrent request with the same Idempotency-Key */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Idempotency-Key reused with a different request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    unlinkWallet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The linked wallet's address (any case) */
+                address: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LinkedWalletRemoved"];
                 };
             };
             /** @description Malformed request, invalid parameter or failed validation */
@@ -15379,6 +15832,270 @@ export interface operations {
             };
             /** @description Refused by the resource's state, or a concurrent request with the same Idempotency-Key */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listWithdrawals: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1 */
+                page?: number;
+                /** @description Page size, 1..100 (default 20) */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WithdrawalList"];
+                };
+            };
+            /** @description Malformed request, invalid parameter or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, invalid, expired or revoked bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createWithdrawal: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WithdrawalCreate"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Withdrawal"];
+                };
+            };
+            /** @description Malformed request, invalid parameter or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, invalid, expired or revoked bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Refused by the resource's state, or a concurrent request with the same Idempotency-Key */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Idempotency-Key reused with a different request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getWithdrawal: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The withdrawal's id: `wdr_` followed by a 26-character ULID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Withdrawal"];
+                };
+            };
+            /** @description Malformed request, invalid parameter or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, invalid, expired or revoked bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

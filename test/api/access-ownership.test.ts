@@ -11,10 +11,13 @@
  */
 import { randomBytes } from "node:crypto";
 import { sql } from "kysely";
+import { getAddress } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { artworkInput, formFields, pngImage, postMultipart, startImageServer, useArtworkPlatform } from "../support/artworks.ts";
 import { certifiedArtwork } from "../support/marketplace.ts";
 import { waitFor } from "../support/wait.ts";
+import { linkedWallet } from "../support/wallets.ts";
 import { createUser, expectProblem, type TestResponse, type TestUser } from "./helpers.ts";
 
 const p = useArtworkPlatform();
@@ -65,6 +68,8 @@ const EXCLUDED: Record<string, string> = {
   "DELETE /v1/auth/token": "revokes the token it is called with: it cannot name another's",
   "POST /v1/auth/siwe/nonce": SIGN_IN,
   "POST /v1/auth/siwe/verify": SIGN_IN,
+  "POST /v1/users/me/wallets": "links a wallet the caller's signature proves to the caller: no one else's to cross (a wallet of another account is 409, wallets.test.ts)",
+  "POST /v1/withdrawals": "moves the caller's own certificate to one of the caller's linked wallets: another's wallet is 400, another's certificate 403 (withdrawals.test.ts)",
   "POST /v1/api-keys": CREATES,
   "GET /v1/artworks": PUBLIC_READ,
   "POST /v1/artworks": CREATES,
@@ -125,7 +130,7 @@ const s = {} as {
   others: Record<Role, Member>;
   seller: Member;
   /** Certified artworks of `seller`, each for one use. */
-  art: Record<"create" | "cancel" | "offers" | "accept" | "sold" | "disputed" | "shares", string>;
+  art: Record<"create" | "cancel" | "offers" | "accept" | "sold" | "disputed" | "shares" | "withdrawn", string>;
   /** Certified artworks of `seller` for fractionalizations (one per successful row). */
   fractionable: string[];
   offersListing: string;
@@ -133,6 +138,8 @@ const s = {} as {
   disputed: { id: string; buyer: Member; disputeId: string };
   sharePurchase: { id: string; buyer: Member };
   event: string;
+  /** A withdrawal of `seller`'s to a wallet it linked. */
+  withdrawal: string;
 };
 
 const req = (method: string, path: string, token?: string, body?: unknown) => p.api.request(method, path, { token, body });
@@ -281,6 +288,28 @@ const TABLE: Record<string, Entry> = {
     arrange: owned(async (owner) => ({ path: `/v1/admin/users/${owner.id}`, body: { role: "artist" } })),
     expect: { owner: 403, other: 403, admin: 200 },
     repeatable: true,
+  },
+
+  // Linked wallets: private to their user, admins included.
+  "GET /v1/users/me/wallets": {
+    arrange: owned(async (owner) => ({ path: "/v1/users/me/wallets", listed: getAddress(await linkedWallet(p.api, owner.token, privateKeyToAccount(generatePrivateKey()))) })),
+    expect: { owner: 200, other: 200, admin: 200 },
+    sees: OWN,
+  },
+  "DELETE /v1/users/me/wallets/{address}": {
+    arrange: owned(async (owner) => ({ path: `/v1/users/me/wallets/${await linkedWallet(p.api, owner.token, privateKeyToAccount(generatePrivateKey()))}` })),
+    expect: { owner: 200, other: 404, admin: 404 },
+  },
+
+  // Withdrawals: private to their user; admins read them.
+  "GET /v1/withdrawals": {
+    arrange: async () => ({ owner: s.seller, path: "/v1/withdrawals", listed: s.withdrawal }),
+    expect: { owner: 200, other: 200, admin: 200 },
+    sees: OWN,
+  },
+  "GET /v1/withdrawals/{id}": {
+    arrange: async () => ({ owner: s.seller, path: `/v1/withdrawals/${s.withdrawal}` }),
+    expect: { owner: 200, other: 404, admin: 200 },
   },
 
   // API keys: private to their owner, admins included.
@@ -629,14 +658,16 @@ beforeAll(async () => {
 
   const [admin, collector, artist, seller] = await Promise.all([createUser(p.api, { role: "admin", scope: ["admin"] }), member(), member("artist"), member("artist")]);
   Object.assign(s, { admin, others: { collector, artist }, seller });
-  const certified = await Promise.all(Array.from({ length: 9 }, () => certifiedArtwork(p, seller)));
-  const [create, cancel, offers, accept, sold, disputed, shares, ...fractionable] = certified as [string, string, string, string, string, string, string, string, string];
-  s.art = { create, cancel, offers, accept, sold, disputed, shares };
+  const certified = await Promise.all(Array.from({ length: 10 }, () => certifiedArtwork(p, seller)));
+  const [create, cancel, offers, accept, sold, disputed, shares, withdrawn, ...fractionable] = certified as [string, string, string, string, string, string, string, string, string, string];
+  s.art = { create, cancel, offers, accept, sold, disputed, shares, withdrawn };
   s.fractionable = fractionable;
 
   const [offersListing, sale, disputedSale, purchase, eventId] = await Promise.all([list(offers), completedSale(sold), completedSale(disputed), sharePurchase(shares), event()]);
   const disputeId = (await made(req("POST", `/v1/marketplace/transactions/${disputedSale.id}/disputes`, disputedSale.buyer.token, { reason: "Not as described." }), 201)).dispute_id;
-  Object.assign(s, { offersListing, sale, disputed: { ...disputedSale, disputeId }, sharePurchase: purchase, event: eventId });
+  const to = await linkedWallet(p.api, seller.token, privateKeyToAccount(generatePrivateKey()));
+  const withdrawal = (await made(req("POST", "/v1/withdrawals", seller.token, { artwork_id: withdrawn, asset: "certificate", to }), 202)).id;
+  Object.assign(s, { offersListing, sale, disputed: { ...disputedSale, disputeId }, sharePurchase: purchase, event: eventId, withdrawal });
 }, 180_000);
 
 afterAll(async () => {

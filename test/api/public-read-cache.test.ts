@@ -38,6 +38,7 @@ const INTERNAL_TABLES = [
   "siwe_nonces",
   "webhook_deliveries",
   "webhook_subscriptions",
+  "withdrawals",
 ];
 
 let database: Awaited<ReturnType<typeof createPlatformDatabase>>;

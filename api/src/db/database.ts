@@ -9,6 +9,7 @@ import type { MarketplaceTables } from "../modules/marketplace/marketplace.table
 import type { PaymentsTables } from "../modules/payments/payments.tables.ts";
 import type { RewardsTables, RewardsViews } from "../modules/rewards/rewards.tables.ts";
 import type { UsersTables, UsersViews } from "../modules/users/users.tables.ts";
+import type { WithdrawalsTables } from "../modules/withdrawals/withdrawals.tables.ts";
 import type { WebhooksTables } from "../modules/webhooks/webhooks.tables.ts";
 import type { NullableTimestamp, Timestamp } from "./columns.ts";
 
@@ -17,7 +18,7 @@ import type { NullableTimestamp, Timestamp } from "./columns.ts";
  * in its `<feature>.tables.ts`. A new module adds its tables type to the list, nothing else; the
  * views a module publishes for the others to read (`<Feature>Views`) are listed too.
  */
-export interface Database extends SharedTables, UsersTables, UsersViews, AuthTables, ArtworksTables, ArtworksViews, WebhooksTables, LedgerTables, PaymentsTables, MarketplaceTables, FractionalTables, CommunityTables, EventsTables, RewardsTables, RewardsViews {}
+export interface Database extends SharedTables, UsersTables, UsersViews, AuthTables, ArtworksTables, ArtworksViews, WebhooksTables, LedgerTables, PaymentsTables, MarketplaceTables, FractionalTables, CommunityTables, EventsTables, RewardsTables, RewardsViews, WithdrawalsTables {}
 
 /** What repositories take first: the pool, or the transaction a service opened. */
 export type Db = Kysely<Database> | Transaction<Database>;

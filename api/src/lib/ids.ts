@@ -38,6 +38,8 @@ export const ID_PREFIXES = {
   ledgerEntry: "led",
   /** A buyer's dispute of a completed sale. */
   dispute: "dsp",
+  /** A user's withdrawal of an asset from their custodial wallet to a wallet of their own. */
+  withdrawal: "wdr",
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

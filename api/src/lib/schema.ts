@@ -132,6 +132,7 @@ const ID_NOUNS: Record<IdKind, string> = {
   speaker: "speaker",
   ledgerEntry: "ledger entry",
   dispute: "dispute",
+  withdrawal: "withdrawal",
 };
 
 /**

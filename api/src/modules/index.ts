@@ -13,12 +13,13 @@ import { reportsModule } from "./reports/reports.module.ts";
 import { rewardsModule } from "./rewards/rewards.module.ts";
 import { usersModule } from "./users/users.module.ts";
 import { webhooksModule } from "./webhooks/webhooks.module.ts";
+import { withdrawalsModule } from "./withdrawals/withdrawals.module.ts";
 
 /**
  * Every feature module, in construction order: a module comes after those whose services it uses
  * (its `Needs`). Routes are declared, tasks and handlers registered, in this order too.
  */
-export const modules = [healthModule, usersModule, authModule, artworksModule, certificatesModule, webhooksModule, ledgerModule, paymentsModule, marketplaceModule, fractionalModule, communityModule, reportsModule, eventsModule, rewardsModule] as const;
+export const modules = [healthModule, usersModule, authModule, artworksModule, certificatesModule, webhooksModule, ledgerModule, paymentsModule, marketplaceModule, fractionalModule, communityModule, reportsModule, eventsModule, rewardsModule, withdrawalsModule] as const;
 
 /** The services of every module, by name (what routes, tests and the worker reach). */
 export type Services = ServicesOf<typeof modules>;

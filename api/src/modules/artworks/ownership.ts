@@ -17,10 +17,10 @@ import type { Artwork } from "./artworks.tables.ts";
  */
 
 /** The moves an artwork's owner makes that something hanging off the artwork may forbid. */
-export type ArtworkMove = "list" | "fractionalize" | "remove" | "dispute" | "return";
+export type ArtworkMove = "list" | "fractionalize" | "remove" | "dispute" | "return" | "withdraw";
 
 /** Why a move is refused (the problem's `reason`). */
-export type LockReason = "disputed" | "shares_issued" | "listed";
+export type LockReason = "disputed" | "shares_issued" | "listed" | "withdrawing";
 
 export interface ArtworkLock {
   reason: LockReason;
@@ -36,11 +36,12 @@ export interface ArtworkEncumbrances {
 
 /** Which locks refuse which move (the table of docs/ownership-and-money.md). */
 const REFUSED_BY: Record<ArtworkMove, readonly LockReason[]> = {
-  list: ["disputed", "shares_issued"],
-  fractionalize: ["disputed", "listed"],
-  remove: ["disputed", "shares_issued", "listed"],
+  list: ["disputed", "shares_issued", "withdrawing"],
+  fractionalize: ["disputed", "listed", "withdrawing"],
+  remove: ["disputed", "shares_issued", "listed", "withdrawing"],
   dispute: ["listed"],
   return: ["shares_issued", "listed"],
+  withdraw: ["disputed", "shares_issued", "listed", "withdrawing"],
 };
 
 export interface Holder {
@@ -163,4 +164,5 @@ const REFUSALS: Record<ArtworkMove, string> = {
   remove: "The artwork cannot be removed from the catalogue",
   dispute: "The sale cannot be disputed",
   return: "The certificate cannot go back to the seller",
+  withdraw: "The certificate cannot be withdrawn",
 };

@@ -5,8 +5,9 @@ import * as s from "./auth.schemas.ts";
 import * as usersSchemas from "../users/users.schemas.ts";
 import type { AccountsService } from "./accounts.service.ts";
 import type { AuthService } from "./auth.service.ts";
+import type { LinkedWalletsService } from "./wallets.service.ts";
 
-export function registerAuthRoutes(api: ApiRouter, auth: AuthService, accounts: AccountsService): void {
+export function registerAuthRoutes(api: ApiRouter, auth: AuthService, accounts: AccountsService, linkedWallets: LinkedWalletsService): void {
   api.route({
     method: "post",
     path: "/v1/auth/token",
@@ -115,6 +116,48 @@ export function registerAuthRoutes(api: ApiRouter, auth: AuthService, accounts: 
       revoked: true as const,
       revoked_at: iso(await auth.revokeApiKey(caller.userId, params.id)),
     }),
+  });
+
+  // Wallets of one's own: where withdrawals may go, so writes need the coarse `write`, as API keys do.
+  api.route({
+    method: "post",
+    path: "/v1/users/me/wallets",
+    operationId: "linkWallet",
+    summary: "Link a wallet of your own",
+    description:
+      "Proves control of a wallet with a SIWE message it signed (nonce from POST /v1/auth/siwe/nonce; domain, chain, expiry and signature checked as at sign-in, ERC-1271 and ERC-6492 wallets included) and links it to your account: what it holds is yours on the platform (the owner's rights of a certificate it holds), and withdrawals may go to it. It does not sign in (a sign-in with it is 401). Linking a wallet linked to you already answers it as it is; a wallet of another account (linked there, or its sign-in wallet) is 409 `conflict`, a refused proof 400 `validation_failed`.",
+    tags: ["Users"],
+    auth: { scope: "write" },
+    body: s.walletLinkSchema,
+    status: 201,
+    errors: [409],
+    response: s.linkedWalletSchema,
+    handler: ({ auth: caller, body, transaction }) => linkedWallets.link(caller.userId, body, transaction),
+  });
+
+  api.route({
+    method: "get",
+    path: "/v1/users/me/wallets",
+    operationId: "listLinkedWallets",
+    summary: "Your linked wallets",
+    tags: ["Users"],
+    auth: { scope: "users:read" },
+    response: s.linkedWalletListSchema,
+    handler: ({ auth: caller }) => linkedWallets.list(caller.userId),
+  });
+
+  api.route({
+    method: "delete",
+    path: "/v1/users/me/wallets/:address",
+    operationId: "unlinkWallet",
+    summary: "Unlink a wallet",
+    description: "The wallet keeps what it holds on-chain; the platform no longer counts it as yours. Another account's wallet, or one not linked, is 404.",
+    tags: ["Users"],
+    auth: { scope: "write" },
+    params: s.walletAddressParams,
+    errors: [404],
+    response: s.walletUnlinkedSchema,
+    handler: ({ auth: caller, params }) => linkedWallets.unlink(caller.userId, params.address),
   });
 
   // An admin endpoint of this feature: the account comes with its first credential.

@@ -1,5 +1,5 @@
 import { z } from "../../openapi/zod.ts";
-import { idParam, plainString, text, timestamp } from "../../lib/schema.ts";
+import { idParam, pathId, plainString, text, timestamp } from "../../lib/schema.ts";
 import { ALL_SCOPES, isScope, type Scope } from "../../lib/scopes.ts";
 
 export const scopeList = z
@@ -32,10 +32,12 @@ export const nonceResponseSchema = z
   .object({ nonce: z.string(), expires_at: timestamp })
   .openapi("SiweNonce", { description: "Single use; expires in 10 minutes." });
 
+const siweSignature = z.string().regex(/^0x[0-9a-fA-F]+$/, "must be 0x-prefixed hex").max(20_000).transform((s) => s as `0x${string}`);
+
 export const siweVerifySchema = z
   .strictObject({
     message: plainString({ min: 1, max: 4096, multiline: true }).openapi({ description: "The EIP-4361 message that was signed" }),
-    signature: z.string().regex(/^0x[0-9a-fA-F]+$/, "must be 0x-prefixed hex").max(20_000).transform((s) => s as `0x${string}`),
+    signature: siweSignature,
     scope: scopeList.optional().openapi({ description: "Scopes wanted (default: write)" }),
   })
   .openapi("SiweVerifyRequest", {
@@ -91,3 +93,30 @@ export const apiKeyCreatedSchema = z
   .openapi("ApiKeyCreated");
 
 export const apiKeyIdParams = z.object({ id: idParam("apiKey") });
+
+export const walletLinkSchema = z
+  .strictObject({
+    message: plainString({ min: 1, max: 4096, multiline: true }).openapi({ description: "An EIP-4361 message naming the wallet, with a nonce from POST /v1/auth/siwe/nonce" }),
+    signature: siweSignature.openapi({ description: "The wallet's signature of the message (EOA, ERC-1271 or ERC-6492)" }),
+  })
+  .openapi("WalletLinkRequest", {
+    example: {
+      message:
+        "api.example.com wants you to sign in with your Ethereum account:\n0x70997970C51812dc3A010C7d01b50e0d17dc79C8\n\nLink this wallet to my Art Platform account\n\nURI: https://api.example.com\nVersion: 1\nChain ID: 31337\nNonce: 8f3a2c91d4e7b605\nIssued At: 2026-11-22T10:00:00.000Z",
+      signature: `0x${"4f".repeat(65)}`,
+    },
+  });
+
+const walletAddress = z.string().openapi({ description: "EIP-55 checksummed", example: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8" });
+
+export const linkedWalletSchema = z
+  .object({ address: walletAddress, linked_at: timestamp })
+  .openapi("LinkedWallet", { description: "A wallet of your own, linked by its signature: what it holds is yours on the platform, and withdrawals may go to it." });
+
+export const linkedWalletListSchema = z.object({ data: z.array(linkedWalletSchema) }).openapi("LinkedWalletList");
+
+export const walletAddressParams = z.object({
+  address: pathId("address", "0x70997970C51812dc3A010C7d01b50e0d17dc79C8", "The linked wallet's address (any case)"),
+});
+
+export const walletUnlinkedSchema = z.object({ address: walletAddress, unlinked: z.literal(true) }).openapi("LinkedWalletRemoved");

@@ -22,6 +22,7 @@ export const NONCE_TTL_MS = 10 * 60 * 1000;
 /** How far a SIWE `issuedAt` may lie in the future (clock skew) or the past. */
 const SIWE_MAX_SKEW_MS = 5 * 60 * 1000;
 const SIWE_MAX_AGE_MS = NONCE_TTL_MS;
+const NONCE_REFUSED = "the nonce is unknown, expired or already used";
 /** The channel the credential triggers NOTIFY (migration 2026_11_25_0019): a user's id. */
 export const CREDENTIALS_CHANGED = "credentials_changed";
 /** How long a resolved credential is reused (without a notification to forget it sooner). */
@@ -213,13 +214,42 @@ export class AuthService {
 
   /** POST /v1/auth/siwe/verify: an EIP-4361 message and its signature, for a bearer token. */
   async verifySiwe(message: string, signature: Hex, scopes: Scope[], transact: Transact = transactOn(this.db)): Promise<IssuedToken> {
+    const fail = (detail: string) => new ApiError(401, "unauthenticated", `Sign-in refused: ${detail}`);
+    const proof = await this.checkSiwe(message, signature, fail);
+    return transact(async (trx) => {
+      if (!(await repo.consumeNonce(trx, proof.nonce))) throw fail(NONCE_REFUSED);
+      const user = await this.users.findOrCreateWalletUser(trx, proof.address);
+      // A linked wallet proves what its user holds, not who they are: it never becomes a credential.
+      if (user.wallet_address.toLowerCase() !== proof.address.toLowerCase()) throw fail("the wallet is linked to an account as a wallet of its own, not for sign-in; use that account's API key");
+      assertActive(user.status);
+      assertScopesAllowed(user.role, scopes);
+      const issued = await this.issueToken(trx, user.id, null, scopes);
+      await repo.touchLogin(trx, user.id);
+      return issued;
+    });
+  }
+
+  /**
+   * The address that signed a SIWE message for this service, checked as a sign-in is (domain, URI,
+   * chain, expiry, the signature of an EOA or an ERC-1271/6492 wallet), its nonce consumed in `trx`:
+   * a wallet's proof of control, for linking it to an account. Refusals are 400 `validation_failed`
+   * naming what failed (the caller's credential is fine; the proof is not).
+   */
+  async proveWallet(trx: Db, message: string, signature: Hex): Promise<`0x${string}`> {
+    const fail = (detail: string) => ApiError.validation([{ field: "signature", code: "wallet_proof_refused", message: detail }], `The wallet's proof is refused: ${detail}`);
+    const proof = await this.checkSiwe(message, signature, fail);
+    if (!(await repo.consumeNonce(trx, proof.nonce))) throw fail(NONCE_REFUSED);
+    return proof.address;
+  }
+
+  /** Everything of a SIWE message but its nonce's consumption; `fail` makes the refusal. */
+  private async checkSiwe(message: string, signature: Hex, fail: (detail: string) => ApiError): Promise<{ address: `0x${string}`; nonce: string }> {
     let parsed: InstanceType<typeof siwe.SiweMessage>;
     try {
       parsed = new siwe.SiweMessage(message);
     } catch (err) {
       throw ApiError.validation([{ field: "message", code: "invalid_siwe_message", message: `not an EIP-4361 message: ${(err as Error).message ?? err}` }]);
     }
-    const fail = (detail: string) => new ApiError(401, "unauthenticated", `Sign-in refused: ${detail}`);
     if (!this.config.siweDomains.includes(parsed.domain)) throw fail(`domain ${parsed.domain} is not this service (${this.config.siweDomains.join(", ")})`);
     if (!this.siweOrigins.has(originOf(parsed.uri))) throw fail(`URI ${parsed.uri} is not on this service (${[...this.siweOrigins].join(", ")})`);
     if (parsed.chainId !== this.config.chain.id) throw fail(`chain id ${parsed.chainId} is not ${this.config.chain.id}`);
@@ -241,16 +271,7 @@ export class AuthService {
       valid = false;
     }
     if (!valid) throw fail("the signature does not match the address");
-
-    return transact(async (trx) => {
-      if (!(await repo.consumeNonce(trx, parsed.nonce))) throw fail("the nonce is unknown, expired or already used");
-      const user = await this.users.findOrCreateWalletUser(trx, address);
-      assertActive(user.status);
-      assertScopesAllowed(user.role, scopes);
-      const issued = await this.issueToken(trx, user.id, null, scopes);
-      await repo.touchLogin(trx, user.id);
-      return issued;
-    });
+    return { address, nonce: parsed.nonce };
   }
 
   // API keys ------------------------------------------------------------------------------------

@@ -69,9 +69,9 @@ export function artworkDetails(db: Db, artworkIds: string[]): Promise<{ id: stri
     .execute();
 }
 
-/** The users with these wallets (lower-case), from the users' view. */
+/** The users with these wallets (lower-case; their own or linked), from the users' view. */
 export function usersOfWallets(db: Db, wallets: string[]): Promise<{ id: string; wallet_address: string }[]> {
-  return db.selectFrom("user_directory").select(["id", "wallet_address"]).where(sql`lower(wallet_address)`, "in", wallets).execute();
+  return db.selectFrom("user_wallet_directory").select(["user_id as id", "wallet as wallet_address"]).where("wallet", "in", wallets).execute();
 }
 
 /**

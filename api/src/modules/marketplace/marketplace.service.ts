@@ -53,7 +53,9 @@ export class MarketplaceService {
       throw ApiError.forbidden(`Only the holder of the artwork's certificate (token ${holder.tokenId}) may list it; your wallet does not hold it`);
     }
     const seller = holder.user;
-    if (seller.wallet_kind !== "custodial") await this.requireMarketApproval(seller.wallet_address);
+    // The platform approves for its custodial wallets; a wallet of the seller's own (signed in with, or linked) approves itself.
+    const custodial = seller.wallet_kind === "custodial" && seller.wallet_address.toLowerCase() === holder.wallet;
+    if (!custodial) await this.requireMarketApproval(holder.wallet!);
     return transact(async (trx) => {
       // The artwork's row lock orders this listing with a fractionalization, a dispute or a removal.
       await ownership.lockFor(trx, artwork.id, "list");

@@ -2,15 +2,38 @@ import { sql } from "kysely";
 import type { Database, Db } from "../../db/database.ts";
 import type { Role, UserStatus } from "../../lib/actor.ts";
 import type { Tier } from "../../lib/tiers.ts";
-import type { AdminUser, NewUser, User, UserProfile, UserUpdate } from "./users.tables.ts";
+import type { AdminUser, LinkedWallet, NewUser, User, UserProfile, UserUpdate } from "./users.tables.ts";
 import { containsPattern, type Page, paginate } from "../../lib/pagination.ts";
 
 export function findById(db: Db, id: string): Promise<User | undefined> {
   return db.selectFrom("users").selectAll().where("id", "=", id).executeTakeFirst();
 }
 
+/** The user of `address` (any case): its own wallet, or one it linked. */
 export function findByWallet(db: Db, address: string): Promise<User | undefined> {
-  return db.selectFrom("users").selectAll().where(sql`lower(wallet_address)`, "=", address.toLowerCase()).executeTakeFirst();
+  const wallet = address.toLowerCase();
+  return db
+    .selectFrom("users")
+    .selectAll()
+    .where((eb) => eb.or([eb(sql`lower(wallet_address)`, "=", wallet), eb("id", "=", eb.selectFrom("user_wallets").select("user_id").where("address", "=", wallet))]))
+    .executeTakeFirst();
+}
+
+/** Links `address` (lower-case) to `userId` unless it is linked already (to anyone): undefined then. */
+export function insertLinkedWallet(db: Db, userId: string, address: string): Promise<LinkedWallet | undefined> {
+  return db.insertInto("user_wallets").values({ address, user_id: userId }).onConflict((oc) => oc.doNothing()).returningAll().executeTakeFirst();
+}
+
+export function linkedWalletsOf(db: Db, userId: string): Promise<LinkedWallet[]> {
+  return db.selectFrom("user_wallets").selectAll().where("user_id", "=", userId).orderBy("linked_at").orderBy("address").execute();
+}
+
+export function findLinkedWallet(db: Db, address: string): Promise<LinkedWallet | undefined> {
+  return db.selectFrom("user_wallets").selectAll().where("address", "=", address.toLowerCase()).executeTakeFirst();
+}
+
+export function deleteLinkedWallet(db: Db, userId: string, address: string): Promise<LinkedWallet | undefined> {
+  return db.deleteFrom("user_wallets").where("address", "=", address.toLowerCase()).where("user_id", "=", userId).returningAll().executeTakeFirst();
 }
 
 /** Inserts unless a unique key (username, email, wallet) is taken; undefined then. */

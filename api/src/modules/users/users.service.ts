@@ -3,7 +3,8 @@ import type { Kysely } from "kysely";
 import type { CustodyWallet } from "../../chain/custody.ts";
 import type { Database, Db } from "../../db/database.ts";
 import type { Role, UserStatus } from "../../lib/actor.ts";
-import type { User, UserProfile, AdminUser } from "./users.tables.ts";
+import type { User, UserProfile, AdminUser, LinkedWallet } from "./users.tables.ts";
+import { lockNamed } from "../../db/locks.ts";
 import { ApiError, found } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
 import { type Page, paginated } from "../../lib/pagination.ts";
@@ -12,7 +13,7 @@ import { neutralHandle } from "./handles.ts";
 import * as repo from "./users.repository.ts";
 
 /** The row types other modules use, reached through the service (users.tables.ts is the module's own). */
-export type { User, UserProfile } from "./users.tables.ts";
+export type { LinkedWallet, User, UserProfile } from "./users.tables.ts";
 export type { Tier } from "../../lib/tiers.ts";
 
 export class UsersService {
@@ -57,13 +58,19 @@ export class UsersService {
     return user;
   }
 
-  /** The user whose wallet is `address` (any case), if any. */
+  /** The user whose wallet is `address` (any case), if any: the wallet on their row, or one they linked. */
   findByWallet(db: Db, address: string): Promise<User | undefined> {
     return repo.findByWallet(db, address);
   }
 
-  /** The user proven by a SIWE signature: found by address, else created as a collector with a neutral handle. */
+  /**
+   * The user proven by a SIWE signature: found by address (a linked wallet finds its user, whom the
+   * caller refuses to sign in), else created as a collector with a neutral handle. Under the
+   * address's lock, in the caller's transaction: a first sign-in and a link of the same address
+   * never both win.
+   */
   async findOrCreateWalletUser(db: Db, address: `0x${string}`): Promise<User> {
+    await lockWallet(db, address);
     const existing = await repo.findByWallet(db, address);
     if (existing) return existing;
     for (let attempt = 0; attempt < 8; attempt++) {
@@ -89,6 +96,30 @@ export class UsersService {
       if (raced) return raced;
     }
     throw new Error(`Could not create a user for ${address}`);
+  }
+
+  /**
+   * Links `address` (proven by the caller's SIWE signature) to `userId`, in the caller's transaction.
+   * Linking it again answers the link as it is. Refused (409 conflict) when it is another user's,
+   * linked or signed in with, or the user's own sign-in wallet.
+   */
+  async linkWallet(db: Db, userId: string, address: string): Promise<LinkedWallet> {
+    const wallet = address.toLowerCase();
+    await lockWallet(db, wallet);
+    const holder = await repo.findByWallet(db, wallet);
+    if (holder && holder.id !== userId) throw ApiError.conflict("conflict", `The wallet ${address} belongs to another account (linked to it, or signed in with); unlink it there first`);
+    if (holder && holder.wallet_address.toLowerCase() === wallet) throw ApiError.conflict("conflict", `The wallet ${address} is this account's own wallet already`);
+    if (holder) return (await repo.findLinkedWallet(db, wallet))!;
+    return (await repo.insertLinkedWallet(db, userId, wallet))!;
+  }
+
+  linkedWallets(userId: string): Promise<LinkedWallet[]> {
+    return repo.linkedWalletsOf(this.db, userId);
+  }
+
+  /** Unlinks one of the user's linked wallets; anyone else's, or none, 404. */
+  async unlinkWallet(userId: string, address: string): Promise<LinkedWallet> {
+    return found(await repo.deleteLinkedWallet(this.db, userId, address), "Linked wallet");
   }
 
   async updateProfile(
@@ -161,6 +192,11 @@ export class UsersService {
   rolesOf(db: Db, ids: readonly string[]): Promise<Map<string, Role>> {
     return repo.rolesOf(db, ids.filter((id) => isId("user", id)));
   }
+}
+
+/** An address's advisory lock: linking it and a first sign-in with it are serialized. */
+function lockWallet(db: Db, address: string): Promise<void> {
+  return lockNamed(db, `wallet:${address.toLowerCase()}`);
 }
 
 export function toPublicView(u: UserProfile) {

@@ -24,8 +24,16 @@ export interface UsersTable {
   last_login_at: NullableTimestamp;
 }
 
+/** A wallet a user linked by signing with it (SIWE): lower-case, one user's at most. */
+export interface UserWalletsTable {
+  address: string;
+  user_id: string;
+  linked_at: Timestamp;
+}
+
 export interface UsersTables {
   users: UsersTable;
+  user_wallets: UserWalletsTable;
 }
 
 /** Views of `users` that other modules read (created in this module's migrations); the table is the module's own. */
@@ -34,9 +42,12 @@ export interface UsersViews {
   user_directory: Pick<UsersTable, "id" | "display_name" | "wallet_address">;
   /** What authentication reads of a user (role, status) and records (the last login: updatable). */
   user_access: Pick<UsersTable, "id" | "role" | "status" | "last_login_at">;
+  /** Every wallet of every user, lower-case: the one on the user's row and the linked ones. */
+  user_wallet_directory: { user_id: string; wallet: string };
 }
 
 export type User = Selectable<UsersTable>;
+export type LinkedWallet = Selectable<UserWalletsTable>;
 /** A user's standing in the rewards programme, as the rewards module's view shows it (none yet: 0, bronze). */
 export interface UserStanding {
   tier: Tier;

@@ -17,6 +17,7 @@ export const WEBHOOK_EVENTS = [
   "ticket.refunded",
   "challenge.joined",
   "reward.points_reversed",
+  "asset.withdrawn",
 ] as const;
 
 export type WebhookEventName = (typeof WEBHOOK_EVENTS)[number];
@@ -38,6 +39,7 @@ export const WEBHOOK_EVENT_AUDIENCE: Record<WebhookEventName, string> = {
   "ticket.refunded": "the buyer of the tickets (their event was cancelled)",
   "challenge.joined": "the submitter (and admins)",
   "reward.points_reversed": "the user whose points were taken back",
+  "asset.withdrawn": "the user who withdrew the asset to their own wallet",
 };
 
 /** Subscribes to every event in WEBHOOK_EVENTS. */

@@ -1,0 +1,34 @@
+import type { ArtworksService } from "../artworks/artworks.service.ts";
+import type { OwnershipService } from "../artworks/ownership.ts";
+import { defineModule, migrationsOf } from "../module.ts";
+import type { UsersService } from "../users/users.service.ts";
+import { registerWithdrawalsRoutes } from "./withdrawals.routes.ts";
+import { WithdrawalsService } from "./withdrawals.service.ts";
+
+/**
+ * Withdrawals (docs/wallets.md#taking-your-assets-to-your-own-wallet): a custodial user's certificate
+ * to a wallet they linked, through the chain operation `withdrawal`. Tables: withdrawals.tables.ts.
+ */
+export const withdrawalsModule = defineModule<{ withdrawals: WithdrawalsService }, { users: UsersService; artworks: ArtworksService; ownership: OwnershipService }>({
+  name: "withdrawals",
+  migrations: migrationsOf(import.meta.url),
+  create: ({ db, config, logger, users, artworks, ownership, chainOperations, publicClient, relayer, custody }) => {
+    const withdrawals = new WithdrawalsService({
+      db,
+      logger,
+      users,
+      artworks,
+      ownership,
+      operations: chainOperations,
+      publicClient,
+      relayer,
+      custody,
+      viewsSchema: config.indexer.viewsSchema,
+      chain: { id: config.chain.id, certificate: config.chain.artCertificateAddress },
+    });
+    ownership.registerEncumbrances({ name: "withdrawals", locksOf: (db, artworkId) => withdrawals.locksOf(db, artworkId) });
+    return { withdrawals };
+  },
+  routes: ({ api }, { withdrawals }) => registerWithdrawalsRoutes(api, withdrawals),
+  chainOperationKinds: ({ withdrawals }) => [withdrawals.withdrawalKind],
+});

@@ -1,0 +1,72 @@
+import { type Insertable, sql } from "kysely";
+import { readViews } from "../../chain/certificates.ts";
+import type { Db } from "../../db/database.ts";
+import { type Page, paginate } from "../../lib/pagination.ts";
+import type { Withdrawal, WithdrawalsTable } from "./withdrawals.tables.ts";
+
+export function insert(db: Db, row: Insertable<WithdrawalsTable>): Promise<Withdrawal> {
+  return db.insertInto("withdrawals").values(row).returningAll().executeTakeFirstOrThrow();
+}
+
+export function find(db: Db, id: string): Promise<Withdrawal | undefined> {
+  return db.selectFrom("withdrawals").selectAll().where("id", "=", id).executeTakeFirst();
+}
+
+/** How many withdrawals of the artwork were ever asked for (they are only added under the artwork's row lock). */
+export async function countOf(db: Db, artworkId: string): Promise<number> {
+  const row = await db.selectFrom("withdrawals").select((eb) => eb.fn.countAll<string>().as("n")).where("artwork_id", "=", artworkId).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+export function pendingCertificateOf(db: Db, artworkId: string): Promise<Withdrawal | undefined> {
+  return db.selectFrom("withdrawals").selectAll().where("artwork_id", "=", artworkId).where("asset", "=", "certificate").where("status", "=", "pending").executeTakeFirst();
+}
+
+export function listOf(db: Db, userId: string, page: Page) {
+  return paginate(db.selectFrom("withdrawals").where("user_id", "=", userId), page, (q) => q.selectAll().orderBy("created_at", "desc").orderBy("id", "desc"));
+}
+
+/** The transaction of a pending withdrawal, as soon as it is in the node's pool (the operation keeps its own). */
+export async function recordSent(db: Db, id: string, txHash: string): Promise<void> {
+  await db.updateTable("withdrawals").set({ tx_hash: txHash, updated_at: sql<Date>`now()` }).where("id", "=", id).where("status", "=", "pending").execute();
+}
+
+/** Moves a pending withdrawal to `completed` or `failed`; undefined when it was not pending (confirmed once). */
+export function settle(db: Db, id: string, changes: { status: "completed"; tx_hash: string } | { status: "failed"; failure_reason: string }): Promise<Withdrawal | undefined> {
+  const at = changes.status === "completed" ? { completed_at: sql<Date>`now()` } : {};
+  return db
+    .updateTable("withdrawals")
+    .set({ ...changes, ...at, updated_at: sql<Date>`now()` })
+    .where("id", "=", id)
+    .where("status", "=", "pending")
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** An indexed transfer that carries out a withdrawal. */
+export interface IndexedWithdrawal {
+  withdrawal_id: string;
+  tx_hash: string;
+}
+
+/**
+ * The indexer's certificate transfers that carry out pending withdrawals (its token, from its
+ * custodial wallet to its linked wallet, mined after it was asked for): in blocks (from, to], or of
+ * the given withdrawals whatever their block.
+ */
+export function indexedTransfers(db: Db, viewsSchema: string, of: { blocks: [bigint, bigint] } | { ids: string[] }): Promise<IndexedWithdrawal[]> {
+  const which = "blocks" in of ? sql`t.block_number > ${of.blocks[0]} and t.block_number <= ${of.blocks[1]}` : sql`w.id = any(${of.ids}::text[])`;
+  return readViews(async () => {
+    const { rows } = await sql<IndexedWithdrawal>`
+      select w.id as withdrawal_id, t.tx_hash
+      from withdrawals w
+      join ${sql.table(`${viewsSchema}.certificate_transfer`)} t
+        on t.token_id = w.token_id and t."from" = w.from_wallet and t."to" = w.to_wallet
+      where w.asset = 'certificate' and w.status = 'pending'
+        -- its own transaction, or (a send whose hash was lost) one mined since it was asked for:
+        -- an earlier transfer of the same token between the same wallets is not this withdrawal's
+        and (t.tx_hash = w.tx_hash or t.block_timestamp >= extract(epoch from w.created_at)::bigint - 60)
+        and ${which}`.execute(db);
+    return rows;
+  });
+}

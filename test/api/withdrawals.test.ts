@@ -1,0 +1,159 @@
+/**
+ * Withdrawals on real pieces (Postgres, the Hardhat chain, Ponder, the API): a custodial user's
+ * certificate goes to a wallet they linked with a real SIWE signature, signed by the custodial key
+ * and relayed through ArtForwarder, once; `completed` when the indexer has the transfer. The user
+ * keeps the owner's rights through the wallet and lists from it after its own approval.
+ */
+import { sql } from "kysely";
+import { createWalletClient, http, parseEther, toHex } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { beforeAll, describe, expect, it } from "vitest";
+import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
+import { publicClient, useArtworkPlatform } from "../support/artworks.ts";
+import { testEnvironment } from "../support/environment.ts";
+import { certifiedArtwork, indexedCertificate, ownerOnChain, walletOf } from "../support/marketplace.ts";
+import { waitFor } from "../support/wait.ts";
+import { linkedWallet } from "../support/wallets.ts";
+import { adminToken, createUser, expectProblem, type TestUser } from "./helpers.ts";
+import { useReceiver } from "./webhooks.support.ts";
+
+const p = useArtworkPlatform();
+const receiver = useReceiver();
+
+const withdraw = (token: string, body: Record<string, unknown>, headers: Record<string, string> = {}) => p.api.request("POST", "/v1/withdrawals", { token, body: { asset: "certificate", ...body }, headers });
+const completed = (token: string, id: string) =>
+  waitFor(async () => {
+    const got = await p.api.request("GET", `/v1/withdrawals/${id}`, { token });
+    return got.body.status !== "pending" && got.body;
+  }, { timeoutMs: 30_000, what: `withdrawal ${id}` });
+const withdrawalsOf = (userId: string) => p.db.selectFrom("withdrawals").selectAll().where("user_id", "=", userId).execute();
+
+describe("withdrawals", () => {
+  let artist: TestUser;
+  let other: TestUser;
+  let admin: string;
+  let wallet: ReturnType<typeof privateKeyToAccount>;
+  let to: `0x${string}`;
+
+  beforeAll(async () => {
+    [artist, other, admin] = await Promise.all([createUser(p.api, { role: "artist" }), createUser(p.api, { role: "artist" }), adminToken(p.api)]);
+    wallet = privateKeyToAccount(generatePrivateKey());
+    to = await linkedWallet(p.api, artist.token, wallet);
+  });
+
+  it("moves a certificate to a linked wallet once; the owner alone hears of it, keeps the owner's rights and lists from the wallet after approving", async () => {
+    const artworkId = await certifiedArtwork(p, artist);
+    const { tokenId } = await indexedCertificate(p, artworkId);
+    const custodial = await walletOf(p, artist.id);
+    const hooks = { owner: receiver.endpoint(), other: receiver.endpoint() };
+    for (const [user, url, events] of [[artist, hooks.owner, ["asset.withdrawn"]], [other, hooks.other, ["*"]]] as const) {
+      expect((await p.api.request("POST", "/v1/webhooks", { token: user.token, body: { url, events } })).status).toBe(201);
+    }
+
+    const res = await withdraw(artist.token, { artwork_id: artworkId, to: wallet.address }, { "Idempotency-Key": `wdr-${artworkId}` });
+    expect(res.status).toBe(202);
+    expect(res.body).toMatchObject({ id: expect.stringMatching(/^wdr_/), status: "pending", asset: "certificate", artwork_id: artworkId, quantity: 1, to: wallet.address });
+    // The same key answers the same withdrawal.
+    const replayed = await withdraw(artist.token, { artwork_id: artworkId, to: wallet.address }, { "Idempotency-Key": `wdr-${artworkId}` });
+    expect(replayed.body.id).toBe(res.body.id);
+
+    const done = await completed(artist.token, res.body.id);
+    expect(done).toMatchObject({ status: "completed", tx_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/), completed_at: expect.stringMatching(/Z$/) });
+    expect(await ownerOnChain(tokenId)).toBe(to);
+    const transfers = await p.views.selectFrom("certificate_transfer").selectAll().where("token_id", "=", tokenId).where("from", "=", custodial as `0x${string}`).execute();
+    expect(transfers.map((t) => ({ to: t.to, tx_hash: t.tx_hash }))).toEqual([{ to, tx_hash: done.tx_hash }]);
+    expect(await withdrawalsOf(artist.id)).toHaveLength(1);
+
+    const [delivery] = await receiver.waitForRequests(hooks.owner, 1);
+    expect(JSON.parse(delivery!.body)).toMatchObject({ event: "asset.withdrawn", withdrawal_id: res.body.id, artwork_id: artworkId, asset: "certificate", quantity: 1, to, tx_hash: done.tx_hash });
+    const events = await p.db.selectFrom("outbox_events").select(["audience", "payload"]).where("event_type", "=", "asset.withdrawn").execute();
+    expect(events.filter((e) => (e.payload as { withdrawal_id: string }).withdrawal_id === res.body.id).map((e) => e.audience)).toEqual([[artist.id]]);
+    // The fan-out wrote every delivery of the event at once: none is the other user's.
+    const otherSubscription = await p.db.selectFrom("webhook_subscriptions").select("id").where("user_id", "=", other.id).executeTakeFirstOrThrow();
+    expect(await p.db.selectFrom("webhook_deliveries").select("id").where("subscription_id", "=", otherSubscription.id).execute()).toEqual([]);
+
+    // The linked wallet holds it: the user keeps the owner's rights through it.
+    expect((await p.api.request("PATCH", `/v1/artworks/${artworkId}`, { token: artist.token, body: { description: "Now in my own wallet." } })).status).toBe(200);
+    expectProblem(await withdraw(artist.token, { artwork_id: artworkId, to: wallet.address }), 409, "invalid_state");
+
+    // Listing from the wallet needs its own approval of the settlement contract, as for SIWE users.
+    const listing = { artwork_id: artworkId, price_usd: 1200, accepts_offers: false };
+    const unapproved = await p.api.request("POST", "/v1/marketplace/listings", { token: artist.token, body: listing });
+    expectProblem(unapproved, 409, "invalid_state");
+    expect(unapproved.body.detail).toContain(`setApprovalForAll(${testEnvironment().artMarketAddress}, true)`);
+    await publicClient().request({ method: "hardhat_setBalance", params: [wallet.address, toHex(parseEther("1"))] } as never);
+    const walletClient = createWalletClient({ account: wallet, transport: http(testEnvironment().rpcUrl) });
+    const hash = await walletClient.writeContract({ chain: null, address: testEnvironment().artCertificateAddress, abi: artCertificateAbi, functionName: "setApprovalForAll", args: [testEnvironment().artMarketAddress, true] });
+    expect((await publicClient().waitForTransactionReceipt({ hash })).status).toBe("success");
+    const listed = await waitFor(async () => {
+      const got = await p.api.request("POST", "/v1/marketplace/listings", { token: artist.token, body: listing });
+      return got.status === 201 && got.body;
+    }, { what: "the approval indexed and the listing made" });
+    const row = await p.db.selectFrom("listings").select(["seller_id", "seller_wallet"]).where("id", "=", listed.listing_id).executeTakeFirstOrThrow();
+    expect(row).toEqual({ seller_id: artist.id, seller_wallet: to });
+  });
+
+  it("refuses an unlinked address, another's certificate and shares, and stores nothing", async () => {
+    const artworkId = await certifiedArtwork(p, artist);
+    const stranger = privateKeyToAccount(generatePrivateKey()).address;
+    const unlinked = await withdraw(artist.token, { artwork_id: artworkId, to: stranger });
+    expectProblem(unlinked, 400, "validation_failed");
+    expect(unlinked.body.errors).toEqual([{ field: "to", code: "not_linked", message: expect.stringContaining("linked wallets") }]);
+
+    // Another user, to a wallet of their own: the certificate is not theirs.
+    const otherWallet = await linkedWallet(p.api, other.token, privateKeyToAccount(generatePrivateKey()));
+    expectProblem(await withdraw(other.token, { artwork_id: artworkId, to: otherWallet }), 403, "forbidden");
+    // Shares are not withdrawn (ArtShares trusts no forwarder: docs/wallets.md).
+    expectProblem(await withdraw(artist.token, { artwork_id: artworkId, asset: "shares", quantity: 2, to: wallet.address }), 400, "validation_failed");
+    expect((await p.db.selectFrom("withdrawals").selectAll().where("artwork_id", "=", artworkId).execute())).toEqual([]);
+  });
+
+  it("refuses a listed or fractionalized artwork with the reason (409)", async () => {
+    const [listedId, fractionalId] = await Promise.all([certifiedArtwork(p, artist), certifiedArtwork(p, artist)]);
+    expect((await p.api.request("POST", "/v1/marketplace/listings", { token: artist.token, body: { artwork_id: listedId, price_usd: 900, accepts_offers: true } })).status).toBe(201);
+    const listed = await withdraw(artist.token, { artwork_id: listedId, to: wallet.address });
+    expectProblem(listed, 409, "invalid_state");
+    expect(listed.body.reason).toBe("listed");
+
+    const fractionalized = await p.api.request("POST", "/v1/fractional/artworks", { token: artist.token, body: { artwork_id: fractionalId, total_shares: 100, price_per_share_usd: 5 } });
+    expect([201, 202]).toContain(fractionalized.status);
+    const shared = await withdraw(artist.token, { artwork_id: fractionalId, to: wallet.address });
+    expectProblem(shared, 409, "invalid_state");
+    expect(shared.body.reason).toBe("shares_issued");
+    expect(await p.db.selectFrom("withdrawals").select("id").where("artwork_id", "in", [listedId, fractionalId]).execute()).toEqual([]);
+  });
+
+  it("moves a certificate once when two withdrawals race; the loser is told why", async () => {
+    const artworkId = await certifiedArtwork(p, artist);
+    const { tokenId } = await indexedCertificate(p, artworkId);
+    const custodial = await walletOf(p, artist.id);
+    const results = await Promise.all([1, 2, 3].map(() => withdraw(artist.token, { artwork_id: artworkId, to: wallet.address })));
+    // A loser is refused under the lock (`withdrawing`), or, when the winner's transfer was done before it read the holder, as the holder already.
+    const outcome = (r: (typeof results)[number]) => (r.status !== 409 ? `${r.status}` : r.body.reason === "withdrawing" || r.body.detail.includes("in your own wallet") ? "409 refused" : `409 ${r.body.detail}`);
+    expect(results.map(outcome).sort()).toEqual(["202", "409 refused", "409 refused"]);
+    const winner = results.find((r) => r.status === 202)!;
+    expect((await completed(artist.token, winner.body.id)).status).toBe("completed");
+    expect(await ownerOnChain(tokenId)).toBe(to);
+    expect(await p.db.selectFrom("chain_operations").select("key").where("kind", "=", "withdrawal").where(sql`payload->>'token_id'`, "=", tokenId.toString()).execute()).toHaveLength(1);
+    expect(await p.views.selectFrom("certificate_transfer").select("id").where("token_id", "=", tokenId).where("from", "=", custodial as `0x${string}`).execute()).toHaveLength(1);
+  });
+
+  it("shows a withdrawal to its user and admins only", async () => {
+    const artworkId = await certifiedArtwork(p, artist);
+    const made = await withdraw(artist.token, { artwork_id: artworkId, to: wallet.address });
+    expect(made.status).toBe(202);
+    const path = `/v1/withdrawals/${made.body.id}`;
+    expect((await p.api.request("GET", path, { token: artist.token })).body.id).toBe(made.body.id);
+    expect((await p.api.request("GET", path, { token: admin })).status).toBe(200);
+    expectProblem(await p.api.request("GET", path, { token: other.token }), 404, "not_found");
+    expectProblem(await p.api.request("GET", path), 401, "unauthenticated");
+    const reader = await createUser(p.api, { scope: ["users:read"] });
+    expectProblem(await p.api.request("GET", path, { token: reader.token }), 403, "insufficient_scope");
+    expectProblem(await p.api.request("POST", "/v1/withdrawals", { token: reader.token, body: { artwork_id: artworkId, asset: "certificate", to: wallet.address } }), 403, "insufficient_scope");
+
+    const mine = await p.api.request("GET", "/v1/withdrawals", { token: artist.token });
+    expect(mine.body.data.map((w: { id: string }) => w.id)).toContain(made.body.id);
+    expect((await p.api.request("GET", "/v1/withdrawals", { token: other.token })).body.data).toEqual([]);
+    await completed(artist.token, made.body.id);
+  });
+});

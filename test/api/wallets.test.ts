@@ -5,13 +5,9 @@
  * needed here (what a linked wallet holds is withdrawals.test.ts's), so this file runs on the shared
  * test API rather than a platform of its own.
  */
-import { readFileSync } from "node:fs";
-import { createPublicClient, createWalletClient, getAddress, type Hex, http, parseEther, toHex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { hardhat } from "viem/chains";
 import { describe, expect, it } from "vitest";
-import { testEnvironment } from "../support/environment.ts";
-import { signedLink } from "../support/wallets.ts";
+import { erc1271Wallet, signedLink } from "../support/wallets.ts";
 import { createUser, expectProblem, useTestApi } from "./helpers.ts";
 
 const api = useTestApi();
@@ -104,17 +100,8 @@ describe("linked wallets", () => {
   });
 
   it("links an ERC-1271 wallet by its owner's signature, and refuses a stranger's", async () => {
-    const env = testEnvironment();
-    const chain = { ...hardhat, id: env.chainId };
-    const publicClient = createPublicClient({ chain, transport: http(env.rpcUrl) });
-    // A deployer of this test's own, funded here: no shared account's nonces to race.
-    const deployerAccount = privateKeyToAccount(generatePrivateKey());
-    await publicClient.request({ method: "hardhat_setBalance", params: [deployerAccount.address, toHex(parseEther("1"))] } as never);
-    const deployer = createWalletClient({ account: deployerAccount, chain, transport: http(env.rpcUrl) });
-    const artifact = JSON.parse(readFileSync("artifacts/contracts/test/ERC1271WalletMock.sol/ERC1271WalletMock.json", "utf8"));
     const owner = privateKeyToAccount(generatePrivateKey());
-    const hash = await deployer.deployContract({ abi: artifact.abi, bytecode: artifact.bytecode as Hex, args: [owner.address] });
-    const contractWallet = getAddress((await publicClient.waitForTransactionReceipt({ hash })).contractAddress!);
+    const contractWallet = await erc1271Wallet(owner);
 
     const user = await createUser(api);
     const stranger = privateKeyToAccount(generatePrivateKey());

@@ -13,7 +13,7 @@ import { publicClient, useArtworkPlatform } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { certifiedArtwork, indexedCertificate, ownerOnChain, walletOf } from "../support/marketplace.ts";
 import { waitFor } from "../support/wait.ts";
-import { linkedWallet } from "../support/wallets.ts";
+import { erc1271Wallet, linkedWallet, signedLink } from "../support/wallets.ts";
 import { adminToken, createUser, expectProblem, type TestUser } from "./helpers.ts";
 import { useReceiver } from "./webhooks.support.ts";
 
@@ -136,6 +136,25 @@ describe("withdrawals", () => {
     expect(await ownerOnChain(tokenId)).toBe(to);
     expect(await p.db.selectFrom("chain_operations").select("key").where("kind", "=", "withdrawal").where(sql`payload->>'token_id'`, "=", tokenId.toString()).execute()).toHaveLength(1);
     expect(await p.views.selectFrom("certificate_transfer").select("id").where("token_id", "=", tokenId).where("from", "=", custodial as `0x${string}`).execute()).toHaveLength(1);
+  });
+
+  it("fails a withdrawal the chain refuses (a contract wallet that takes no ERC-721), and the certificate stays", async () => {
+    // An ERC-1271 wallet linked by its owner's signature; it has no onERC721Received, so safeTransferFrom reverts.
+    const owner = privateKeyToAccount(generatePrivateKey());
+    const contractWallet = await erc1271Wallet(owner);
+    expect((await p.api.request("POST", "/v1/users/me/wallets", { token: artist.token, body: await signedLink(p.api, owner, contractWallet) })).status).toBe(201);
+
+    const artworkId = await certifiedArtwork(p, artist);
+    const { tokenId } = await indexedCertificate(p, artworkId);
+    const made = await withdraw(artist.token, { artwork_id: artworkId, to: contractWallet });
+    expect(made.status).toBe(202);
+    const failed = await completed(artist.token, made.body.id);
+    expect(failed).toMatchObject({ status: "failed", failure_reason: expect.stringContaining("ERC721InvalidReceiver") });
+    expect(await ownerOnChain(tokenId)).toBe(await walletOf(p, artist.id));
+    // Nothing hangs off the artwork any more: it may be withdrawn again (to a wallet that takes it).
+    const again = await withdraw(artist.token, { artwork_id: artworkId, to: wallet.address });
+    expect(again.status).toBe(202);
+    expect((await completed(artist.token, again.body.id)).status).toBe("completed");
   });
 
   it("shows a withdrawal to its user and admins only", async () => {

@@ -105,6 +105,9 @@ describe("marketplace sales", () => {
     expect(typeof event!.payload.completed_at).toBe("string");
     const provenance = (await p.api.request("GET", `/v1/artworks/${art.buy}`)).body.provenance;
     expect(provenance).toContainEqual(expect.objectContaining({ event: "sold", price_usd: 100, buyer_id: collector.id, seller_id: artist.id, tx: sale.on_chain_tx, transaction_id: saleId }));
+    // and the chain's transfer of the certificate, as the indexer projected it (read in the same statement).
+    const transferred = provenance.filter((e: { event: string }) => e.event === "transferred");
+    expect(transferred).toEqual([expect.objectContaining({ tx: sale.on_chain_tx, to: (await walletOf(p, collector.id)).toLowerCase() })]);
   });
 
   it("two buyers at once: exactly one sale, the other is refused with invalid_state", async () => {

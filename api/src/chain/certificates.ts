@@ -1,4 +1,4 @@
-import type { Kysely, Selectable } from "kysely";
+import { type Expression, type Kysely, type RawBuilder, type Selectable, sql } from "kysely";
 import type { CertificateView, IndexerViews } from "./indexer-schema.ts";
 
 /** A certificate as the indexer projected it from `ArtworkCertified` (and later transfers). */
@@ -40,7 +40,10 @@ export class IndexerNotReadyError extends Error {
 export class IndexedCertificates {
   private readonly views: Kysely<IndexerViews>;
 
-  constructor(db: Kysely<any>, viewsSchema: string) {
+  constructor(
+    db: Kysely<any>,
+    private readonly viewsSchema: string,
+  ) {
     this.views = db.withTables<IndexerViews>().withSchema(viewsSchema) as unknown as Kysely<IndexerViews>;
   }
 
@@ -85,31 +88,44 @@ export class IndexedCertificates {
     return row ? toCertificate(row) : undefined;
   }
 
-  /** Every ERC-721 Transfer of the token, the mint included, in chain order. */
-  async transfers(tokenId: bigint): Promise<IndexedTransfer[]> {
-    const rows = await this.read(() =>
-      this.views
-        .selectFrom("certificate_transfer")
-        .selectAll()
-        .where("token_id", "=", tokenId)
-        .orderBy("block_number")
-        .orderBy("log_index")
-        .execute(),
-    );
-    return rows.map((r) => ({
-      tokenId: r.token_id,
-      from: r.from,
-      to: r.to,
-      blockNumber: r.block_number,
-      at: new Date(Number(r.block_timestamp) * 1000),
-      txHash: r.tx_hash,
-      logIndex: r.log_index,
-    }));
+  /**
+   * The token's transfers as a subquery of a caller's statement (a JSON array, the mint included, in
+   * chain order; `transfersFromJson` reads it): a detail page reads them without a round trip of
+   * their own. A statement that embeds it fails as a read of the views does before they are published.
+   */
+  transfersJson(tokenId: Expression<bigint | null>): RawBuilder<TransferJson[]> {
+    return sql<TransferJson[]>`(
+      select coalesce(json_agg(json_build_object('from', t."from", 'to', t."to", 'block_number', t.block_number::text,
+                                                 'block_timestamp', t.block_timestamp::text, 'tx_hash', t.tx_hash, 'log_index', t.log_index)
+                               order by t.block_number, t.log_index), '[]'::json)
+      from ${sql.table(`${this.viewsSchema}.certificate_transfer`)} t where t.token_id = ${tokenId})`;
   }
 
   private read<T>(query: () => Promise<T>): Promise<T> {
     return readViews(query);
   }
+}
+
+/** A transfer as `transfersJson` gives it (bigints as text). */
+export interface TransferJson {
+  from: `0x${string}`;
+  to: `0x${string}`;
+  block_number: string;
+  block_timestamp: string;
+  tx_hash: `0x${string}`;
+  log_index: number;
+}
+
+export function transfersFromJson(tokenId: bigint, rows: TransferJson[]): IndexedTransfer[] {
+  return rows.map((r) => ({
+    tokenId,
+    from: r.from,
+    to: r.to,
+    blockNumber: BigInt(r.block_number),
+    at: new Date(Number(r.block_timestamp) * 1000),
+    txHash: r.tx_hash,
+    logIndex: r.log_index,
+  }));
 }
 
 /** Runs a read of the indexer's views; a missing view or schema (not published yet) is IndexerNotReadyError. */

@@ -1,4 +1,4 @@
-import { type Insertable, sql, type Transaction, type Updateable } from "kysely";
+import { type Insertable, type RawBuilder, sql, type Transaction, type Updateable } from "kysely";
 import { lockNamed } from "../../db/locks.ts";
 import type { Database, Db } from "../../db/database.ts";
 import type { Artwork, ArtworkProvenance, ArtworksTable } from "./artworks.tables.ts";
@@ -32,10 +32,15 @@ export function findActive(db: Db, id: string): Promise<(Artwork & { artist_name
 }
 
 /**
- * An active artwork with its artist's name and its off-chain provenance (in time order), in one
- * statement: the detail page's reads without a round trip per part.
+ * An active artwork with its artist's name, its off-chain provenance (in time order) and, when
+ * `transfersOf` is given, its certificate's transfers (the indexer's subquery for the artwork's
+ * token id), in one statement: the detail page's reads without a round trip per part.
  */
-export async function findActiveWithProvenance(db: Db, id: string): Promise<(Artwork & { artist_name: string; provenance: ArtworkProvenance[] }) | undefined> {
+export async function findActiveWithProvenance<T = never>(
+  db: Db,
+  id: string,
+  transfersOf?: (tokenId: RawBuilder<bigint | null>) => RawBuilder<T[]>,
+): Promise<(Artwork & { artist_name: string; provenance: ArtworkProvenance[]; transfers: T[] }) | undefined> {
   const row = await db
     .selectFrom("artworks")
     .innerJoin("user_directory as u", "u.id", "artworks.artist_id")
@@ -47,12 +52,17 @@ export async function findActiveWithProvenance(db: Db, id: string): Promise<(Art
                                                    'details', p.details, 'occurred_at', p.occurred_at) order by p.occurred_at, p.id), '[]'::json)
         from artwork_provenance p where p.artwork_id = artworks.id)`.as("provenance_json"),
     )
+    .select((transfersOf ? transfersOf(sql<bigint | null>`artworks.token_id`) : sql<T[]>`'[]'::json`).as("transfers"))
     .where("artworks.id", "=", id)
     .where("artworks.deleted_at", "is", null)
     .executeTakeFirst();
   if (!row) return undefined;
   const { provenance_json, ...artwork } = row;
-  return { ...artwork, provenance: provenance_json.map((p) => ({ ...p, id: BigInt(p.id), occurred_at: new Date(p.occurred_at) })) };
+  return { ...artwork, provenance: provenance_json.map((p) => ({ ...p, id: BigInt(p.id), occurred_at: new Date(p.occurred_at) })) } as Artwork & {
+    artist_name: string;
+    provenance: ArtworkProvenance[];
+    transfers: T[];
+  };
 }
 
 type ProvenanceJson = Omit<ArtworkProvenance, "id" | "occurred_at"> & { id: number | string; occurred_at: string };

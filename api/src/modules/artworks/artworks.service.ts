@@ -1,6 +1,6 @@
 import type { Kysely } from "kysely";
 import type { Logger } from "pino";
-import { type IndexedCertificates, type IndexedTransfer, IndexerNotReadyError } from "../../chain/certificates.ts";
+import { type IndexedCertificates, type IndexedTransfer, IndexerNotReadyError, readViews, type TransferJson, transfersFromJson } from "../../chain/certificates.ts";
 import type { Config } from "../../config.ts";
 import type { Database, Db } from "../../db/database.ts";
 import type { Artwork, ArtworkProvenance } from "./artworks.tables.ts";
@@ -230,7 +230,7 @@ export class ArtworksService {
   }
 
   async detail(id: string) {
-    const a = found(isId("artwork", id) ? await repo.findActiveWithProvenance(this.deps.db, id) : undefined, "Artwork");
+    const a = found(isId("artwork", id) ? await this.findWithProvenance(id) : undefined, "Artwork");
     const links = this.deps.links;
     const { thumbnail_url, ...item } = this.toListItem(a);
     return {
@@ -253,31 +253,20 @@ export class ArtworksService {
         certificate_document_url: links.document(a.id),
         verify_url: links.verify(a.id),
       },
-      provenance: await this.provenance(a, a.provenance),
+      provenance: provenanceOf(a.provenance, a.token_id === null ? [] : transfersFromJson(a.token_id, a.transfers)),
       created_at: iso(a.created_at),
       updated_at: iso(a.updated_at),
     };
   }
 
-  /**
-   * Off-chain events (created, listed, deleted, overrides, and the certification with its
-   * transaction) merged with the chain's later transfers of the certificate, in time order.
-   */
-  private async provenance(a: Artwork, offChain: ArtworkProvenance[]) {
-    let transfers: IndexedTransfer[] = [];
-    if (a.token_id !== null) {
-      try {
-        // The mint is the `certified` entry; what follows it is provenance of ownership.
-        transfers = (await this.deps.certificates.transfers(a.token_id)).filter((t) => !/^0x0{40}$/.test(t.from));
-      } catch (err) {
-        if (!(err instanceof IndexerNotReadyError)) throw err;
-      }
+  /** The artwork, its off-chain provenance and its certificate's transfers in one statement; before the indexer publishes its views, without transfers. */
+  private async findWithProvenance(id: string) {
+    try {
+      return await readViews(() => repo.findActiveWithProvenance(this.deps.db, id, (tokenId) => this.deps.certificates.transfersJson(tokenId)));
+    } catch (err) {
+      if (!(err instanceof IndexerNotReadyError)) throw err;
+      return repo.findActiveWithProvenance<TransferJson>(this.deps.db, id);
     }
-    const entries = [
-      ...offChain.map((p) => ({ at: p.occurred_at.getTime(), entry: provenanceEntry(p) })),
-      ...transfers.map((t) => ({ at: t.at.getTime(), entry: { event: "transferred", date: isoDate(t.at), tx: t.txHash, from: t.from, to: t.to } })),
-    ];
-    return entries.sort((x, y) => x.at - y.at).map((e) => e.entry);
   }
 
   /** The stored image of an artwork (deleted ones too: the certificate still points at it). */
@@ -465,6 +454,21 @@ export class ArtworksService {
       certified_by: adminId,
     };
   }
+}
+
+/**
+ * Off-chain events (created, listed, deleted, overrides, and the certification with its
+ * transaction) merged with the chain's later transfers of the certificate, in time order.
+ */
+function provenanceOf(offChain: ArtworkProvenance[], transfers: IndexedTransfer[]) {
+  const entries = [
+    ...offChain.map((p) => ({ at: p.occurred_at.getTime(), entry: provenanceEntry(p) })),
+    // The mint is the `certified` entry; what follows it is provenance of ownership.
+    ...transfers
+      .filter((t) => !/^0x0{40}$/.test(t.from))
+      .map((t) => ({ at: t.at.getTime(), entry: { event: "transferred", date: isoDate(t.at), tx: t.txHash, from: t.from, to: t.to } })),
+  ];
+  return entries.sort((x, y) => x.at - y.at).map((e) => e.entry);
 }
 
 function provenanceEntry(p: ArtworkProvenance) {

@@ -237,11 +237,16 @@ export function predictDispute(m: OwnershipModel, saleIndex: number, actor: numb
   return ok(201);
 }
 
-/** Why a refund cannot give the seller their artwork back (empty: it can). */
-export function refundRefusals(m: OwnershipModel, sale: SaleState): ("shares_issued" | "resold" | "external_wallet")[] {
+/**
+ * Why a refund cannot give the seller their artwork back (empty: it can). A listing refuses the
+ * return too: the dispute of an older sale does not lock listing, so a buyer who holds the artwork
+ * again (a later sale, then a transfer back) may have listed it.
+ */
+export function refundRefusals(m: OwnershipModel, sale: SaleState): ("shares_issued" | "listed" | "resold" | "external_wallet")[] {
   const art = m.artworks[sale.art]!;
-  const reasons: ("shares_issued" | "resold" | "external_wallet")[] = [];
+  const reasons: ("shares_issued" | "listed" | "resold" | "external_wallet")[] = [];
   if (art.shares) reasons.push("shares_issued");
+  if (art.listing) reasons.push("listed");
   if (art.owner !== sale.buyer) reasons.push("resold");
   if (m.users[sale.buyer]!.wallet === "external") reasons.push("external_wallet");
   return reasons;

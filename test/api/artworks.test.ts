@@ -471,6 +471,8 @@ describe("documents, metadata and hash lookup", () => {
 
     const withExplorer = await startTestApi({ ...p.env, EXPLORER_URL: "https://explorer.example.com/" });
     try {
+      // A process just started answers 503 until it has found the database, the chain and the indexer ready.
+      await waitFor(async () => ((await fetch(`${withExplorer.url}/readyz`)).status === 200 ? true : null), { timeoutMs: 20_000, what: "the second API ready" });
       const linked = await (await fetch(`${withExplorer.url}/verify/${art.id}`)).text();
       const link = (path: string, text: string) => `<a href="https://explorer.example.com/${path}">${text}</a>`;
       expect(linked).toContain(`<code id="owner">${link(`address/${certificate.owner}`, certificate.owner)}</code>`);

@@ -25,7 +25,7 @@ import { artSharesAbi } from "../../api/src/chain/abi/ArtShares.ts";
 import { auditAnchorAbi } from "../../api/src/chain/abi/AuditAnchor.ts";
 import { type IndexerViews, readIndexerStatus } from "../../api/src/chain/indexer-schema.ts";
 import { createDb } from "../../api/src/db/connection.ts";
-import { freshRelayerKey } from "../support/artworks.ts";
+import { freshRelayerKey, sendAsDeployer } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { startIndexerForTest, type TestIndexer } from "../support/indexer.ts";
 import { waitFor } from "../support/wait.ts";
@@ -37,18 +37,6 @@ const publicClient = createPublicClient({ transport: http(env.rpcUrl) });
  * used by other files running at the same time, and two senders of one account race for nonces.
  */
 let relayer: ReturnType<typeof privateKeyToAccount>;
-/** The deployer (account #0, the contracts' admin) for admin-only calls; other files send from it too, so a nonce race is retried. */
-const deployerWallet = createWalletClient({ account: privateKeyToAccount(env.relayerPrivateKey), transport: http(env.rpcUrl) });
-async function asDeployer(send: (deployer: typeof deployerWallet) => Promise<Hex>): Promise<Hex> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await send(deployerWallet);
-    } catch (error) {
-      if (attempt >= 8 || !/nonce/i.test(String(error))) throw error;
-      await new Promise((r) => setTimeout(r, 50 * attempt)); // a backoff before the next nonce
-    }
-  }
-}
 let relayerWallet: ReturnType<typeof createWalletClient<ReturnType<typeof http>, undefined, ReturnType<typeof privateKeyToAccount>>>;
 
 let indexer: TestIndexer;
@@ -251,7 +239,7 @@ describe("indexer", () => {
     // EIP-4906: the new URI is read from the contract.
     const { receipt: uriReceipt } = await sendAndWait(
       () =>
-        asDeployer((deployer) =>
+        sendAsDeployer((deployer) =>
           deployer.writeContract({
             address: env.artCertificateAddress,
             abi: artCertificateAbi,

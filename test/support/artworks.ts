@@ -10,7 +10,7 @@ import path from "node:path";
 import type { Kysely } from "kysely";
 import { type Abi, type Address, createPublicClient, createWalletClient, type Hex, http, keccak256, parseEther, toBytes, toHex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { afterAll, beforeAll } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
 import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
 import { artMarketAbi } from "../../api/src/chain/abi/ArtMarket.ts";
 import { artSharesAbi } from "../../api/src/chain/abi/ArtShares.ts";
@@ -42,6 +42,23 @@ export interface ArtworkPlatform {
 const env = () => testEnvironment();
 export const publicClient = () => createPublicClient({ transport: http(env().rpcUrl) });
 
+const deployerWallet = () => createWalletClient({ account: privateKeyToAccount(env().relayerPrivateKey), transport: http(env().rpcUrl) });
+
+/**
+ * Sends from the deployer (account #0, the contracts' admin). Test files running at the same time
+ * send from it too, so a send that loses a nonce race is sent again, after a short backoff.
+ */
+export async function sendAsDeployer(send: (deployer: ReturnType<typeof deployerWallet>) => Promise<Hex>): Promise<Hex> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await send(deployerWallet());
+    } catch (error) {
+      if (attempt >= 8 || !/nonce|underpriced|already known/i.test(String(error))) throw error;
+      await new Promise((r) => setTimeout(r, 50 * attempt)); // a backoff before the next nonce
+    }
+  }
+}
+
 /**
  * A fresh relayer key, funded, holding the roles the API's relayer needs: CERTIFIER_ROLE
  * (ArtCertificate), SHARE_ISSUER_ROLE (ArtShares), SETTLER_ROLE (ArtMarket) and ANCHORER_ROLE (AuditAnchor), granted by the
@@ -52,7 +69,6 @@ export async function freshRelayerKey(): Promise<Hex> {
   const address = privateKeyToAccount(key).address;
   const client = publicClient();
   await client.request({ method: "hardhat_setBalance", params: [address, toHex(parseEther("1000"))] } as never);
-  const admin = createWalletClient({ account: privateKeyToAccount(env().relayerPrivateKey), transport: http(env().rpcUrl) });
   const grants = [
     { address: env().artCertificateAddress, abi: artCertificateAbi, role: "CERTIFIER_ROLE" },
     { address: env().artSharesAddress, abi: artSharesAbi, role: "SHARE_ISSUER_ROLE" },
@@ -61,16 +77,8 @@ export async function freshRelayerKey(): Promise<Hex> {
   ] as const;
   for (const grant of grants) {
     const role = (await client.readContract({ address: grant.address, abi: grant.abi as Abi, functionName: grant.role })) as Hex;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const hash = await admin.writeContract({ chain: null, address: grant.address, abi: grant.abi as Abi, functionName: "grantRole", args: [role, address] });
-        const receipt = await client.waitForTransactionReceipt({ hash });
-        if (receipt.status === "success") break;
-      } catch (error) {
-        if (attempt >= 8) throw error;
-      }
-      await new Promise((r) => setTimeout(r, 50 * attempt));
-    }
+    const hash = await sendAsDeployer((admin) => admin.writeContract({ chain: null, address: grant.address, abi: grant.abi as Abi, functionName: "grantRole", args: [role, address] }));
+    expect((await client.waitForTransactionReceipt({ hash })).status).toBe("success");
   }
   return key;
 }

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { waitUntil } from "../../tools/stack/processes.ts";
 import { ADMIN_API_KEY, createUser, expectProblem, useTestApi } from "./helpers.ts";
+import { useIsolatedTestApi } from "./webhooks.support.ts";
 
 const api = useTestApi();
 
@@ -44,12 +45,16 @@ describe("POST /v1/auth/token", () => {
     expect(await api.db.selectFrom("access_tokens").select("id").where("user_id", "=", user.id).where("api_key_id", "=", (await key()).id).execute()).toHaveLength(3);
   });
 
-  it("refuses an unknown API key with 401 and issues nothing", async () => {
-    const before = await api.db.selectFrom("access_tokens").select((eb) => eb.fn.countAll<string>().as("n")).executeTakeFirstOrThrow();
-    const res = await api.request("POST", "/v1/auth/token", { body: { api_key: "sk_not_a_real_key_at_all_000000", scope: ["read"] } });
-    expectProblem(res, 401, "unauthenticated");
-    const after = await api.db.selectFrom("access_tokens").select((eb) => eb.fn.countAll<string>().as("n")).executeTakeFirstOrThrow();
-    expect(after.n).toBe(before.n);
+  describe("an unknown API key", () => {
+    // A database of its own: files running at the same time issue tokens on the shared one.
+    const isolated = useIsolatedTestApi();
+    it("is refused with 401 and issues nothing", async () => {
+      const tokens = () => isolated.db.selectFrom("access_tokens").select((eb) => eb.fn.countAll<string>().as("n")).executeTakeFirstOrThrow();
+      const before = await tokens();
+      const res = await isolated.request("POST", "/v1/auth/token", { body: { api_key: "sk_not_a_real_key_at_all_000000", scope: ["read"] } });
+      expectProblem(res, 401, "unauthenticated");
+      expect((await tokens()).n).toBe(before.n);
+    });
   });
 
   it("validates scopes: unknown strings are 400, admin scopes for non-admins are 403", async () => {

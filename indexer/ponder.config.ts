@@ -1,6 +1,6 @@
 import { createConfig } from "ponder";
 import { getAddress, isAddress } from "viem";
-import { artCertificateAbi, artMarketAbi, artSharesAbi, auditAnchorAbi } from "./abis.ts";
+import { artCertificateAbi, artExchangeAbi, artMarketAbi, artSharesAbi, auditAnchorAbi } from "./abis.ts";
 
 // This file is the indexer's own configuration: it reads its settings from the environment, which
 // the stack (api/src/stack/indexer.ts) or an operator sets.
@@ -68,6 +68,13 @@ export default createConfig({
       chain: "chain",
       abi: auditAnchorAbi,
       address: address("AUDIT_ANCHOR_ADDRESS"),
+      startBlock,
+    },
+    // Required like the others: Ponder refuses handlers (src/ArtExchange.ts) of a contract absent from here.
+    ArtExchange: {
+      chain: "chain",
+      abi: artExchangeAbi,
+      address: address("ART_EXCHANGE_ADDRESS"),
       startBlock,
     },
   },

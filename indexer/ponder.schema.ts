@@ -181,3 +181,46 @@ export const ledgerAnchor = onchainTable(
     blockNumberIndex: index().on(table.blockNumber),
   }),
 );
+
+/**
+ * One row per ArtExchange OrderFilled: an order filled on-chain, the certificate moved from seller to
+ * buyer, and how its price (base units of `currency`, a 6-decimal stablecoin) was split.
+ */
+export const exchangeFill = onchainTable(
+  "exchange_fill",
+  (t) => ({
+    orderHash: t.hex().primaryKey(), // the order's EIP-712 digest: fills once
+    tokenId: t.bigint().notNull(),
+    listingId: t.text().notNull(),
+    seller: t.hex().notNull(),
+    buyer: t.hex().notNull(),
+    currency: t.hex().notNull(),
+    price: t.bigint().notNull(),
+    royaltyReceiver: t.hex().notNull(),
+    royalty: t.bigint().notNull(),
+    fee: t.bigint().notNull(),
+    blockNumber: t.bigint().notNull(),
+    blockTimestamp: t.bigint().notNull(),
+    txHash: t.hex().notNull(),
+    logIndex: t.integer().notNull(),
+  }),
+  (table) => ({
+    blockNumberIndex: index().on(table.blockNumber),
+  }),
+);
+
+/** One row per ArtExchange OrderCancelled: an order that can no longer fill. */
+export const exchangeCancel = onchainTable(
+  "exchange_cancel",
+  (t) => ({
+    orderHash: t.hex().primaryKey(),
+    canceller: t.hex().notNull(),
+    blockNumber: t.bigint().notNull(),
+    blockTimestamp: t.bigint().notNull(),
+    txHash: t.hex().notNull(),
+    logIndex: t.integer().notNull(),
+  }),
+  (table) => ({
+    blockNumberIndex: index().on(table.blockNumber),
+  }),
+);

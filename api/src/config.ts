@@ -21,6 +21,7 @@ const envSchema = z.object({
 
   DATABASE_URL: z.string().min(1),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(2).max(200).default(20),
+  DATABASE_PREPARED_STATEMENTS: bool.default(true),
 
   CHAIN_RPC_URL: z.url(),
   CHAIN_ID: z.coerce.number().int().positive().default(31337),
@@ -31,6 +32,9 @@ const envSchema = z.object({
   ART_SHARES_ADDRESS: address.optional(),
   ART_MARKET_ADDRESS: address.optional(),
   AUDIT_ANCHOR_ADDRESS: address.optional(),
+  // ArtExchange and the stablecoin it is paid in: both or neither; unset, on-chain purchases answer 503.
+  ART_EXCHANGE_ADDRESS: address.optional(),
+  PAYMENT_TOKEN_ADDRESS: address.optional(),
   CONTRACTS_START_BLOCK: z.coerce.number().int().min(0).default(0),
   // A block explorer of the chain (Etherscan, Blockscout): the verify page links addresses, transactions and blocks to it.
   EXPLORER_URL: z.url({ protocol: /^https?$/ }).optional(),
@@ -124,7 +128,7 @@ export interface Config {
   publicBaseUrl: string;
   logLevel: z.infer<typeof envSchema>["LOG_LEVEL"];
   trustProxy: boolean;
-  database: { url: string; poolSize: number };
+  database: { url: string; poolSize: number; preparedStatements: boolean };
   chain: {
     rpcUrl: string;
     id: number;
@@ -138,6 +142,10 @@ export interface Config {
     artMarketAddress: `0x${string}` | null;
     /** AuditAnchor: Merkle roots of the audit ledger. */
     auditAnchorAddress: `0x${string}` | null;
+    /** ArtExchange: sales paid on-chain in `paymentTokenAddress`; null: none on this chain. */
+    artExchangeAddress: `0x${string}` | null;
+    /** The 6-decimal USD stablecoin ArtExchange takes (its `paymentToken()`). */
+    paymentTokenAddress: `0x${string}` | null;
     startBlock: number;
     /** EXPLORER_URL without a trailing slash: `${explorerUrl}/address/0x…`, `/tx/0x…`, `/block/n`. */
     explorerUrl: string | null;
@@ -293,6 +301,10 @@ export function loadConfig(source: NodeJS.ProcessEnv | Record<string, string | u
     }
   }
 
+  if (!e.ART_EXCHANGE_ADDRESS !== !e.PAYMENT_TOKEN_ADDRESS) {
+    throw new ConfigError("ART_EXCHANGE_ADDRESS and PAYMENT_TOKEN_ADDRESS go together: set both (on-chain purchases) or neither");
+  }
+
   const webhookUserCap = e.WEBHOOK_MAX_IN_FLIGHT_PER_USER ?? Math.max(1, Math.floor(e.WEBHOOK_CONCURRENCY / 2));
 
   const baseHost = new URL(publicBaseUrl).host;
@@ -310,7 +322,7 @@ export function loadConfig(source: NodeJS.ProcessEnv | Record<string, string | u
     publicBaseUrl,
     logLevel: e.LOG_LEVEL,
     trustProxy: e.TRUST_PROXY,
-    database: { url: e.DATABASE_URL, poolSize: e.DATABASE_POOL_SIZE },
+    database: { url: e.DATABASE_URL, poolSize: e.DATABASE_POOL_SIZE, preparedStatements: e.DATABASE_PREPARED_STATEMENTS },
     chain: {
       rpcUrl: e.CHAIN_RPC_URL,
       id: e.CHAIN_ID,
@@ -321,6 +333,8 @@ export function loadConfig(source: NodeJS.ProcessEnv | Record<string, string | u
       artSharesAddress: (e.ART_SHARES_ADDRESS as `0x${string}` | undefined) ?? null,
       artMarketAddress: (e.ART_MARKET_ADDRESS as `0x${string}` | undefined) ?? null,
       auditAnchorAddress: (e.AUDIT_ANCHOR_ADDRESS as `0x${string}` | undefined) ?? null,
+      artExchangeAddress: (e.ART_EXCHANGE_ADDRESS as `0x${string}` | undefined) ?? null,
+      paymentTokenAddress: (e.PAYMENT_TOKEN_ADDRESS as `0x${string}` | undefined) ?? null,
       startBlock: e.CONTRACTS_START_BLOCK,
       explorerUrl: e.EXPLORER_URL?.replace(/\/+$/, "") ?? null,
     },

@@ -10,6 +10,7 @@ import { IndexerLagMonitor, type IndexerLagState } from "./chain/indexer-lag.ts"
 import { readIndexerStatus } from "./chain/indexer-schema.ts";
 import { CHAIN_OPERATION_TASK, ChainOperations } from "./chain/operations.ts";
 import { Relayer } from "./chain/relayer.ts";
+import { observeStatement } from "./db/statements.ts";
 import { type Config, ConfigError, loadConfig } from "./config.ts";
 import { createPool } from "./db/connection.ts";
 import type { Database } from "./db/database.ts";
@@ -42,8 +43,9 @@ export async function buildPlatform(config: Config, role: ProcessRole | "api+wor
     redact: { paths: ["req.headers.authorization", "api_key", "secret", "token"], censor: "[redacted]" },
   });
 
-  const pool = createPool(config.database.url, config.database.poolSize);
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const pool = createPool(config.database.url, config.database.poolSize, "app", { prepare: config.database.preparedStatements });
+  // Statements are observed (api/src/db/statements.ts): the public read cache learns what each read showed.
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: observeStatement });
   try {
     await migrateJobQueue(pool);
     await migrateToLatest(db);
@@ -61,6 +63,8 @@ export async function buildPlatform(config: Config, role: ProcessRole | "api+wor
       artShares: config.chain.artSharesAddress,
       artMarket: config.chain.artMarketAddress,
       auditAnchor: config.chain.auditAnchorAddress,
+      artExchange: config.chain.artExchangeAddress,
+      paymentToken: config.chain.paymentTokenAddress,
       startBlock: config.chain.startBlock,
     });
 
@@ -145,6 +149,7 @@ function createServices(deps: PlatformDeps): Services {
     }
     Object.assign(services, built);
     for (const kind of module.chainOperationKinds?.(services) ?? []) deps.chainOperations.register(kind);
+    for (const projection of module.chainProjections?.(services) ?? []) deps.chainOperations.registerProjection(projection);
   }
   return services as Services;
 }
@@ -179,9 +184,9 @@ export async function startHttp(platform: Platform, options: { indexerLag?: Inde
 
   // Resolved credentials are kept a few seconds; a change anywhere makes every process forget them.
   const stopCredentialCache = services.auth.cacheCredentials({ databaseUrl: config.database.url, logger });
-  // Anonymous public reads are kept a moment per URL; every change anywhere makes every process forget them.
+  // Anonymous public reads are kept a moment per URL; a change to a table one showed makes every process forget it.
   const publicReads = config.publicReadCache.ttlMs > 0 ? new PublicReadCache(config.publicReadCache) : null;
-  publicReads?.start({ databaseUrl: config.database.url, viewsSchema: config.indexer.viewsSchema, logger });
+  publicReads?.start({ databaseUrl: config.database.url, viewsSchema: config.indexer.viewsSchema, logger, db: platform.db });
   // Identical reads in flight are computed once per round.
   const sharedReads = new SharedReads();
   const app = createApp({ deps: platform.deps, rateLimiter, indexer, services, modules, publicReads, sharedReads });

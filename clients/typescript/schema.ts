@@ -880,11 +880,37 @@ export interface paths {
          *
          *     Answers the sale's Transaction: 201 when it completed within a short wait (the indexer has the transfer), 202 while the payment or the transfer is under way (follow `GET /v1/marketplace/transactions/:id` or the `payment.completed` webhook), 402 `payment_declined` when the card was declined (the listing is active again).
          *
-         *     Refused with 409 `invalid_state` when the listing is not active (two buyers at once: exactly one sale, the other is refused), is your own, or its certificate left the seller's wallet.
+         *     Refused with 409 `invalid_state` when the listing is not active (two buyers at once: exactly one sale, the other is refused), is your own, or its certificate left the seller's wallet, also when a wallet's fill of the listing's order on-chain won the race (with `transaction_id`: the sale failed, and a charge is refunded).
          *
          *     Requires a bearer (an access token or an API key) with the `marketplace:write` scope.
          */
         post: operations["buyListing"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/marketplace/listings/{id}/onchain-purchase": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Steps to buy a listing on-chain from a wallet
+         * @description The transactions a wallet sends to buy the listing itself, paying in the payment token (a 6-decimal USD stablecoin) through the ArtExchange contract, with no account and no other API call: `approve` the exchange for the price when the wallet's allowance is short, then `fill` the order the platform signed for the listing. The fill pays the royalty, the platform's fee and the seller and moves the certificate to the wallet, in one transaction; it is valid for this price until `expires_at`, once.
+         *
+         *     The sale appears as soon as the indexer has the fill: a `sale` transaction with `payment_method: onchain` (for the seller, and for the buyer when the wallet is an account's), the listing `sold`, provenance `sold`, `payment.completed`. One sale per listing: a card purchase started meanwhile cancels the order on-chain, and a fill mined first wins over a card purchase (which is refunded). A guide: docs/integrators/onchain-purchases.md.
+         *
+         *     Refused with 409 `invalid_state` when the listing is not active, the buyer's wallet is the seller's, the certificate left the seller's wallet, or the seller's own wallet has not approved the exchange (reason `seller_not_approved`); 503 when this deployment has no exchange or a custodial seller's approval is still on its way (Retry-After).
+         *
+         *     Public: works without a token (a token, if sent, must be valid).
+         */
+        post: operations["onchainPurchaseSteps"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2125,10 +2151,16 @@ export interface paths {
         get: operations["listWithdrawals"];
         put?: never;
         /**
-         * Take a certificate from your custodial wallet to a wallet of your own
-         * @description Moves the artwork's certificate from the custodial wallet the platform holds for you to `to`, one of your linked wallets (POST /v1/users/me/wallets): the platform signs the transfer for the custodial wallet and relays it, once. 202 `pending`; `completed` once the indexer shows the transfer (webhook `asset.withdrawn`). From then on the wallet holds it, and you keep the owner's rights through it (listing needs that wallet's own approval of the settlement contract).
+         * Take a certificate, shares or payment token from your custodial wallet to a wallet of your own
+         * @description Moves an asset from the custodial wallet the platform holds for you to `to`, one of your linked wallets (POST /v1/users/me/wallets): the platform signs the transfer for the custodial wallet and relays it, once. 202 `pending`, then `completed` (webhook `asset.withdrawn`).
          *
-         *     Refused: `to` not one of your linked wallets (400), a certificate your custodial wallet does not hold (403; 409 when your linked wallet holds it already), and 409 `invalid_state` with the `reason` while the artwork is `listed`, `disputed`, fractionalized (`shares_issued`) or being withdrawn (`withdrawing`).
+         *     `asset: certificate` with `artwork_id`: the artwork's certificate, `completed` once the indexer shows the transfer. From then on the wallet holds it, and you keep the owner's rights through it (listing needs that wallet's own approval of the settlement contract). Refused: a certificate your custodial wallet does not hold (403; 409 when your linked wallet holds it already), and 409 `invalid_state` with the `reason` while the artwork is `listed`, `disputed`, fractionalized (`shares_issued`) or being withdrawn (`withdrawing`).
+         *
+         *     `asset: shares` with `artwork_id` and `quantity`: that many of the artwork's shares (ERC-1155, id = the certificate's token id), in a transaction the custodial wallet signs once and sends itself (the platform gives it the ETH for the gas), `completed` once the indexer shows the transfer. From then on the linked wallet holds them and you remain their shareholder through it. Refused with 409 `invalid_state`, `reason` `insufficient_balance`, above what the custodial wallet holds less what is being withdrawn.
+         *
+         *     `asset: payment_token` with `amount` (US dollars): that much of the payment token (the proceeds of your sales paid on-chain), by an EIP-3009 transfer authorization the custodial key signs, `completed` once its transaction is mined. Refused with 409 `invalid_state`, `reason` `insufficient_balance`, above the custodial wallet's balance less what is being withdrawn.
+         *
+         *     Refused for any asset: `to` not one of your linked wallets (400).
          *
          *     Requires a bearer (an access token or an API key) with the `artworks:write` scope.
          */
@@ -2235,7 +2267,7 @@ export interface components {
                 code: string;
                 message: string;
             }[];
-            /** @description 409 `invalid_state`: Which rule refused: `listed`, `disputed`, `shares_issued`, `withdrawing`, `resold`, `external_wallet`, `own_artwork`, `owner_unknown`, `hold_limit`, `free_ticket_limit`, `below_minimum_charge` */
+            /** @description 409 `invalid_state`: Which rule refused: `listed`, `disputed`, `shares_issued`, `withdrawing`, `resold`, `external_wallet`, `paid_onchain`, `seller_not_approved`, `insufficient_balance`, `own_artwork`, `owner_unknown`, `hold_limit`, `free_ticket_limit`, `below_minimum_charge` */
             reason?: string;
             /** @description 409 `invalid_state`: `hold_limit`: the seats the buyer holds unpaid now */
             held?: number;
@@ -3329,8 +3361,18 @@ export interface components {
              * @enum {string}
              */
             status: "pending" | "completed" | "failed" | "refunded";
-            /** @example usr_01JD3Y5V0Q3G7W7J6T4N4C2X1M */
+            /**
+             * @description Null when an on-chain buyer's wallet belongs to no account
+             * @example usr_01JD3Y5V0Q3G7W7J6T4N4C2X1M
+             */
             buyer_id: string | null;
+            /** @description The wallet that paid on-chain (`payment_method: onchain`); null for a card */
+            buyer_wallet: string | null;
+            /**
+             * @description card: charged by the card processor; onchain: paid by a wallet in the payment token through the exchange contract (docs/integrators/onchain-purchases.md)
+             * @enum {string}
+             */
+            payment_method: "card" | "onchain";
             /** @example usr_01JD3Y5V0Q3G7W7J6T4N4C2X1M */
             seller_id: string | null;
             /**
@@ -3358,7 +3400,7 @@ export interface components {
              * @example 12500
              */
             payout_usd: number | null;
-            /** @description The transaction that moved the certificate (a sale) on-chain */
+            /** @description The transaction that moved the certificate (a sale) on-chain: ArtMarket's settlement of a card sale, the wallet's fill of an on-chain one */
             on_chain_tx: string | null;
             failure_reason: string | null;
             /**
@@ -3388,6 +3430,71 @@ export interface components {
              * @example pm_card_visa
              */
             payment_method_id: string;
+        };
+        OnchainPurchaseSteps: {
+            /** @example lst_01JD3Y5V0Q3G7W7J6T4N4C2X1M */
+            listing_id: string;
+            /** @description The buyer's wallet (EIP-55) */
+            buyer: string;
+            chain_id: number;
+            /** @description The order the fill step fills: valid for any buyer, once, until expires_at, at this price and fee */
+            order: {
+                /** @description The EIP-712 hash of the order (ArtExchange.hashOrder): what `OrderFilled` and `OrderCancelled` name */
+                hash: string;
+                /** @description The ArtExchange contract */
+                exchange: string;
+                /** @description The payment token (a 6-decimal USD stablecoin) */
+                currency: string;
+                /**
+                 * @description The price in the payment token's base units (price_usd x 10^6), as a decimal string
+                 * @example 125000000000
+                 */
+                price: string;
+                /**
+                 * @description US dollars
+                 * @example 12500
+                 */
+                price_usd: number;
+                /** @description The platform's fee in basis points, paid to the treasury out of the price */
+                fee_bps: number;
+                /** @description The seller's wallet: the certificate's holder */
+                seller: string;
+                /** @description The certificate's token id */
+                token_id: string;
+                /** @description The order's signature by the platform's order key */
+                signature: string;
+            };
+            /** @description Send them in order from the buyer's wallet, each once mined: `approve` (only when the payment token's allowance to the exchange is below the price), then `fill` */
+            steps: {
+                /** @enum {string} */
+                id: "approve" | "fill";
+                description: string;
+                /** @description The transaction the buyer's wallet sends (eth_sendTransaction's to, data and value) */
+                tx: {
+                    to: string;
+                    data: string;
+                    /** @enum {string} */
+                    value: "0";
+                };
+            }[];
+            /**
+             * Format: date-time
+             * @description After this the fill reverts (ArtExchangeOrderExpired): ask for new steps
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            expires_at: string;
+        };
+        /**
+         * @example {
+         *       "buyer": "0x8ba1f109551bD432803012645Ac136ddd64DBA72"
+         *     }
+         */
+        OnchainPurchaseRequest: {
+            /**
+             * @description The wallet that will send the steps' transactions and receive the certificate
+             * @example 0x8ba1f109551bD432803012645Ac136ddd64DBA72
+             */
+            buyer: string;
         };
         Offer: {
             /** @example off_01JD3Y5V0Q3G7W7J6T4N4C2X1M */
@@ -4794,15 +4901,24 @@ export interface components {
             /** @example wdr_01JD3Y5V0Q3G7W7J6T4N4C2X1M */
             id: string;
             /**
-             * @description pending until the indexer shows the transfer on-chain, then completed; failed when the transfer could not be made (failure_reason)
+             * @description pending until the transfer is on-chain (a certificate's or shares': when the indexer shows it; the payment token's: when its transaction is mined), then completed; failed when the transfer could not be made (failure_reason)
              * @enum {string}
              */
             status: "pending" | "completed" | "failed";
             /** @enum {string} */
-            asset: "certificate";
-            /** @example art_01JD3Y5V0Q3G7W7J6T4N4C2X1M */
-            artwork_id: string;
+            asset: "certificate" | "shares" | "payment_token";
+            /**
+             * @description The certificate's artwork, or the artwork whose shares; null for the payment token
+             * @example art_01JD3Y5V0Q3G7W7J6T4N4C2X1M
+             */
+            artwork_id: string | null;
+            /** @description 1 for a certificate; the number of shares; 0 for the payment token (its `amount`) */
             quantity: number;
+            /**
+             * @description The payment token's amount in US dollars; null for a certificate
+             * @example 12500
+             */
+            amount: number | null;
             /**
              * @description The linked wallet it goes to (EIP-55)
              * @example 0x70997970C51812dc3A010C7d01b50e0d17dc79C8
@@ -4830,19 +4946,24 @@ export interface components {
          *     }
          */
         WithdrawalCreate: {
-            /** @description A certified artwork whose certificate your custodial wallet holds */
-            artwork_id: string;
+            /** @description asset `certificate`: a certified artwork whose certificate your custodial wallet holds; asset `shares`: the artwork whose shares */
+            artwork_id?: string;
             /**
-             * @description What leaves your custodial wallet: the artwork's certificate (ERC-721)
+             * @description What leaves your custodial wallet: an artwork's certificate (ERC-721), some of its shares (ERC-1155), or an amount of the payment token (the proceeds of sales paid on-chain)
              * @enum {string}
              */
-            asset: "certificate";
+            asset: "certificate" | "shares" | "payment_token";
+            /** @description asset `shares`: how many (required), at most what your custodial wallet holds less what is being withdrawn; asset `certificate`: 1 (the default) */
+            quantity?: number;
             /**
-             * @description 1 for a certificate (the default)
-             * @enum {number}
+             * @description asset `payment_token`: how much, in US dollars (the token's units: amount x 10^6), at most your custodial wallet's balance less what is being withdrawn
+             * @example 12500
              */
-            quantity?: 1;
-            /** @description One of your linked wallets (GET /v1/users/me/wallets) */
+            amount?: number;
+            /**
+             * @description One of your linked wallets (GET /v1/users/me/wallets)
+             * @example 0x8ba1f109551bD432803012645Ac136ddd64DBA72
+             */
             to: string;
         };
         WithdrawalList: {
@@ -9358,6 +9479,117 @@ export interface operations {
             };
             /** @description The card was declined (`payment_declined`, with `decline_code`) */
             402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope, not the owner, or account suspended */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Refused by the resource's state, or a concurrent request with the same Idempotency-Key */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Idempotency-Key reused with a different request */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited (see Retry-After) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A dependency is unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    onchainPurchaseSteps: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a request with a key used in the last 24 h gets the first one's answer again (`Idempotent-Replayed: true`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @description The listing's id: `lst_` followed by a 26-character ULID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OnchainPurchaseRequest"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OnchainPurchaseSteps"];
+                };
+            };
+            /** @description Malformed request, invalid parameter or failed validation */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, invalid, expired or revoked bearer token */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,7 +1,7 @@
 /**
  * The start-up check of the API and the worker (assertChainDeployment) covers all four contracts of a
- * deployment: a database recorded for other ArtMarket or AuditAnchor addresses is refused, and one
- * recorded before they existed gains them.
+ * deployment and its exchange: a database recorded for other ArtMarket, AuditAnchor or ArtExchange
+ * addresses is refused, and one recorded before they existed gains them.
  */
 import { createPublicClient, getAddress, http } from "viem";
 import { privateKeyToAccount, generatePrivateKey } from "viem/accounts";
@@ -23,6 +23,8 @@ const configured = () => ({
   artShares: env.artSharesAddress,
   artMarket: env.artMarketAddress,
   auditAnchor: env.auditAnchorAddress,
+  artExchange: env.artExchangeAddress,
+  paymentToken: env.paymentTokenAddress,
   startBlock: env.startBlock,
 });
 const otherAddress = () => getAddress(privateKeyToAccount(generatePrivateKey()).address);
@@ -64,9 +66,41 @@ describe("chain identity", () => {
         artShares: env.artSharesAddress,
         artMarket: env.artMarketAddress,
         auditAnchor: env.auditAnchorAddress,
+        artExchange: env.artExchangeAddress,
+        paymentToken: env.paymentTokenAddress,
         startBlock: 7,
       });
       await expect(assertChainDeployment(db, publicClient, { ...configured(), artMarket: otherAddress() })).rejects.toThrow(ChainIdentityError);
+    } finally {
+      await db.destroy();
+      await database.drop();
+    }
+  });
+
+  it("records the exchange of a database recorded before it, keeps it when none is configured, and refuses another", async () => {
+    const database = await createPlatformDatabase();
+    const db = createDb(database.databaseUrl, 1);
+    try {
+      // As a database recorded by the version before ArtExchange: the platform only.
+      await assertChainDeployment(db, publicClient, { ...configured(), artExchange: null, paymentToken: null });
+      expect(await readChainDeployment(db)).toMatchObject({ artExchange: undefined, paymentToken: undefined, artMarket: env.artMarketAddress });
+      const columns = await db.selectFrom("chain_deployment").select(["art_exchange_address", "payment_token_address"]).executeTakeFirstOrThrow();
+      expect(columns).toEqual({ art_exchange_address: null, payment_token_address: null });
+
+      await assertChainDeployment(db, publicClient, configured());
+      expect(await readChainDeployment(db)).toMatchObject({ artExchange: env.artExchangeAddress, paymentToken: env.paymentTokenAddress });
+
+      // An API started without the exchange's settings neither refuses nor forgets it.
+      await assertChainDeployment(db, publicClient, { ...configured(), artExchange: null, paymentToken: null });
+      expect(await readChainDeployment(db)).toMatchObject({ artExchange: env.artExchangeAddress, paymentToken: env.paymentTokenAddress });
+
+      const exchange = otherAddress();
+      await expect(assertChainDeployment(db, publicClient, { ...configured(), artExchange: exchange })).rejects.toThrow(
+        `refusing to start: the database belongs to ArtExchange ${env.artExchangeAddress}, ART_EXCHANGE_ADDRESS is ${exchange}.`,
+      );
+      await expect(assertChainDeployment(db, publicClient, { ...configured(), paymentToken: otherAddress() })).rejects.toThrow(
+        /the database belongs to the payment token 0x[0-9a-fA-F]{40}, PAYMENT_TOKEN_ADDRESS is/,
+      );
     } finally {
       await db.destroy();
       await database.drop();

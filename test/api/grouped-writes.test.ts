@@ -6,6 +6,8 @@
 import { describe, expect, it } from "vitest";
 import { GroupedWrites } from "../../api/src/db/grouped-writes.ts";
 import { hashSecret } from "../../api/src/lib/secrets.ts";
+import { holdCalls } from "../support/hold.ts";
+import { signalled, waitFor } from "../support/wait.ts";
 import { createUser, useTestApi } from "./helpers.ts";
 
 describe("GroupedWrites", () => {
@@ -43,7 +45,17 @@ describe("the token exchange's grouped writes", () => {
     const user = await createUser(api, { scope: ["read"] });
     const exchanges = api.server.platform.services.auth.exchanges;
     const before = { ...exchanges.stats };
-    const answers = await Promise.all(Array.from({ length: 60 }, () => api.request("POST", "/v1/auth/token", { body: { api_key: user.apiKey, scope: ["read"] } })));
+    // The first write is held until another exchange waits behind it: those waiting then go in one
+    // statement, however the 60 requests arrive on a loaded machine.
+    const firstWrite = holdCalls(exchanges as unknown as { writeAll(items: unknown[]): Promise<unknown[]> }, "writeAll");
+    const pending = Array.from({ length: 60 }, () => api.request("POST", "/v1/auth/token", { body: { api_key: user.apiKey, scope: ["read"] } }));
+    try {
+      await signalled(firstWrite.reached(1), "the first exchange's write");
+      await waitFor(() => (exchanges as unknown as { queue: unknown[] }).queue.length > 1, { timeoutMs: 30_000, what: "exchanges waiting behind the first write" });
+    } finally {
+      firstWrite.restore();
+    }
+    const answers = await Promise.all(pending);
     expect(answers.map((a) => a.status)).toEqual(Array(60).fill(201));
     const tokens = answers.map((a) => a.body.token as string);
     expect(new Set(tokens).size).toBe(60);

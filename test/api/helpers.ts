@@ -1,15 +1,13 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll } from "vitest";
-import { generateMnemonic, english } from "viem/accounts";
 import { type Config, loadConfig } from "../../api/src/config.ts";
 import { createDb } from "../../api/src/db/connection.ts";
 import { type RunningPlatform, startPlatform } from "../../api/src/platform.ts";
+import { custodyMnemonic } from "../support/custody.ts";
 import { testEnvironment } from "./environment.ts";
 
 /** Every API test server shares this admin key (the first server to start bootstraps the admin). */
 export const ADMIN_API_KEY = "sk_test_bootstrap_admin_key_0123456789";
-/** The custody wallet of test servers started by this process (tests derive users' keys from it to act as their wallets). */
-export const CUSTODY_MNEMONIC = generateMnemonic(english);
 
 export interface TestApi {
   url: string;
@@ -39,10 +37,11 @@ export interface TestResponse {
 /** The settings of a test server (also for one started in a child process). */
 export function testApiSettings(overrides: Record<string, string> = {}): Record<string, string> {
   const env = testEnvironment();
-  return {
+  const settings: Record<string, string> = {
     NODE_ENV: "test",
     PORT: "0",
-    LOG_LEVEL: "silent",
+    // TEST_LOG_LEVEL=error (or warn, info) shows the test servers' logs, to read what a failing test met.
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
     DATABASE_URL: env.databaseUrl,
     DATABASE_POOL_SIZE: "5",
     CHAIN_RPC_URL: env.rpcUrl,
@@ -51,10 +50,12 @@ export function testApiSettings(overrides: Record<string, string> = {}): Record<
     ART_SHARES_ADDRESS: env.artSharesAddress,
     ART_MARKET_ADDRESS: env.artMarketAddress,
     AUDIT_ANCHOR_ADDRESS: env.auditAnchorAddress,
+    ART_EXCHANGE_ADDRESS: env.artExchangeAddress,
+    PAYMENT_TOKEN_ADDRESS: env.paymentTokenAddress,
     // Anchors must be contiguous on the run's shared AuditAnchor, and every test database's ledger starts
     // at entry 1: only tests with an AuditAnchor of their own anchor (test/api/ledger.test.ts).
     LEDGER_ANCHOR_INTERVAL_MS: "0",
-    CUSTODY_MNEMONIC,
+    CUSTODY_MNEMONIC: custodyMnemonic(),
     BOOTSTRAP_ADMIN_API_KEY: ADMIN_API_KEY,
     SIWE_DOMAINS: "api.test.local",
     JOBS_CONCURRENCY: "2",
@@ -69,6 +70,20 @@ export function testApiSettings(overrides: Record<string, string> = {}): Record<
     ...(env.redisUrl ? { REDIS_URL: env.redisUrl } : {}),
     ...overrides,
   };
+  return { ...settings, DATABASE_URL: withGenericPlans(settings.DATABASE_URL!) };
+}
+
+/**
+ * The test servers' connections plan every named statement generically (plan_cache_mode), as
+ * Postgres may from a statement's sixth execution on (api/src/db/prepared.ts): a statement that
+ * cannot run without its parameters' values (an ON CONFLICT whose index predicate is a parameter)
+ * fails in every test that sends it twice, not only on the connection and Postgres version where
+ * the planner happens to switch.
+ */
+function withGenericPlans(databaseUrl: string): string {
+  const url = new URL(databaseUrl);
+  if (!url.searchParams.has("options")) url.searchParams.set("options", "-c plan_cache_mode=force_generic_plan");
+  return url.toString();
 }
 
 export async function startTestApi(overrides: Record<string, string> = {}): Promise<TestApi> {

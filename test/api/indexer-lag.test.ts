@@ -147,6 +147,7 @@ describe("staleness of the indexer's answers", () => {
       publicClient,
       maxLagBlocks: 5,
       indexer: { indexedBlock: async () => (await publicClient.getBlockNumber({ cacheTime: 0 })) - 2n, lag: () => state, stallTimeoutMs: 60_000 },
+      failingProjections: async () => [],
     });
     const server = app.listen(0, "127.0.0.1");
     await new Promise((resolve) => server.once("listening", resolve));

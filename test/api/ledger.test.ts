@@ -162,7 +162,9 @@ describe("audit ledger", () => {
   });
 
   it("N transactions appending at once get contiguous seqs; a rolled-back append leaves no gap; the chain verifies", async () => {
-    const pool = createDb(p.databaseUrl, 24);
+    // Twelve connections: the appends queue for them as the ledger's lock makes them wait, and the
+    // run keeps within a default Postgres's 100 connections with the other files running beside it.
+    const pool = createDb(p.databaseUrl, 12);
     try {
       const before = await headSeq();
       const N = 40;

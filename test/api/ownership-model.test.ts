@@ -8,7 +8,7 @@
  * are checked once the run's work has settled.
  *
  * MODEL_RUNS, MODEL_COMMANDS: how many runs of at most how many steps (default 40 of 50, 30 to
- * 60 s; 12 in `npm test`'s fast tier, 200 in CI's full run); MODEL_TIME_LIMIT_MS: no new run (or shrink) after that long (default 90 s); MODEL_SEED
+ * 60 s; 5 in `npm test`'s fast tier, 200 in CI's full run); MODEL_TIME_LIMIT_MS: no new run (or shrink) after that long (default 90 s); MODEL_SEED
  * (then MODEL_PATH, MODEL_REPLAY_PATH): replay what a failure printed; MODEL_STEPS: only these
  * steps (the keys of `steps` below, comma-separated); MODEL_VERBOSE=1: print every run's trace.
  */
@@ -51,7 +51,7 @@ type WalletClient = Awaited<ReturnType<typeof walletClientOf>>;
 const p = useArtworkPlatform({ MARKETPLACE_SWEEP_INTERVAL_MS: "300", PAYMENT_RETRY_BASE_MS: "5" });
 
 const env = process.env;
-const RUNS = Number(env.MODEL_RUNS ?? (env.TEST_TIER === "fast" ? 12 : 40));
+const RUNS = Number(env.MODEL_RUNS ?? (env.TEST_TIER === "fast" ? 5 : 40));
 const COMMANDS = Number(env.MODEL_COMMANDS ?? 50);
 const TIME_LIMIT_MS = Number(env.MODEL_TIME_LIMIT_MS ?? 90_000);
 const SEED = env.MODEL_SEED === undefined ? randomInt(2 ** 31) : Number(env.MODEL_SEED);

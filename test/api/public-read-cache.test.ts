@@ -1,17 +1,17 @@
 /**
- * Anonymous public reads are kept a moment per URL by each HTTP process (PublicReadCache) and
- * forgotten on any change: a write this process answers (before its answer), a change committed
- * anywhere (the tables' triggers NOTIFY), a block the indexer projected. With a credential nothing
- * is kept. The API here has a database of its own (no other test's writes flush its cache) and a
+ * Anonymous public reads are kept a moment per URL by each HTTP process (PublicReadCache), with the
+ * tables they showed, and forgotten when one of those changes: a change committed anywhere (the
+ * tables' triggers NOTIFY), a block the indexer projected (the reads of its views); a write this
+ * process answers waits until it has heard its own changes. With a credential nothing is kept. The API here has a database of its own (no other test's writes flush its cache) and a
  * TTL of a minute, so a kept answer can only go because of a change.
  */
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PUBLIC_DATA_CHANNEL, PublicReadCache } from "../../api/src/http/public-read-cache.ts";
+import { CHAIN_DEPENDENCY, PUBLIC_DATA_CHANNEL, PublicReadCache, ReadDependencies } from "../../api/src/http/public-read-cache.ts";
 import { PUBLIC_DATA_TABLES } from "../../api/src/db/migrations/2026_11_26_0001_public_data_changed.ts";
 import { indexerNotifyChannel } from "../../api/src/chain/indexer-schema.ts";
 import { createPlatformDatabase } from "../support/artworks.ts";
-import { waitFor } from "../support/wait.ts";
+import { signalled, waitFor } from "../support/wait.ts";
 import { adminToken, createUser, startTestApi, type TestApi } from "./helpers.ts";
 
 /** Tables no public read shows: changes to them never flush the kept reads. */
@@ -23,6 +23,7 @@ const INTERNAL_TABLES = [
   "chain_deployment",
   "chain_operations",
   "disputes",
+  "exchange_orders",
   "idempotency_keys",
   "kysely_migration",
   "kysely_migration_lock",
@@ -124,23 +125,58 @@ describe("the public read cache", () => {
     }
   });
 
-  it("forgets everything when this process answers a write, before the write's answer (no notification needed)", async () => {
+  it("answers a write only once this process has heard its changes: its next read is never the kept one from before", async () => {
     const location = `Write-${Date.now()}`;
     const path = `/v1/events?location=${location}`;
     expect((await kept(path)).body.data).toHaveLength(0);
-    // Without the trigger: only the router's own invalidation can make the next read see the event.
-    await sql`alter table platform_events disable trigger platform_events_public_data_changed`.execute(api.db);
+    // The cache's notifications are held: the write's answer must wait for them.
+    const held: string[] = [];
+    const cacheOf = cache as unknown as { heard(payload: string): void };
+    const heard = cacheOf.heard;
+    let settling!: () => void;
+    const settlingSent = new Promise<void>((resolve) => (settling = resolve));
+    cacheOf.heard = (payload: string) => {
+      held.push(payload);
+      if (payload.startsWith("sync:")) settling();
+    };
+    let answered = false;
+    const creating = createEvent(location).then((event) => {
+      answered = true;
+      return event;
+    });
     try {
-      const event = await createEvent(location);
-      const after = await api.request("GET", path);
-      expect(after.headers.get("x-cache")).toBe("miss");
-      expect(after.body.data.map((e: { event_id: string }) => e.event_id)).toEqual([event.event_id]);
+      await signalled(settlingSent, "the write's settling notification");
+      expect(answered).toBe(false);
+      expect(held).toContain("platform_events");
     } finally {
-      await sql`alter table platform_events enable trigger platform_events_public_data_changed`.execute(api.db);
+      cacheOf.heard = heard;
+      for (const payload of held) heard.call(cache, payload);
     }
+    const event = await creating;
+    const after = await api.request("GET", path);
+    expect(after.headers.get("x-cache")).toBe("miss");
+    expect(after.body.data.map((e: { event_id: string }) => e.event_id)).toEqual([event.event_id]);
   });
 
-  it("forgets everything on a change committed elsewhere (SQL here), once the trigger's notification arrives", async () => {
+  it("forgets only the reads that showed a changed table", async () => {
+    const location = `Tables-${Date.now()}`;
+    const event = await createEvent(location, "Before");
+    const user = await createUser(api, { role: "artist", scope: ["read"] });
+    const eventPath = `/v1/events/${event.event_id}`;
+    const userPath = `/v1/users/${user.id}`;
+    await kept(eventPath);
+    await kept(userPath);
+    await api.db.updateTable("platform_events").set({ title: "After" }).where("id", "=", event.event_id).execute();
+    // A notification of our own after it (commit order): once it is in, the change's is too.
+    const before = cache.stats.invalidations;
+    await sql`select pg_notify(${PUBLIC_DATA_CHANNEL}, 'after the change')`.execute(api.db);
+    await waitFor(async () => cache.stats.invalidations >= before + 1, { timeoutMs: 2_000, intervalMs: 5, what: "our own notification" });
+    const [eventRead, userRead] = [await api.request("GET", eventPath), await api.request("GET", userPath)];
+    expect([eventRead.headers.get("x-cache"), eventRead.body.title]).toEqual(["miss", "After"]);
+    expect(userRead.headers.get("x-cache")).toBe("hit");
+  });
+
+  it("forgets a read on a change committed elsewhere (SQL here), once the trigger's notification arrives", async () => {
     const location = `Elsewhere-${Date.now()}`;
     const event = await createEvent(location, "Before");
     const path = `/v1/events/${event.event_id}`;
@@ -169,12 +205,21 @@ describe("the public read cache", () => {
     await waitFor(async () => ((await api.request("GET", path)).body.bio === "Now painting seascapes" ? true : null), { timeoutMs: 2_000, intervalMs: 10, what: "the new bio" });
   });
 
-  it("forgets everything when the indexer projects a block (its notification)", async () => {
+  it("forgets the reads of the indexer's views when the indexer projects a block (its notification), and keeps the others", async () => {
     const location = `Block-${Date.now()}`;
     const path = `/v1/events?location=${location}`;
     await kept(path);
+    const before = cache.stats.invalidations;
     await sql`select pg_notify(${indexerNotifyChannel(api.config.indexer.viewsSchema)}, '')`.execute(api.db);
-    await waitFor(async () => ((await api.request("GET", path)).headers.get("x-cache") === "miss" ? true : null), { timeoutMs: 2_000, intervalMs: 10, what: "the kept read forgotten" });
+    await waitFor(async () => cache.stats.invalidations > before, { timeoutMs: 2_000, intervalMs: 5, what: "the block's notification" });
+    expect((await api.request("GET", path)).headers.get("x-cache")).toBe("hit");
+    // A read of the indexer's views (the certificate's transfers beside an artwork) goes with the block.
+    const c = activeCache();
+    (c as unknown as { dependencies: ReadDependencies }).dependencies = await ReadDependencies.load(api.db, api.config.indexer.viewsSchema);
+    c.store("/chain", c.generation, "1", 'W/"1"', [`select * from "${api.config.indexer.viewsSchema}"."certificate_transfer" where token_id = $1`]);
+    c.store("/events", c.generation, "2", 'W/"2"', ['select * from "platform_events" where "location" = $1']);
+    c.invalidate([CHAIN_DEPENDENCY]);
+    expect([c.lookup("/chain")?.json, c.lookup("/events")?.json]).toEqual([undefined, "2"]);
   });
 
   it("keeps and serves nothing while its notification connection is lost, and everything kept before is forgotten", async () => {
@@ -226,13 +271,32 @@ describe("the public read cache", () => {
   });
 });
 
+function activeCache(options: { ttlMs?: number; maxBytes?: number; now?: () => number } = {}) {
+  const c = new PublicReadCache({ ttlMs: options.ttlMs ?? 1_000, maxBytes: options.maxBytes ?? 1_000_000, now: options.now });
+  // As once both listeners are ready (start() does it against a database).
+  (c as unknown as { listening: { data: boolean; indexer: boolean } }).listening = { data: true, indexer: true };
+  return c;
+}
+
 describe("PublicReadCache on its own", () => {
-  function activeCache(options: { ttlMs?: number; maxBytes?: number; now?: () => number } = {}) {
-    const c = new PublicReadCache({ ttlMs: options.ttlMs ?? 1_000, maxBytes: options.maxBytes ?? 1_000_000, now: options.now });
-    // As once both listeners are ready (start() does it against a database).
-    (c as unknown as { listening: { data: boolean; indexer: boolean } }).listening = { data: true, indexer: true };
-    return c;
-  }
+  it("keeps an answer computed while another table changed, and forgets on a change what showed that table, through its views too", async () => {
+    const c = activeCache();
+    (c as unknown as { dependencies: ReadDependencies }).dependencies = new ReadDependencies(
+      new Map([["artworks", ["artworks"]], ["artwork_summaries", ["artworks"]], ["listings", ["listings"]], ["community_posts", ["community_posts"]], ["access_tokens", []]]),
+      "chain",
+    );
+    const generation = c.generation;
+    c.invalidate(["community_posts"]); // a post while the listings were read
+    c.store("/listings", generation, "L", 'W/"l"', ['select "listings".*, "artworks"."title" from "listings" inner join "artwork_summaries" as "artworks" on "artworks"."id" = "listings"."artwork_id"']);
+    c.store("/posts", generation, "P", 'W/"p"', ['select * from "community_posts"']);
+    c.store("/unknown", c.generation, "U", 'W/"u"', []);
+    c.store("/internal", c.generation, "I", 'W/"i"', ['select * from "access_tokens"']);
+    expect(["/listings", "/posts", "/unknown", "/internal"].map((k) => c.lookup(k)?.json)).toEqual(["L", undefined, "U", "I"]);
+    // An artwork changed: the listings showed it through the view, the statement that read no notifying table did not.
+    c.invalidate(["artworks"]);
+    expect(["/listings", "/unknown", "/internal"].map((k) => c.lookup(k)?.json)).toEqual([undefined, undefined, "I"]);
+  });
+
 
   it("does not keep an answer computed while a change arrived", () => {
     const c = activeCache();

@@ -5,14 +5,17 @@
  * keeps the owner's rights through the wallet and lists from it after its own approval.
  */
 import { sql } from "kysely";
-import { createWalletClient, http, parseEther, toHex } from "viem";
+import { createWalletClient, getAddress, http, parseEther, toHex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { beforeAll, describe, expect, it } from "vitest";
 import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
+import { artSharesAbi } from "../../api/src/chain/abi/ArtShares.ts";
+import { TransientChainError } from "../../api/src/chain/errors.ts";
 import { publicClient, useArtworkPlatform } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { certifiedArtwork, indexedCertificate, ownerOnChain, walletOf } from "../support/marketplace.ts";
-import { waitFor } from "../support/wait.ts";
+import { holdCalls } from "../support/hold.ts";
+import { signalled, waitFor } from "../support/wait.ts";
 import { erc1271Wallet, linkedWallet, signedLink } from "../support/wallets.ts";
 import { adminToken, createUser, expectProblem, type TestUser } from "./helpers.ts";
 import { useReceiver } from "./webhooks.support.ts";
@@ -93,7 +96,7 @@ describe("withdrawals", () => {
     expect(row).toEqual({ seller_id: artist.id, seller_wallet: to });
   });
 
-  it("refuses an unlinked address, another's certificate and shares, and stores nothing", async () => {
+  it("refuses an unlinked address, another's certificate, a shares withdrawal without a quantity, and stores nothing", async () => {
     const artworkId = await certifiedArtwork(p, artist);
     const stranger = privateKeyToAccount(generatePrivateKey()).address;
     const unlinked = await withdraw(artist.token, { artwork_id: artworkId, to: stranger });
@@ -103,8 +106,9 @@ describe("withdrawals", () => {
     // Another user, to a wallet of their own: the certificate is not theirs.
     const otherWallet = await linkedWallet(p.api, other.token, privateKeyToAccount(generatePrivateKey()));
     expectProblem(await withdraw(other.token, { artwork_id: artworkId, to: otherWallet }), 403, "forbidden");
-    // Shares are not withdrawn (ArtShares trusts no forwarder: docs/wallets.md).
-    expectProblem(await withdraw(artist.token, { artwork_id: artworkId, asset: "shares", quantity: 2, to: wallet.address }), 400, "validation_failed");
+    // Shares need a quantity; a certificate is one.
+    expectProblem(await withdraw(artist.token, { artwork_id: artworkId, asset: "shares", to: wallet.address }), 400, "validation_failed");
+    expectProblem(await withdraw(artist.token, { artwork_id: artworkId, quantity: 2, to: wallet.address }), 400, "validation_failed");
     expect((await p.db.selectFrom("withdrawals").selectAll().where("artwork_id", "=", artworkId).execute())).toEqual([]);
   });
 
@@ -175,4 +179,147 @@ describe("withdrawals", () => {
     expect((await p.api.request("GET", "/v1/withdrawals", { token: other.token })).body.data).toEqual([]);
     await completed(artist.token, made.body.id);
   });
+  it("moves shares to a linked wallet in a transaction the custodial wallet signs, once each, never more than it holds; the user stays their shareholder", async () => {
+    const artworkId = await certifiedArtwork(p, artist);
+    const { tokenId } = await indexedCertificate(p, artworkId);
+    const created = await p.api.request("POST", "/v1/fractional/artworks", { token: artist.token, body: { artwork_id: artworkId, total_shares: 100, price_per_share_usd: 5 } });
+    expect([201, 202]).toContain(created.status);
+    await waitFor(async () => (await p.api.request("GET", `/v1/fractional/artworks/${artworkId}`)).body.status === "active", { timeoutMs: 30_000, what: "the share class" });
+    const bought = await p.api.request("POST", `/v1/fractional/${artworkId}/purchase`, { token: other.token, body: { shares_quantity: 10, payment_method_id: "pm_card_visa" } });
+    expect([201, 202]).toContain(bought.status);
+    await waitFor(async () => (await p.api.request("GET", `/v1/fractional/purchases/${bought.body.purchase_id}`, { token: other.token })).body.status === "confirmed", { timeoutMs: 30_000, what: "the shares minted" });
+    const custodial = (await walletOf(p, other.id)) as `0x${string}`;
+    const linked = await linkedWallet(p.api, other.token, privateKeyToAccount(generatePrivateKey()));
+    const shares = (holder: string) => publicClient().readContract({ address: testEnvironment().artSharesAddress, abi: artSharesAbi, functionName: "balanceOf", args: [holder as `0x${string}`, tokenId] });
+    const withdrawShares = (quantity: number) => withdraw(other.token, { asset: "shares", artwork_id: artworkId, quantity, to: linked });
+
+    const tooMany = await withdrawShares(11);
+    expectProblem(tooMany, 409, "invalid_state");
+    expect(tooMany.body.reason).toBe("insufficient_balance");
+    // Two withdrawals of 6 at once: one fits.
+    const racing = await Promise.all([withdrawShares(6), withdrawShares(6)]);
+    expect(racing.map((r) => r.status).sort()).toEqual([202, 409]);
+    const first = racing.find((r) => r.status === 202)!.body;
+    expect(first).toMatchObject({ asset: "shares", artwork_id: artworkId, quantity: 6, amount: null, to: getAddress(linked), status: "pending" });
+    // The rest, asked for at once: it waits for the first's transaction, then takes the wallet's next
+    // nonce. Its first wait for the receipt is lost, as in a crash after the send: the next attempt
+    // sends the same signed transaction, and the shares move once.
+    const { relayer } = p.api.server.platform;
+    const waitForReceipt = relayer.waitForReceipt.bind(relayer);
+    let lost = 0;
+    relayer.waitForReceipt = async (hash, options) => {
+      if (lost === 0 && options?.label?.startsWith("withdraw:") && options.label !== `withdraw:${first.id}`) {
+        lost++;
+        throw new TransientChainError("timeout", `lost the receipt of ${hash}`, { hash, label: options.label });
+      }
+      return waitForReceipt(hash, options);
+    };
+    let done: Record<string, unknown>;
+    let restDone: Record<string, unknown>;
+    let rest: Awaited<ReturnType<typeof withdrawShares>>;
+    try {
+      rest = await withdrawShares(4);
+      expect(rest.status, rest.text).toBe(202);
+      [done, restDone] = [await completed(other.token, first.id), await completed(other.token, rest.body.id)];
+    } finally {
+      relayer.waitForReceipt = waitForReceipt;
+    }
+    expect(lost).toBe(1);
+    const restOp = await p.db.selectFrom("chain_operations").select(["attempts", "tx_hash"]).where("key", "=", `withdraw:${rest.body.id}`).executeTakeFirstOrThrow();
+    expect(restOp.attempts).toBeGreaterThanOrEqual(2);
+    const moved = await p.views.selectFrom("share_transfer").select(["tx_hash", "amount"]).where("from", "=", custodial).where("to", "=", linked).execute();
+    expect(moved.map((t) => t.amount).sort()).toEqual([4n, 6n]);
+    expect([done.status, restDone.status]).toEqual(["completed", "completed"]);
+    expect(done.tx_hash).not.toBe(restDone.tx_hash);
+    expect(await shares(linked)).toBe(10n);
+    expect(await shares(custodial)).toBe(0n);
+    // Each sent by the custodial wallet itself, with consecutive nonces.
+    const txs = await Promise.all([done.tx_hash, restDone.tx_hash].map((hash) => publicClient().getTransaction({ hash: hash as `0x${string}` })));
+    expect(txs.map((t) => t.from.toLowerCase())).toEqual([custodial, custodial]);
+    expect(txs[1]!.nonce).toBe(txs[0]!.nonce + 1);
+    expect(await p.db.selectFrom("chain_operations").select("key").where("kind", "=", "withdrawal_shares").where(sql`payload->>'withdrawal_id'`, "in", [first.id, rest!.body.id]).execute()).toHaveLength(2);
+    const events = await p.db.selectFrom("outbox_events").select(["audience", "payload"]).where("event_type", "=", "asset.withdrawn").execute();
+    expect(events.filter((e) => (e.payload as { withdrawal_id: string }).withdrawal_id === first.id)).toEqual([{ audience: [other.id], payload: expect.objectContaining({ asset: "shares", quantity: 6, tx_hash: done.tx_hash }) }]);
+    // Nothing more to withdraw; the linked wallet's shares are still the user's.
+    expect((await withdrawShares(1)).body.reason).toBe("insufficient_balance");
+    const holders = await waitFor(async () => {
+      const got = (await p.api.request("GET", `/v1/fractional/${artworkId}/shares`)).body;
+      const rows = (got.shareholders ?? got.data) as { wallet?: string; user_id: string | null; shares?: number }[];
+      return rows.some((h) => h.wallet?.toLowerCase() === linked) && rows;
+    }, { timeoutMs: 30_000, what: "the linked wallet among the shareholders" });
+    expect(holders.filter((h) => h.wallet?.toLowerCase() === linked).map((h) => h.user_id)).toEqual([other.id]);
+    // Private: the artist does not see them; anonymous callers are refused.
+    expectProblem(await p.api.request("GET", `/v1/withdrawals/${first.id}`, { token: artist.token }), 404, "not_found");
+    expectProblem(await p.api.request("POST", "/v1/withdrawals", { body: { asset: "shares", artwork_id: artworkId, quantity: 1, to: linked } }), 401, "unauthenticated");
+  }, 120_000);
+  it("two attempts of one shares withdrawal at once (a lease that ran out) send one transaction, signed once", async () => {
+    const artworkId = await certifiedArtwork(p, artist);
+    const created = await p.api.request("POST", "/v1/fractional/artworks", { token: artist.token, body: { artwork_id: artworkId, total_shares: 50, price_per_share_usd: 2 } });
+    expect([201, 202]).toContain(created.status);
+    await waitFor(async () => (await p.api.request("GET", `/v1/fractional/artworks/${artworkId}`)).body.status === "active", { timeoutMs: 30_000, what: "the share class" });
+    const holder = await createUser(p.api);
+    const bought = await p.api.request("POST", `/v1/fractional/${artworkId}/purchase`, { token: holder.token, body: { shares_quantity: 5, payment_method_id: "pm_card_visa" } });
+    expect([201, 202]).toContain(bought.status);
+    await waitFor(async () => (await p.api.request("GET", `/v1/fractional/purchases/${bought.body.purchase_id}`, { token: holder.token })).body.status === "confirmed", { timeoutMs: 30_000, what: "the shares minted" });
+    const custodial = (await walletOf(p, holder.id)) as `0x${string}`;
+    const linked = await linkedWallet(p.api, holder.token, privateKeyToAccount(generatePrivateKey()));
+    const nonceBefore = await publicClient().getTransactionCount({ address: custodial, blockTag: "latest" });
+
+    // The worker's attempt is held at its start; two more attempts of the same operation run at once
+    // meanwhile, forced into the interleaving that could sign twice: both find the withdrawal not yet
+    // signed, and the second signs only once the first has signed and sent its transaction (mined at once).
+    const service = p.api.server.platform.services.withdrawals;
+    const kind = service.sharesKind;
+    const send = kind.send.bind(kind);
+    const worker = holdCalls(kind, "send", { keyOf: (op) => (op as { key: string }).key });
+    const signing = service as unknown as { signShares(payload: unknown): Promise<unknown> };
+    const sign = signing.signShares.bind(service);
+    let firstSent!: () => void;
+    const sentOnce = new Promise<void>((resolve) => (firstSent = resolve));
+    let bothArrived!: () => void;
+    const arrivedTogether = new Promise<void>((resolve) => (bothArrived = resolve));
+    let arrived = 0;
+    Object.defineProperty(signing, "signShares", {
+      configurable: true,
+      writable: true,
+      value: async (payload: unknown) => {
+        const mine = ++arrived;
+        if (arrived === 2) bothArrived();
+        await arrivedTogether;
+        if (mine === 2) await sentOnce;
+        return sign(payload);
+      },
+    });
+    let withdrawal: Record<string, unknown>;
+    const sent: string[] = [];
+    try {
+      const asked = await withdraw(holder.token, { asset: "shares", artwork_id: artworkId, quantity: 3, to: linked });
+      expect(asked.status, asked.text).toBe(202);
+      withdrawal = asked.body;
+      await signalled(worker.reached(1), "the worker's attempt held");
+      const op = await p.db.selectFrom("chain_operations").selectAll().where("key", "=", `withdraw:${String(withdrawal.id)}`).executeTakeFirstOrThrow();
+      const ctx = {
+        started: undefined,
+        recordSent: async (_keys: readonly string[], hash: string) => {
+          sent.push(hash);
+          firstSent();
+        },
+      };
+      await signalled(Promise.all([send(op, ctx), send(op, ctx)]), "both attempts settled", 60_000);
+      expect(arrived).toBe(2);
+    } finally {
+      delete (signing as { signShares?: unknown }).signShares;
+      worker.restore();
+    }
+    const done = await completed(holder.token, String(withdrawal!.id));
+    expect(done.status).toBe("completed");
+    // Both attempts sent the one transaction the withdrawal keeps; the worker's, released, too.
+    expect(new Set(sent)).toEqual(new Set([done.tx_hash]));
+    expect(sent).toHaveLength(2);
+    expect(await publicClient().getTransactionCount({ address: custodial, blockTag: "latest" })).toBe(nonceBefore + 1);
+    const moved = await p.views.selectFrom("share_transfer").select("amount").where("from", "=", custodial).where("to", "=", linked).execute();
+    expect(moved.map((t) => t.amount)).toEqual([3n]);
+    const row = await p.db.selectFrom("withdrawals").select(["sender_nonce", "tx_hash"]).where("id", "=", String(withdrawal!.id)).executeTakeFirstOrThrow();
+    expect(row).toEqual({ sender_nonce: nonceBefore, tx_hash: done.tx_hash });
+  }, 120_000);
 });

@@ -52,6 +52,14 @@ export async function submitArtwork(baseUrl: string, token: string, n: number): 
   return body.id;
 }
 
+/** Waits until `count` of the artist's artworks are certified (polled every 100 ms through the API), at most `timeoutMs`. */
+export async function untilCertified(baseUrl: string, artistId: string, count: number, timeoutMs: number): Promise<void> {
+  for (const started = performance.now(); (await certifiedCount(baseUrl, artistId)) < count; ) {
+    if (performance.now() - started > timeoutMs) throw new Error(`${count} artworks not certified within ${timeoutMs / 1000} s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 /** How many of the artist's artworks are certified, through the API. */
 export async function certifiedCount(baseUrl: string, artistId: string): Promise<number> {
   const list = await call(baseUrl, "GET", `/v1/artworks?artist_id=${artistId}&verified=true&limit=1`);

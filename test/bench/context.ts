@@ -1,3 +1,5 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -5,7 +7,7 @@ import { english, generateMnemonic, privateKeyToAccount } from "viem/accounts";
 import { HARDHAT_DEV_RELAYER_KEY, loadConfig } from "../../api/src/config.ts";
 import { type RunningPlatform, startPlatform } from "../../api/src/platform.ts";
 import { readChainIdentity, startHardhatNode } from "../../tools/stack/chain.ts";
-import { deployPlatform, type PlatformDeployment } from "../../tools/stack/deploy.ts";
+import { deployExchange, deployPlatform, type ExchangeDeployment, type PlatformDeployment } from "../../tools/stack/deploy.ts";
 import { type Indexer, startIndexer } from "../../tools/stack/indexer.ts";
 import { ensureDatabase, startEmbeddedPostgres } from "../../tools/stack/postgres.ts";
 import { binPath, childEnv, freePort, type ManagedProcess, spawnManaged, waitUntil } from "../../tools/stack/processes.ts";
@@ -21,6 +23,8 @@ export interface BenchContext {
   chainId: number;
   genesisHash: `0x${string}`;
   deployment: PlatformDeployment;
+  /** ArtExchange and the MockStablecoin it is paid in, deployed after the platform. */
+  exchange: ExchangeDeployment;
   /** The API's settings on this platform (bootstrap admin key BENCH_ADMIN_KEY; rate limits off), for startApi or API processes of a suite's own. */
   apiSettings(overrides?: Record<string, string>): Record<string, string>;
   /** Starts the API in this process with apiSettings(overrides); stopped by dispose(). */
@@ -58,6 +62,13 @@ export async function createBenchContext(): Promise<BenchContext> {
     deploymentId: `bench-${Date.now()}`,
     logFile: path.join(dir, "deploy.log"),
   });
+  const exchange = await deployExchange({
+    rpcUrl: node.rpcUrl,
+    certificate: deployment.artCertificate,
+    orderSigner: privateKeyToAccount(HARDHAT_DEV_RELAYER_KEY).address,
+    deploymentId: `${deployment.deploymentId}-exchange`,
+    logFile: path.join(dir, "deploy.log"),
+  });
   const databaseUrl = pg.url("bench");
   const custody = generateMnemonic(english);
   let indexerUrl: string | undefined;
@@ -70,6 +81,7 @@ export async function createBenchContext(): Promise<BenchContext> {
     chainId: identity.chainId,
     genesisHash: identity.genesisHash,
     deployment,
+    exchange,
     apiSettings(overrides = {}) {
       return {
         NODE_ENV: "development",
@@ -82,6 +94,8 @@ export async function createBenchContext(): Promise<BenchContext> {
         ART_SHARES_ADDRESS: deployment.artShares,
         ART_MARKET_ADDRESS: deployment.artMarket,
         AUDIT_ANCHOR_ADDRESS: deployment.auditAnchor,
+        ART_EXCHANGE_ADDRESS: exchange.artExchange,
+        PAYMENT_TOKEN_ADDRESS: exchange.paymentToken,
         CONTRACTS_START_BLOCK: String(deployment.startBlock),
         CUSTODY_MNEMONIC: custody,
         BOOTSTRAP_ADMIN_API_KEY: BENCH_ADMIN_KEY,
@@ -89,6 +103,12 @@ export async function createBenchContext(): Promise<BenchContext> {
         RATE_LIMIT_ANONYMOUS_PER_MINUTE: "100000000",
         ...(indexerUrl ? { INDEXER_URL: indexerUrl } : {}),
         ...overrides,
+        // BENCH_API_<SETTING>=value sets the API's SETTING (BENCH_API_DATABASE_PREPARED_STATEMENTS=false).
+        ...Object.fromEntries(
+          Object.entries(process.env)
+            .filter(([name, value]) => name.startsWith("BENCH_API_") && value !== undefined)
+            .map(([name, value]) => [name.slice("BENCH_API_".length), value!]),
+        ),
       };
     },
     async startApi(overrides = {}) {
@@ -117,6 +137,7 @@ export async function createBenchContext(): Promise<BenchContext> {
         artShares: deployment.artShares,
         artMarket: deployment.artMarket,
         auditAnchor: deployment.auditAnchor,
+        artExchange: exchange.artExchange,
         startBlock: deployment.startBlock,
         schema: "ponder_bench",
         viewsSchema: "chain",
@@ -172,4 +193,32 @@ export function percentile(sorted: number[], p: number): number {
 export function table(headers: string[], rows: (string | number)[][]): string {
   const line = (cells: (string | number)[]) => `| ${cells.join(" | ")} |`;
   return [line(headers), line(headers.map((_, i) => (i === 0 ? "---" : "---:"))), ...rows.map(line)].join("\n");
+}
+
+/**
+ * A local receiver of webhook deliveries, closed at dispose: when the first delivery of each key
+ * (`keyOf` the parsed body) arrived (performance.now()), and a promise per key that resolves then.
+ */
+export async function webhookReceiver(ctx: Pick<BenchContext, "onDispose">, keyOf: (body: Record<string, unknown>) => string) {
+  const delivered = new Map<string, number>();
+  const waiting = new Map<string, () => void>();
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const at = performance.now();
+      res.writeHead(200).end();
+      const key = keyOf(JSON.parse(Buffer.concat(chunks).toString()) as Record<string, unknown>);
+      if (!delivered.has(key)) delivered.set(key, at);
+      waiting.get(key)?.();
+    });
+  });
+  server.listen(0, "127.0.0.1");
+  await new Promise((r) => server.once("listening", r));
+  ctx.onDispose(() => new Promise((r) => server.close(() => r(undefined))));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    delivered,
+    arrival: (key: string) => (delivered.has(key) ? Promise.resolve() : new Promise<void>((resolve) => waiting.set(key, resolve))),
+  };
 }

@@ -6,7 +6,7 @@
  */
 import os from "node:os";
 import path from "node:path";
-import { certifiedCount, submitArtwork } from "./certification.ts";
+import { submitArtwork, untilCertified } from "./certification.ts";
 import { BENCH_ADMIN_KEY, type BenchContext, blockNumber, call, percentile, table } from "./context.ts";
 
 const SEQUENTIAL = Number(process.env.BENCH_SHARES_SEQUENTIAL ?? 20);
@@ -45,10 +45,7 @@ export async function benchFractional(ctx: BenchContext): Promise<string> {
   // One artwork, certified and fractionalized before anything is measured, with shares for every purchase.
   const owner = await user("bench_share_owner", "artist");
   const artworkId = await submitArtwork(api.url, owner.token, 0);
-  for (const started = performance.now(); (await certifiedCount(api.url, owner.id)) < 1; ) {
-    if (performance.now() - started > 60_000) throw new Error("the artwork was not certified within 60 s");
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await untilCertified(api.url, owner.id, 1, 60_000);
   const totalShares = (1 + SEQUENTIAL + BURST) * SHARES_EACH;
   for (const started = performance.now(); ; ) {
     // The indexer may not have the certificate yet (409 invalid_state): retried.

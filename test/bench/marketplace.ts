@@ -5,12 +5,10 @@
  * transaction and by a local webhook receiver, for sales one after the other; and how many sales
  * per second complete when many buyers each buy a listing at once.
  */
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { certifiedCount, submitArtwork } from "./certification.ts";
-import { BENCH_ADMIN_KEY, type BenchContext, blockNumber, call, percentile, table } from "./context.ts";
+import { submitArtwork, untilCertified } from "./certification.ts";
+import { BENCH_ADMIN_KEY, type BenchContext, blockNumber, call, percentile, table, webhookReceiver } from "./context.ts";
 
 const SEQUENTIAL = Number(process.env.BENCH_SALES_SEQUENTIAL ?? 30);
 const BURST = Number(process.env.BENCH_SALES_BURST ?? 100);
@@ -41,32 +39,15 @@ export async function benchMarketplace(ctx: BenchContext): Promise<string> {
   const seller = await user("bench_seller", "artist");
   const artworks = SEQUENTIAL + BURST + 1;
   const artworkIds = await Promise.all(Array.from({ length: artworks }, (_, i) => submitArtwork(api.url, seller.token, i)));
-  for (const started = performance.now(); (await certifiedCount(api.url, seller.id)) < artworks; ) {
-    if (performance.now() - started > 300_000) throw new Error(`${artworks} artworks not certified within 300 s`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await untilCertified(api.url, seller.id, artworks, 300_000);
   const list = async (artworkId: string, acceptsOffers: boolean): Promise<string> =>
     (await call(api.url, "POST", "/v1/marketplace/listings", { artwork_id: artworkId, price_usd: 100, accepts_offers: acceptsOffers }, seller.token)).listing_id;
 
   // Receiver of the seller's payment.completed webhooks: when each sale's first arrived.
-  const delivered = new Map<string, number>();
-  const waiting = new Map<string, () => void>();
-  const receiver = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const at = performance.now();
-      res.writeHead(200).end();
-      const { tx_id: txId } = JSON.parse(Buffer.concat(chunks).toString()) as { tx_id: string };
-      if (!delivered.has(txId)) delivered.set(txId, at);
-      waiting.get(txId)?.();
-    });
-  });
-  receiver.listen(0, "127.0.0.1");
-  await new Promise((r) => receiver.once("listening", r));
-  ctx.onDispose(() => new Promise((r) => receiver.close(() => r(undefined))));
-  await call(api.url, "POST", "/v1/webhooks", { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`, events: ["payment.completed"] }, seller.token);
-  const webhookOf = (txId: string) => (delivered.has(txId) ? Promise.resolve() : new Promise<void>((resolve) => waiting.set(txId, resolve)));
+  const receiver = await webhookReceiver(ctx, (body) => body.tx_id as string);
+  const delivered = receiver.delivered;
+  await call(api.url, "POST", "/v1/webhooks", { url: receiver.url, events: ["payment.completed"] }, seller.token);
+  const webhookOf = receiver.arrival;
 
   const completion = async (txId: string, token: string, started: number): Promise<void> => {
     for (;;) {

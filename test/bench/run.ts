@@ -9,6 +9,7 @@ import { benchEvents } from "./events.ts";
 import { benchFractional } from "./fractional.ts";
 import { benchHttp } from "./http.ts";
 import { benchMarketplace } from "./marketplace.ts";
+import { benchOnchain } from "./onchain.ts";
 import { benchReads } from "./reads.ts";
 import { benchWebhooks } from "./webhooks.ts";
 
@@ -17,6 +18,7 @@ const SUITES: Record<string, (ctx: Awaited<ReturnType<typeof createBenchContext>
   webhooks: benchWebhooks,
   certification: benchCertification,
   marketplace: benchMarketplace,
+  onchain: benchOnchain,
   community: benchCommunity,
   fractional: benchFractional,
   events: benchEvents,

@@ -2,11 +2,14 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
 import { artifacts, network } from "hardhat";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { authorizationNonce, signTransferAuthorization } from "../../api/src/chain/payment-token.js";
 import { type Address, getAddress, type Hex, hashTypedData, keccak256, maxUint256, parseEventLogs, toBytes, zeroAddress, zeroHash } from "viem";
 
 import {
   ACCESS_CONTROL_DEFAULT_ADMIN_RULES_ID,
   ADMIN_DELAY_SECONDS,
+  type ExchangeOrder,
   exchangeDomain,
   interfaceId,
   named,
@@ -43,16 +46,7 @@ const asRelayer = { account: relayer.account };
 
 const OrderStatus = { Open: 0, Filled: 1, Cancelled: 2 } as const;
 
-interface Order {
-  listingId: string;
-  seller: Address;
-  buyer: Address;
-  tokenId: bigint;
-  currency: Address;
-  price: bigint;
-  feeBps: number;
-  expiry: bigint;
-}
+type Order = ExchangeOrder;
 
 /**
  * Certificate 1 held by alice with a 5 % royalty to bob (the artist), 2 held by alice without royalty, 3 held
@@ -597,6 +591,28 @@ describe("ArtExchange", () => {
       assert.equal(await stablecoin.read.decimals(), 6);
       await stablecoin.write.mint([treasury.account.address, 1_000_000n], { account: dave.account });
       assert.equal(await stablecoin.read.balanceOf([treasury.account.address]), 1_000_000n);
+    });
+
+    it("test_mockStablecoin_transferWithAuthorization_movesOncePerNonceOnTheHoldersSignature", async () => {
+      const { stablecoin } = await networkHelpers.loadFixture(deployExchange);
+      const holder = privateKeyToAccount(generatePrivateKey());
+      await stablecoin.write.mint([holder.address, 5_000_000n], { account: dave.account });
+      const domain = { name: await stablecoin.read.name(), version: "2", chainId, verifyingContract: stablecoin.address } as const;
+      const now = BigInt((await publicClient.getBlock()).timestamp);
+      const nonce = authorizationNonce("wdr_test");
+      const args = await signTransferAuthorization(holder, domain, { to: treasury.account.address, value: 2_000_000n, validBefore: now + 3600n, nonce });
+      // Anyone submits it (here dave, paying the gas): the holder needs no ETH.
+      await stablecoin.write.transferWithAuthorization([...args], { account: dave.account });
+      assert.equal(await stablecoin.read.balanceOf([holder.address]), 3_000_000n);
+      assert.equal(await stablecoin.read.balanceOf([treasury.account.address]), 2_000_000n);
+      assert.equal(await stablecoin.read.authorizationState([holder.address, nonce]), true);
+      await viem.assertions.revertWithCustomError(stablecoin.write.transferWithAuthorization([...args], { account: dave.account }), stablecoin, "MockStablecoinAuthorizationUsed");
+      // Another recipient than signed, or an expired authorization, moves nothing.
+      const other = await signTransferAuthorization(holder, domain, { to: treasury.account.address, value: 1n, validBefore: now + 3600n, nonce: authorizationNonce("wdr_other") });
+      await viem.assertions.revertWithCustomError(stablecoin.write.transferWithAuthorization([other[0], dave.account.address, ...other.slice(2)] as unknown as typeof other, { account: dave.account }), stablecoin, "MockStablecoinInvalidSignature");
+      const expired = await signTransferAuthorization(holder, domain, { to: treasury.account.address, value: 1n, validBefore: now, nonce: authorizationNonce("wdr_late") });
+      await viem.assertions.revertWithCustomError(stablecoin.write.transferWithAuthorization([...expired], { account: dave.account }), stablecoin, "MockStablecoinAuthorizationNotValidNow");
+      assert.equal(await stablecoin.read.balanceOf([holder.address]), 3_000_000n);
     });
   });
 });

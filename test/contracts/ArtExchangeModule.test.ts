@@ -4,7 +4,9 @@ import { describe, it } from "node:test";
 import { network } from "hardhat";
 import { getAddress, keccak256, maxUint256, toBytes, zeroAddress, zeroHash } from "viem";
 
+import ArtCertificateModule from "../../ignition/modules/ArtCertificateModule.js";
 import ArtExchangeModule from "../../ignition/modules/ArtExchangeModule.js";
+import LocalExchangeModule from "../../ignition/modules/LocalExchangeModule.js";
 import MockStablecoinModule from "../../ignition/modules/MockStablecoinModule.js";
 import { exchangeDomain, named, ORDER_TYPES, UNITS_PER_CENT } from "./helpers.js";
 
@@ -16,13 +18,14 @@ const CERTIFIER_ROLE = keccak256(toBytes("CERTIFIER_ROLE"));
 const ORDER_SIGNER_ROLE = keccak256(toBytes("ORDER_SIGNER_ROLE"));
 
 describe("ArtExchangeModule", () => {
-  it("test_deploy_overTheLocalStablecoinGrantsTheOrderKeyAndFills", async () => {
-    // On a local chain: the mock token first, its address as the exchange's `paymentToken`.
+  it("test_deploy_overAnExistingCertificateAndTheLocalStablecoinGrantsTheOrderKeyAndFills", async () => {
+    // The platform first, as on a chain that predates the exchange; the mock token as `paymentToken`.
+    const { artCertificate } = await ignition.deploy(ArtCertificateModule, { parameters: { ArtCertificateModule: { admin: deployer.account.address } } });
     const { mockStablecoin } = await ignition.deploy(MockStablecoinModule);
     const { artExchange } = await ignition.deploy(ArtExchangeModule, {
       parameters: {
-        ArtCertificateModule: { admin: deployer.account.address },
         ArtExchangeModule: {
+          certificate: artCertificate.address,
           paymentToken: mockStablecoin.address,
           treasury: treasury.account.address,
           orderSigner: orderKey.account.address,
@@ -30,8 +33,7 @@ describe("ArtExchangeModule", () => {
       },
     });
     assert.equal(await artExchange.read.paymentToken(), getAddress(mockStablecoin.address));
-    const artCertificate = await viem.getContractAt("ArtCertificate", await artExchange.read.certificate());
-    assert.equal(await artCertificate.read.name(), "Art Platform Certificate");
+    assert.equal(await artExchange.read.certificate(), getAddress(artCertificate.address));
     assert.equal(await artExchange.read.treasury(), getAddress(treasury.account.address));
     assert.equal(await artExchange.read.feeBps(), 250);
     assert.equal(await artExchange.read.hasRole([ORDER_SIGNER_ROLE, orderKey.account.address]), true);
@@ -65,5 +67,18 @@ describe("ArtExchangeModule", () => {
     assert.equal(await artCertificate.read.ownerOf([1n]), getAddress(bob.account.address));
     assert.equal(await mockStablecoin.read.balanceOf([treasury.account.address]), 250n * UNITS_PER_CENT);
     assert.equal(await mockStablecoin.read.balanceOf([alice.account.address]), 9_750n * UNITS_PER_CENT);
+  });
+
+  it("test_deployLocal_deploysTheStablecoinAndTheExchangePaidInIt", async () => {
+    const { artCertificate } = await ignition.deploy(ArtCertificateModule, { parameters: { ArtCertificateModule: { admin: deployer.account.address } } });
+    const { artExchange, mockStablecoin } = await ignition.deploy(LocalExchangeModule, {
+      parameters: { LocalExchangeModule: { certificate: artCertificate.address, orderSigner: orderKey.account.address } },
+    });
+    assert.equal(await mockStablecoin.read.decimals(), 6);
+    assert.equal(await artExchange.read.paymentToken(), getAddress(mockStablecoin.address));
+    assert.equal(await artExchange.read.certificate(), getAddress(artCertificate.address));
+    assert.equal(await artExchange.read.treasury(), getAddress(deployer.account.address));
+    assert.equal(await artExchange.read.feeBps(), 250);
+    assert.equal(await artExchange.read.hasRole([ORDER_SIGNER_ROLE, orderKey.account.address]), true);
   });
 });

@@ -33,24 +33,4 @@ export function interfaceId(abi: Abi): `0x${string}` {
   return `0x${(id >>> 0).toString(16).padStart(8, "0")}`;
 }
 
-/** Units of a 6-decimal USD stablecoin per cent: `price_usd` converts exactly, cents × 10⁴. */
-export const UNITS_PER_CENT = 10_000n;
-
-/** ArtExchange's EIP-712 `Order` type (docs/wallets.md#buying-on-chain-artexchange). */
-export const ORDER_TYPES = {
-  Order: [
-    { name: "listingId", type: "string" },
-    { name: "seller", type: "address" },
-    { name: "buyer", type: "address" },
-    { name: "tokenId", type: "uint256" },
-    { name: "currency", type: "address" },
-    { name: "price", type: "uint256" },
-    { name: "feeBps", type: "uint16" },
-    { name: "expiry", type: "uint64" },
-  ],
-} as const;
-
-/** ArtExchange's EIP-712 domain on chain `chainId` at `exchange`. */
-export function exchangeDomain(chainId: number, exchange: Address) {
-  return { name: "ArtExchange", version: "1", chainId, verifyingContract: exchange } as const;
-}
+export { exchangeDomain, type ExchangeOrder, ORDER_TYPES, UNITS_PER_CENT } from "../../api/src/chain/exchange.js";

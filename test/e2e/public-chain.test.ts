@@ -3,7 +3,8 @@
  * own (not a local one, so nothing takes the dev-chain shortcuts) and accounts that are not the dev
  * accounts. `npm run deploy:contracts -- --network public --verify` runs as a child process with the
  * environment an operator sets, verifying on a stand-in Sourcify that records what it is sent; an
- * indexer and an API then start on the settings it wrote; an artwork certified through the API is
+ * indexer and an API then start on the settings it wrote (ArtExchange included, paid in a stand-in
+ * stablecoin deployed first, as USDC would be there already); an artwork certified through the API is
  * read back from the contract (owner, token URI, which resolves) and from the verify page.
  */
 import { randomBytes } from "node:crypto";
@@ -11,16 +12,17 @@ import { existsSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import path from "node:path";
 import { parse as parseEnv } from "dotenv";
-import { type Abi, type Address, createPublicClient, getAddress, type Hex, http, keccak256, toBytes } from "viem";
+import { type Abi, type Address, createPublicClient, createWalletClient, getAddress, type Hex, http, keccak256, toBytes } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
+import { artExchangeAbi } from "../../api/src/chain/abi/ArtExchange.ts";
 import { artMarketAbi } from "../../api/src/chain/abi/ArtMarket.ts";
 import { artSharesAbi } from "../../api/src/chain/abi/ArtShares.ts";
 import { auditAnchorAbi } from "../../api/src/chain/abi/AuditAnchor.ts";
 import { fundLocalAccount, type HardhatNode, readChainIdentity, startHardhatNode } from "../../tools/stack/chain.ts";
 import { deploymentDirOf } from "../../tools/stack/deploy.ts";
-import { binPath, childEnv, freePort, type ManagedProcess, spawnManaged } from "../../tools/stack/processes.ts";
+import { binPath, childEnv, freePort, type ManagedProcess, repoRoot, spawnManaged } from "../../tools/stack/processes.ts";
 import { startTestApi, type TestApi } from "../api/helpers.ts";
 import { createPlatformDatabase } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
@@ -47,6 +49,8 @@ let settings: Record<string, string>;
 let indexer: TestIndexer;
 let api: TestApi;
 let dropDatabase: (() => Promise<void>) | undefined;
+/** The chain's USD stablecoin: a MockStablecoin standing in for USDC. */
+let paymentToken: Address;
 
 /** What `npm run deploy:contracts` is run with: the operator's environment, nothing of the machine's verifiers. */
 function operatorEnv(overrides: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
@@ -56,6 +60,9 @@ function operatorEnv(overrides: Record<string, string | undefined> = {}): NodeJS
     DEPLOYER_PRIVATE_KEY: deployerKey,
     RELAYER_ADDRESS: privateKeyToAccount(relayerKey).address,
     DEPLOY_ADMIN_ADDRESS: multisig,
+    PAYMENT_TOKEN_ADDRESS: paymentToken,
+    EXCHANGE_TREASURY_ADDRESS: undefined,
+    PLATFORM_FEE_BPS: undefined,
     PUBLIC_BASE_URL: undefined,
     EXPLORER_URL,
     SOURCIFY_API_URL: sourcify.url,
@@ -82,6 +89,7 @@ beforeAll(async () => {
   ]);
   // An operator funds the deployer and the relayer; the node's dev accounts play no part.
   await Promise.all([fundLocalAccount(node.rpcUrl, privateKeyToAccount(deployerKey).address), fundLocalAccount(node.rpcUrl, privateKeyToAccount(relayerKey).address)]);
+  paymentToken = await deployStandInStablecoin(node.rpcUrl);
 
   const apiPort = await freePort();
   const output = path.join(tempDir(), `${deploymentId}.env`);
@@ -118,6 +126,7 @@ beforeAll(async () => {
       artShares: settings.ART_SHARES_ADDRESS!,
       artMarket: settings.ART_MARKET_ADDRESS!,
       auditAnchor: settings.AUDIT_ANCHOR_ADDRESS!,
+      artExchange: settings.ART_EXCHANGE_ADDRESS!,
       startBlock: Number(settings.CONTRACTS_START_BLOCK),
     },
   });
@@ -148,11 +157,15 @@ describe("deploying to a public chain", () => {
     const deployer = privateKeyToAccount(deployerKey).address;
     const relayer = privateKeyToAccount(relayerKey).address;
     expect(Object.keys(settings).sort()).toEqual(
-      ["ART_CERTIFICATE_ADDRESS", "ART_MARKET_ADDRESS", "ART_SHARES_ADDRESS", "AUDIT_ANCHOR_ADDRESS", "CHAIN_ID", "CHAIN_RPC_URL", "CONTRACTS_START_BLOCK", "EXPLORER_URL", "PUBLIC_BASE_URL"].sort(),
+      [
+        "ART_CERTIFICATE_ADDRESS", "ART_EXCHANGE_ADDRESS", "ART_MARKET_ADDRESS", "ART_SHARES_ADDRESS", "AUDIT_ANCHOR_ADDRESS", "CHAIN_ID", "CHAIN_RPC_URL",
+        "CONTRACTS_START_BLOCK", "EXPLORER_URL", "PAYMENT_TOKEN_ADDRESS", "PUBLIC_BASE_URL",
+      ].sort(),
     );
+    expect(settings.PAYMENT_TOKEN_ADDRESS).toBe(paymentToken);
     expect(settings).toMatchObject({ CHAIN_RPC_URL: node.rpcUrl, CHAIN_ID: String(STAND_IN_CHAIN_ID), EXPLORER_URL, PUBLIC_BASE_URL: api.url });
-    // The node was fresh: the first contract creation is the first block.
-    expect(settings.CONTRACTS_START_BLOCK).toBe("1");
+    // The node was fresh but for the stand-in stablecoin (block 1): the first contract creation is the next block.
+    expect(settings.CONTRACTS_START_BLOCK).toBe("2");
     // Printed as well, for the operator to copy.
     const printed = readFileSync(deployLog, "utf8");
     for (const [name, value] of Object.entries(settings)) expect(printed).toContain(`${name}=${value}\n`);
@@ -163,6 +176,7 @@ describe("deploying to a public chain", () => {
       { address: settings.ART_SHARES_ADDRESS, abi: artSharesAbi, role: "SHARE_ISSUER_ROLE" },
       { address: settings.ART_MARKET_ADDRESS, abi: artMarketAbi, role: "SETTLER_ROLE" },
       { address: settings.AUDIT_ANCHOR_ADDRESS, abi: auditAnchorAbi, role: "ANCHORER_ROLE" },
+      { address: settings.ART_EXCHANGE_ADDRESS, abi: artExchangeAbi, role: "ORDER_SIGNER_ROLE" },
     ];
     for (const contract of contracts) {
       const read = (functionName: string, args: unknown[] = []) =>
@@ -177,16 +191,16 @@ describe("deploying to a public chain", () => {
     );
   });
 
-  it("verifies the five contracts' sources on the configured Sourcify (a stand-in here: no internet)", async () => {
+  it("verifies the six contracts' sources on the configured Sourcify (a stand-in here: no internet)", async () => {
     const { code } = await deploy.exited;
     expect(code, readFileSync(deployLog, "utf8")).toBe(0);
     const forwarder = getAddress(readFileSync(deployLog, "utf8").match(/ArtForwarderModule#ArtForwarder - (0x[0-9a-fA-F]{40})/)![1]!);
-    const deployed = [settings.ART_CERTIFICATE_ADDRESS, settings.ART_SHARES_ADDRESS, settings.ART_MARKET_ADDRESS, settings.AUDIT_ANCHOR_ADDRESS, forwarder];
+    const deployed = [settings.ART_CERTIFICATE_ADDRESS, settings.ART_SHARES_ADDRESS, settings.ART_MARKET_ADDRESS, settings.AUDIT_ANCHOR_ADDRESS, settings.ART_EXCHANGE_ADDRESS, forwarder];
     expect(sourcify.submissions.map((s) => s.address).sort()).toEqual(deployed.sort());
     for (const submission of sourcify.submissions) {
       expect(submission.chainId).toBe(String(STAND_IN_CHAIN_ID));
       expect(submission.compilerVersion).toMatch(/^v0\.8\.34\+commit\.[0-9a-f]+$/);
-      expect(submission.contract).toMatch(/^project\/contracts\/(ArtCertificate|ArtShares|ArtMarket|AuditAnchor|ArtForwarder)\.sol:\w+$/);
+      expect(submission.contract).toMatch(/^project\/contracts\/(ArtCertificate|ArtShares|ArtMarket|AuditAnchor|ArtExchange|ArtForwarder)\.sol:\w+$/);
       expect(submission.sources).toContain(submission.contract.split(":")[0]);
       expect(submission.optimizer).toEqual({ enabled: true, runs: 200 });
     }
@@ -320,4 +334,14 @@ async function startSourcifyStandIn(): Promise<SourcifyStandIn> {
         server.close(() => resolve());
       }),
   };
+}
+
+/** Deploys MockStablecoin from the node's first dev account (not the deployer: the token is the chain's, not the platform's). */
+async function deployStandInStablecoin(rpcUrl: string): Promise<Address> {
+  const artifact = JSON.parse(readFileSync(path.join(repoRoot, "artifacts/contracts/test/MockStablecoin.sol/MockStablecoin.json"), "utf8")) as { abi: Abi; bytecode: Hex };
+  const wallet = createWalletClient({ transport: http(rpcUrl) });
+  const [account] = await wallet.getAddresses();
+  const hash = await wallet.deployContract({ abi: artifact.abi, bytecode: artifact.bytecode, account: account!, chain: null });
+  const receipt = await createPublicClient({ transport: http(rpcUrl) }).waitForTransactionReceipt({ hash });
+  return getAddress(receipt.contractAddress!);
 }

@@ -2,7 +2,8 @@
  * `npm start` again on the same DATA_DIR: the chain comes back from its journal and the database is
  * kept (a user's key works, the certified artwork is there and the chain names the same owner, a
  * wallet's own transfer stands, nothing is archived, the admin key is kept and `npm run admin-key`
- * makes another). A chain changed from outside the stack cannot come back: its journal and the
+ * makes another). A database recorded before ArtExchange existed gains one, deployed over the same
+ * platform, its data kept. A chain changed from outside the stack cannot come back: its journal and the
  * database are archived, saying why. `npm start -- --fresh` starts empty on purpose. The tests run
  * in order on one data dir, each start following the one before (a start takes seconds, not a
  * data dir of its own each).
@@ -17,8 +18,11 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { hardhat } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
+import { artExchangeAbi } from "../../api/src/chain/abi/ArtExchange.ts";
+import { runningClusterUrl, withClient } from "../../tools/stack/postgres.ts";
 import { binPath, childEnv, repoRoot } from "../../tools/stack/processes.ts";
 import { adminSdk, apiError, artworkForm, createSdkUser, sdk, type SdkUser } from "../support/sdk.ts";
+import { HARDHAT_ACCOUNT_0_KEY } from "../../tools/stack/settings.ts";
 import { type BootedStack, bootStack } from "../support/stack.ts";
 import { waitFor } from "../support/wait.ts";
 
@@ -31,6 +35,7 @@ async function stopCleanly(running: BootedStack): Promise<void> {
   expect(await running.stop(), running.diagnostics()).toEqual({ code: 0, signal: null });
 }
 const artCertificateOf = (stack: BootedStack) => /ArtCertificate:\s+(0x[0-9a-fA-F]{40})/.exec(stack.output())![1] as Address;
+const artExchangeOf = (stack: BootedStack) => /ArtExchange:\s+(0x[0-9a-fA-F]{40})/.exec(stack.output())![1] as Address;
 
 /** What the first start made: a user with a key, a certified artwork, a wallet that sent its own transfer. */
 let before: {
@@ -136,6 +141,33 @@ describe("a second npm start on the same data", () => {
     stack = await boot();
     expect(stack.output()).not.toMatch(/Archived:/);
     expect((await chainOf(stack).getBlock({ blockNumber: head.number })).hash).toBe(head.hash);
+  }, 180_000);
+
+  it("adds ArtExchange to a chain deployed before it, over the same platform, keeping the data", async () => {
+    const [certificate, oldExchange] = [artCertificateOf(stack!), artExchangeOf(stack!)];
+    // As a database recorded by the version before the exchange.
+    let databaseUrl = runningClusterUrl(path.join(dataDir, "postgres"), "art_platform")!;
+    await withClient(databaseUrl, (client) => client.query("update chain_deployment set art_exchange_address = null, payment_token_address = null"));
+    await stopCleanly(stack!);
+
+    stack = await boot();
+    databaseUrl = runningClusterUrl(path.join(dataDir, "postgres"), "art_platform")!;
+    const output = stack.output();
+    expect(output).toContain("Deploying MockStablecoin and ArtExchange with Hardhat Ignition...");
+    expect(output).not.toMatch(/Deploying ArtForwarder|Archived:/);
+    expect(artCertificateOf(stack)).toBe(certificate);
+    expect(artExchangeOf(stack)).not.toBe(oldExchange);
+    const chain = chainOf(stack);
+    const exchange = { address: artExchangeOf(stack), abi: artExchangeAbi } as const;
+    expect(await chain.readContract({ ...exchange, functionName: "certificate" })).toBe(certificate);
+    const relayer = privateKeyToAccount(HARDHAT_ACCOUNT_0_KEY).address;
+    expect(await chain.readContract({ ...exchange, functionName: "hasRole", args: [await chain.readContract({ ...exchange, functionName: "ORDER_SIGNER_ROLE" }), relayer] })).toBe(true);
+    const { data: me } = await sdk(stack.url, { apiKey: before.artist.apiKey }).GET("/v1/users/me");
+    expect(me.id).toBe(before.artist.id);
+
+    // Recorded, so the next start finds it (as the second start above found the first one).
+    const { rows } = await withClient(databaseUrl, (client) => client.query("select art_exchange_address from chain_deployment"));
+    expect(rows).toEqual([{ art_exchange_address: exchange.address }]);
   }, 180_000);
 });
 

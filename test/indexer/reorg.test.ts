@@ -14,7 +14,7 @@ import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
 import type { IndexerViews } from "../../api/src/chain/indexer-schema.ts";
 import { createDb } from "../../api/src/db/connection.ts";
 import { type HardhatNode, readChainIdentity, startHardhatNode } from "../../tools/stack/chain.ts";
-import { deployPlatform } from "../../tools/stack/deploy.ts";
+import { deployExchange, deployPlatform } from "../../tools/stack/deploy.ts";
 import { dropDatabase, ensureDatabase, withDatabase } from "../../tools/stack/postgres.ts";
 import { freePort } from "../../tools/stack/processes.ts";
 import { testEnvironment } from "../support/environment.ts";
@@ -36,13 +36,10 @@ beforeAll(async () => {
   ]);
   node = started;
   const identity = await readChainIdentity(node.rpcUrl);
-  const deployment = await deployPlatform({
-    rpcUrl: node.rpcUrl,
-    relayer: privateKeyToAccount(env.relayerPrivateKey).address,
-    sharesUri: "http://127.0.0.1:3000/v1/fractional/metadata/{id}.json",
-    deploymentId: `test-${databaseName}`,
-    logFile: path.join(env.tempDir, `ignition-${databaseName}.log`),
-  });
+  const relayer = privateKeyToAccount(env.relayerPrivateKey).address;
+  const deployOptions = { rpcUrl: node.rpcUrl, deploymentId: `test-${databaseName}`, logFile: path.join(env.tempDir, `ignition-${databaseName}.log`) };
+  const deployment = await deployPlatform({ ...deployOptions, relayer, sharesUri: "http://127.0.0.1:3000/v1/fractional/metadata/{id}.json" });
+  const { artExchange } = await deployExchange({ ...deployOptions, certificate: deployment.artCertificate, orderSigner: relayer });
   artCertificate = deployment.artCertificate;
   const databaseUrl = withDatabase(env.serverUrl, databaseName);
   indexer = await startIndexerForTest({
@@ -55,6 +52,7 @@ beforeAll(async () => {
       artShares: deployment.artShares,
       artMarket: deployment.artMarket,
       auditAnchor: deployment.auditAnchor,
+      artExchange,
       startBlock: deployment.startBlock,
     },
   });

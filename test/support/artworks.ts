@@ -12,6 +12,7 @@ import { type Abi, type Address, createPublicClient, createWalletClient, type He
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, expect } from "vitest";
 import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
+import { artExchangeAbi } from "../../api/src/chain/abi/ArtExchange.ts";
 import { artMarketAbi } from "../../api/src/chain/abi/ArtMarket.ts";
 import { artSharesAbi } from "../../api/src/chain/abi/ArtShares.ts";
 import { auditAnchorAbi } from "../../api/src/chain/abi/AuditAnchor.ts";
@@ -61,7 +62,8 @@ export async function sendAsDeployer(send: (deployer: ReturnType<typeof deployer
 
 /**
  * A fresh relayer key, funded, holding the roles the API's relayer needs: CERTIFIER_ROLE
- * (ArtCertificate), SHARE_ISSUER_ROLE (ArtShares), SETTLER_ROLE (ArtMarket) and ANCHORER_ROLE (AuditAnchor), granted by the
+ * (ArtCertificate), SHARE_ISSUER_ROLE (ArtShares), SETTLER_ROLE (ArtMarket), ANCHORER_ROLE (AuditAnchor) and
+ * ORDER_SIGNER_ROLE (ArtExchange: the platform's order key), granted by the
  * deployer (account #0, shared: each grant retried on nonce races).
  */
 export async function freshRelayerKey(): Promise<Hex> {
@@ -74,6 +76,7 @@ export async function freshRelayerKey(): Promise<Hex> {
     { address: env().artSharesAddress, abi: artSharesAbi, role: "SHARE_ISSUER_ROLE" },
     { address: env().artMarketAddress, abi: artMarketAbi, role: "SETTLER_ROLE" },
     { address: env().auditAnchorAddress, abi: auditAnchorAbi, role: "ANCHORER_ROLE" },
+    { address: env().artExchangeAddress, abi: artExchangeAbi, role: "ORDER_SIGNER_ROLE" },
   ] as const;
   for (const grant of grants) {
     const role = (await client.readContract({ address: grant.address, abi: grant.abi as Abi, functionName: grant.role })) as Hex;
@@ -132,7 +135,9 @@ export async function startArtworkPlatform(
     CERTIFICATION_RETRY_BASE_MS: "200",
     CERTIFICATION_CONCURRENCY: "8",
     IMAGE_FETCH_CONCURRENCY: "4",
-    DATABASE_POOL_SIZE: "10",
+    // Eight: with its worker, listeners, indexer and the test's own, a file takes about 35 connections,
+    // and a run of three files at a time stays within a default Postgres's 100 (CI's pg15 step).
+    DATABASE_POOL_SIZE: "8",
     ...overrides,
   };
   const api = await startTestApi(settings);

@@ -16,6 +16,10 @@ export interface TestEnvironment {
   auditAnchorAddress: `0x${string}`;
   /** The ERC-2771 forwarder ArtCertificate trusts (its `trustedForwarder()`). */
   artForwarderAddress: `0x${string}`;
+  /** ArtExchange (LocalExchangeModule), deployed after the platform; the relayer holds ORDER_SIGNER_ROLE. */
+  artExchangeAddress: `0x${string}`;
+  /** The MockStablecoin ArtExchange is paid in (6 decimals; anyone may mint). */
+  paymentTokenAddress: `0x${string}`;
   startBlock: number;
   /** Hardhat dev account #0: deployer, contracts' admin, and relayer (holds the minter, settler and anchorer roles). */
   relayerPrivateKey: `0x${string}`;

@@ -16,7 +16,7 @@ import { createDb } from "../../api/src/db/connection.ts";
 import { migrateToLatest } from "../../api/src/db/migrate.ts";
 import { readChainIdentity, startHardhatNode } from "../../tools/stack/chain.ts";
 import { recordChainDeployment } from "../../api/src/chain/chain-identity.ts";
-import { deployPlatform } from "../../tools/stack/deploy.ts";
+import { deployExchange, deployPlatform } from "../../tools/stack/deploy.ts";
 import { dropDatabase, ensureDatabase, startEmbeddedPostgres, withDatabase } from "../../tools/stack/postgres.ts";
 import { freePort } from "../../tools/stack/processes.ts";
 import { HARDHAT_ACCOUNT_0_KEY } from "../../tools/stack/settings.ts";
@@ -75,14 +75,17 @@ export default async function setup(project: TestProject): Promise<() => Promise
       const node = await startHardhatNode({ port: await freePort(), logFile: path.join(tempDir, "hardhat-node.log"), detached: false });
       cleanups.push(() => node.stop());
       const identity = await readChainIdentity(node.rpcUrl);
+      const deploymentId = `test-${randomBytes(6).toString("hex")}`;
+      const logFile = path.join(tempDir, "ignition.log");
       const deployment = await deployPlatform({
         rpcUrl: node.rpcUrl,
         relayer: RELAYER,
         sharesUri: "http://127.0.0.1:3000/v1/fractional/metadata/{id}.json",
-        deploymentId: `test-${randomBytes(6).toString("hex")}`,
-        logFile: path.join(tempDir, "ignition.log"),
+        deploymentId,
+        logFile,
       });
-      return { node, identity, deployment };
+      const exchange = await deployExchange({ rpcUrl: node.rpcUrl, certificate: deployment.artCertificate, orderSigner: RELAYER, deploymentId, logFile });
+      return { node, identity, deployment, exchange };
     });
 
     // Both settle before anything is torn down, so no cleanup is registered after teardown ran.
@@ -90,9 +93,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
     if (databaseResult.status === "rejected") throw databaseResult.reason;
     if (chainResult.status === "rejected") throw chainResult.reason;
     const { serverUrl, databaseUrl } = databaseResult.value;
-    const { node, identity, deployment } = chainResult.value;
+    const { node, identity, deployment, exchange } = chainResult.value;
     const db = createDb(databaseUrl, 1);
-    await recordChainDeployment(db, { ...identity, ...deployment }).finally(() => db.destroy());
+    await recordChainDeployment(db, { ...identity, ...deployment, ...exchange }).finally(() => db.destroy());
 
     const environment: TestEnvironment = {
       databaseUrl,
@@ -106,6 +109,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
       artMarketAddress: deployment.artMarket,
       auditAnchorAddress: deployment.auditAnchor,
       artForwarderAddress: deployment.artForwarder,
+      artExchangeAddress: exchange.artExchange,
+      paymentTokenAddress: exchange.paymentToken,
       startBlock: deployment.startBlock,
       relayerPrivateKey: HARDHAT_ACCOUNT_0_KEY,
       tempDir,

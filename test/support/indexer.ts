@@ -49,6 +49,7 @@ export async function startIndexerForTest(
     artShares: env.artSharesAddress,
     artMarket: env.artMarketAddress,
     auditAnchor: env.auditAnchorAddress,
+    artExchange: env.artExchangeAddress,
     startBlock: env.startBlock,
     ...options.target,
   };

@@ -3,7 +3,7 @@ import { HDKey, hdKeyToAccount } from "viem/accounts";
 import { mnemonicToSeedSync } from "@scure/bip39";
 import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
 import type { TestUser } from "../api/helpers.ts";
-import { CUSTODY_MNEMONIC } from "../api/helpers.ts";
+import { custodyMnemonic } from "./custody.ts";
 import { type ArtworkPlatform, publicClient } from "./artworks.ts";
 import { testEnvironment } from "./environment.ts";
 import { artworkForm, sdkOf } from "./sdk.ts";
@@ -23,7 +23,7 @@ export async function certifiedArtwork(p: Pick<ArtworkPlatform, "api" | "views">
       const { data: got } = await api.GET("/v1/artworks/{id}", { params: { path: { id } } });
       return got.status === "certified" && (await p.views.selectFrom("certificate").select("token_id").where("artwork_id", "=", id).executeTakeFirst());
     },
-    { timeoutMs: 30_000, what: `certification of ${id}` },
+    { timeoutMs: 60_000, what: `certification of ${id}` },
   );
   return id;
 }
@@ -45,13 +45,13 @@ export async function walletOf(p: Pick<ArtworkPlatform, "db">, userId: string): 
 }
 
 /**
- * A wallet client holding `userId`'s custodial key (derived from the test CUSTODY_MNEMONIC), funded
+ * A wallet client holding `userId`'s custodial key (derived from the test file's custodyMnemonic()), funded
  * with test ETH: the user acting on the chain directly, as an external wallet would.
  */
 export async function walletClientOf(p: ArtworkPlatform, userId: string) {
   const { custody_index } = await p.db.selectFrom("users").select("custody_index").where("id", "=", userId).executeTakeFirstOrThrow();
   if (custody_index === null) throw new Error(`${userId} has no custodial key`);
-  const account = hdKeyToAccount(HDKey.fromMasterSeed(mnemonicToSeedSync(CUSTODY_MNEMONIC)), { addressIndex: custody_index });
+  const account = hdKeyToAccount(HDKey.fromMasterSeed(mnemonicToSeedSync(custodyMnemonic())), { addressIndex: custody_index });
   await publicClient().request({ method: "hardhat_setBalance", params: [account.address, toHex(parseEther("10"))] } as never);
   return createWalletClient({ account, transport: http(testEnvironment().rpcUrl) });
 }

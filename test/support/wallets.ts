@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { createWalletClient, getAddress, type Hex, http, parseEther, toHex } from "viem";
+import { createWalletClient, erc20Abi, getAddress, type Hex, http, parseEther, toHex } from "viem";
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { createSiweMessage } from "viem/siwe";
 import type { TestApi } from "../api/helpers.ts";
@@ -52,4 +52,52 @@ export async function erc1271Wallet(owner: PrivateKeyAccount): Promise<`0x${stri
   const artifact = JSON.parse(readFileSync("artifacts/contracts/test/ERC1271WalletMock.sol/ERC1271WalletMock.json", "utf8"));
   const hash = await deployer.deployContract({ chain: null, abi: artifact.abi, bytecode: artifact.bytecode as Hex, args: [owner.address] });
   return getAddress((await client.waitForTransactionReceipt({ hash })).contractAddress!);
+}
+
+const stablecoinAbi = [
+  ...erc20Abi,
+  { type: "function", name: "mint", stateMutability: "nonpayable", inputs: [{ name: "to", type: "address" }, { name: "amount", type: "uint256" }], outputs: [] },
+] as const;
+
+/** The payment token's balance of `owner`, in base units (6 decimals). */
+export function tokenBalance(owner: string): Promise<bigint> {
+  return publicClient().readContract({ address: testEnvironment().paymentTokenAddress, abi: erc20Abi, functionName: "balanceOf", args: [getAddress(owner)] });
+}
+
+/**
+ * A wallet of its own key (no account on the platform), funded with test ETH and `usd` dollars of the
+ * local payment token (MockStablecoin's open mint): a buyer on-chain. `client` sends its transactions.
+ */
+export async function stablecoinBuyer(usd: number) {
+  const account = privateKeyToAccount(generatePrivateKey());
+  const client = createWalletClient({ account, transport: http(testEnvironment().rpcUrl) });
+  await publicClient().request({ method: "hardhat_setBalance", params: [account.address, toHex(parseEther("1"))] } as never);
+  const hash = await client.writeContract({ chain: null, address: testEnvironment().paymentTokenAddress, abi: stablecoinAbi, functionName: "mint", args: [account.address, BigInt(Math.round(usd * 100)) * 10_000n] });
+  if ((await publicClient().waitForTransactionReceipt({ hash })).status !== "success") throw new Error("minting the payment token failed");
+  return { account, client, address: account.address.toLowerCase() as `0x${string}` };
+}
+
+/**
+ * Sends a step's transaction from `client` and waits for its receipt: `status` success, or reverted
+ * with the revert's data (`revert`, e.g. a custom error's selector and arguments). With `gas` given
+ * the node is not asked to estimate first, so a transaction that loses a race is sent and refused by
+ * the node as it mines it (Hardhat answers the send with the revert).
+ */
+export async function sendStep(client: Awaited<ReturnType<typeof stablecoinBuyer>>["client"], tx: { to: string; data: string }, gas?: bigint): Promise<{ status: "success" | "reverted"; transactionHash?: Hex; revert?: Hex }> {
+  try {
+    const hash = await client.sendTransaction({ chain: null, to: getAddress(tx.to), data: tx.data as Hex, ...(gas ? { gas } : {}) });
+    const receipt = await publicClient().waitForTransactionReceipt({ hash });
+    return { status: receipt.status, transactionHash: receipt.transactionHash };
+  } catch (error) {
+    const revert = revertData(error);
+    if (!revert) throw error;
+    return { status: "reverted", revert };
+  }
+}
+
+function revertData(error: unknown): Hex | undefined {
+  for (let e = error as { data?: unknown; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
+    if (typeof e.data === "string" && e.data.startsWith("0x")) return e.data as Hex;
+  }
+  return undefined;
 }

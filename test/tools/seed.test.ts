@@ -13,7 +13,7 @@ import { CustodyWallet } from "../../api/src/chain/custody.ts";
 import { createDb } from "../../api/src/db/connection.ts";
 import { canonicalDocument, certificateDocument, certificateHashOf } from "../../api/src/modules/artworks/certificate-document.ts";
 import { seedPlatform, type SeedTarget } from "../../tools/seed/seed.ts";
-import { CUSTODY_MNEMONIC } from "../api/helpers.ts";
+import { custodyMnemonic } from "../support/custody.ts";
 import { createPlatformDatabase, freshRelayerKey, publicClient } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { startIndexerForTest, type TestIndexer } from "../support/indexer.ts";
@@ -33,7 +33,7 @@ beforeAll(async () => {
     rpcUrl: env.rpcUrl,
     chainId: env.chainId,
     relayerPrivateKey: relayerKey,
-    custodyMnemonic: CUSTODY_MNEMONIC,
+    custodyMnemonic: custodyMnemonic(),
     artCertificate: env.artCertificateAddress,
     publicBaseUrl: "http://127.0.0.1:3999",
     storageDir: mkdtempSync(path.join(env.tempDir, "seed-storage-")),
@@ -63,7 +63,7 @@ it("seeds users, certified artworks, listings and posts on which the database, t
   ]).execute();
   expect(artworks).toHaveLength(80);
   expect(artworks.every((a) => a.status === "certified" && a.certification_indexed_at !== null && a.role === "artist")).toBe(true);
-  const custody = new CustodyWallet(CUSTODY_MNEMONIC);
+  const custody = new CustodyWallet(custodyMnemonic());
   expect(artworks.every((a) => custody.addressAt(a.custody_index!) === a.wallet_address)).toBe(true);
 
   // The indexer's view: one certificate each, with the database's token, hash and transaction.

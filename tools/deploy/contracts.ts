@@ -11,6 +11,10 @@
  *                          handover of DEFAULT_ADMIN_ROLE to it (default: the deployer stays admin)
  *   PUBLIC_BASE_URL        the API's public URL: the ERC-1155 metadata URI of ArtShares is built on it
  *                          (default on a local chain: http://127.0.0.1:3000)
+ *   PAYMENT_TOKEN_ADDRESS  the USD stablecoin (6 decimals, e.g. USDC) ArtExchange is paid in; unset: no
+ *                          exchange is deployed (the API then answers 503 to on-chain purchases)
+ *   EXCHANGE_TREASURY_ADDRESS  paid ArtExchange's fee (default: DEPLOY_ADMIN_ADDRESS, else the deployer)
+ *   PLATFORM_FEE_BPS       ArtExchange's fee in basis points, the API's setting of the same name (default 250)
  *   EXPLORER_URL           the chain's block explorer, passed on to the API's settings
  *   ETHERSCAN_API_KEY, BLOCKSCOUT_URL, SOURCIFY_API_URL, ...   with --verify (tools/deploy/verification.ts)
  *
@@ -27,11 +31,22 @@ import { privateKeyToAccount } from "viem/accounts";
 import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
 import hardhatConfig from "../../hardhat.config.ts";
 import { chainClient, isLocalChainId } from "../stack/chain.ts";
-import { deploymentDirOf, ignitionDeployArgs, PLATFORM_MODULE, type PlatformDeployment, readDeployment, withParametersFile } from "../stack/deploy.ts";
+import {
+  deploymentDirOf,
+  type ExchangeDeployment,
+  ignitionDeployArgs,
+  PLATFORM_MODULE,
+  type PlatformDeployment,
+  readAddresses,
+  readDeployment,
+  withParametersFile,
+} from "../stack/deploy.ts";
 import { binPath, childEnv, repoRoot } from "../stack/processes.ts";
 import { enabledVerifiers } from "./verification.ts";
 
 const HANDOVER_MODULE = "ignition/modules/ArtPlatformAdminHandoverModule.ts";
+const EXCHANGE_MODULE = "ignition/modules/ArtExchangeModule.ts";
+const EXCHANGE_HANDOVER_MODULE = "ignition/modules/ArtExchangeAdminHandoverModule.ts";
 const LOCAL_PUBLIC_BASE_URL = "http://127.0.0.1:3000";
 
 class DeployError extends Error {
@@ -72,6 +87,10 @@ async function main(): Promise<void> {
   const publicBaseUrl = (optionalUrl(env, "PUBLIC_BASE_URL") ?? (local ? LOCAL_PUBLIC_BASE_URL : missing("PUBLIC_BASE_URL", "the API's public URL, e.g. https://api.example.com"))).replace(/\/+$/, "");
   const explorerUrl = optionalUrl(env, "EXPLORER_URL")?.replace(/\/+$/, "");
   const handover = admin !== undefined && admin !== target.deployer;
+  const paymentToken = optionalAddress(env, "PAYMENT_TOKEN_ADDRESS");
+  const treasury = optionalAddress(env, "EXCHANGE_TREASURY_ADDRESS") ?? admin ?? target.deployer;
+  const feeBps = Number(env.PLATFORM_FEE_BPS?.trim() || 250);
+  if (!Number.isInteger(feeBps) || feeBps < 0 || feeBps > 1000) throw new DeployError(`PLATFORM_FEE_BPS must be an integer from 0 to 1000 (ArtExchange's cap), got ${env.PLATFORM_FEE_BPS}`);
   const deploymentId = values["deployment-id"] ?? `chain-${target.chainId}`;
 
   const client = chainClient(target.rpcUrl);
@@ -85,6 +104,9 @@ async function main(): Promise<void> {
       `  relayer          ${relayer} (CERTIFIER_ROLE, SHARE_ISSUER_ROLE, SETTLER_ROLE, ANCHORER_ROLE)`,
       `  admin            ${handover ? `${admin} (handover begun now, accepted after 3 days)` : `${target.deployer} (the deployer)`}`,
       `  shares URI       ${publicBaseUrl}/v1/fractional/metadata/{id}.json`,
+      paymentToken
+        ? `  exchange         ArtExchange paid in ${paymentToken}, fee ${feeBps} bps to ${treasury}; order signer ${relayer}`
+        : "  exchange         none: PAYMENT_TOKEN_ADDRESS is not set (set it to the chain's USD stablecoin, e.g. USDC, and run again to add ArtExchange)",
       "",
     ].join("\n"),
   );
@@ -95,13 +117,20 @@ async function main(): Promise<void> {
     ...(handover ? { ArtPlatformAdminHandoverModule: { newAdmin: admin } } : {}),
   };
   const modulePath = handover ? HANDOVER_MODULE : PLATFORM_MODULE;
-  await withParametersFile(parameters, async (parametersFile) => {
-    const code = await run(ignitionDeployArgs({ modulePath, network: target.network, parametersFile, deploymentId }));
-    if (code !== 0) throw new DeployError(`Ignition's deploy failed (exit code ${code}); run the same command again to resume it`);
-  });
+  await ignitionDeploy(modulePath, parameters, target.network, deploymentId);
 
   const deploymentDir = deploymentDirOf(deploymentId);
   const deployment = readDeployment(deploymentDir, deploymentId);
+  // The exchange joins the same Ignition deployment, so `ignition verify <id>` covers it too.
+  let exchange: ExchangeDeployment | undefined;
+  if (paymentToken) {
+    const exchangeParameters = {
+      ArtExchangeModule: { certificate: deployment.artCertificate, paymentToken, orderSigner: relayer, treasury, feeBps },
+      ...(handover ? { ArtExchangeAdminHandoverModule: { newAdmin: admin } } : {}),
+    };
+    await ignitionDeploy(handover ? EXCHANGE_HANDOVER_MODULE : EXCHANGE_MODULE, exchangeParameters, target.network, deploymentId);
+    exchange = { ...readAddresses(deploymentDir, { artExchange: "ArtExchangeModule#ArtExchange" }), paymentToken };
+  }
   const [currentAdmin, [pendingAdmin, acceptableAt]] = await Promise.all([
     client.readContract({ address: deployment.artCertificate, abi: artCertificateAbi, functionName: "defaultAdmin" }),
     client.readContract({ address: deployment.artCertificate, abi: artCertificateAbi, functionName: "pendingDefaultAdmin" }),
@@ -110,6 +139,7 @@ async function main(): Promise<void> {
     rpcUrl: target.rpcUrl,
     chainId: target.chainId,
     deployment,
+    exchange,
     publicBaseUrl,
     explorerUrl,
   });
@@ -121,10 +151,11 @@ async function main(): Promise<void> {
   console.log(
     [
       "",
-      `Deployed. ArtCertificate's admin is ${currentAdmin}${pendingAdmin !== "0x0000000000000000000000000000000000000000" ? `; ${pendingAdmin} can accept the role from ${new Date(acceptableAt * 1000).toISOString()} (acceptDefaultAdminTransfer on ArtCertificate, ArtShares, ArtMarket and AuditAnchor)` : ""}.`,
+      `Deployed. ArtCertificate's admin is ${currentAdmin}${pendingAdmin !== "0x0000000000000000000000000000000000000000" ? `; ${pendingAdmin} can accept the role from ${new Date(acceptableAt * 1000).toISOString()} (acceptDefaultAdminTransfer on ArtCertificate, ArtShares, ArtMarket, AuditAnchor${exchange ? " and ArtExchange" : ""})` : ""}.`,
       `The API and the indexer need these settings (written to ${path.relative(process.cwd(), output) || output}):`,
       "",
       settings,
+      ...(exchange ? [] : ["No ArtExchange was deployed (PAYMENT_TOKEN_ADDRESS unset): the API answers 503 to on-chain purchases until it is."]),
     ].join("\n"),
   );
 
@@ -137,6 +168,14 @@ async function main(): Promise<void> {
       );
     }
   }
+}
+
+/** `hardhat ignition deploy <modulePath>` on `network` into `deploymentId`, with `parameters`. */
+async function ignitionDeploy(modulePath: string, parameters: Record<string, Record<string, unknown>>, network: string, deploymentId: string): Promise<void> {
+  await withParametersFile(parameters, async (parametersFile) => {
+    const code = await run(ignitionDeployArgs({ modulePath, network, parametersFile, deploymentId }));
+    if (code !== 0) throw new DeployError(`Ignition's deploy of ${path.basename(modulePath, ".ts")} failed (exit code ${code}); run the same command again to resume it`);
+  });
 }
 
 /** The network's RPC URL and chain id, and the account Ignition deploys from (the first of the network's accounts). */
@@ -194,6 +233,7 @@ function platformSettings(options: {
   rpcUrl: string;
   chainId: number;
   deployment: PlatformDeployment;
+  exchange: ExchangeDeployment | undefined;
   publicBaseUrl: string;
   explorerUrl: string | undefined;
 }): string {
@@ -205,6 +245,8 @@ function platformSettings(options: {
     ["ART_SHARES_ADDRESS", deployment.artShares],
     ["ART_MARKET_ADDRESS", deployment.artMarket],
     ["AUDIT_ANCHOR_ADDRESS", deployment.auditAnchor],
+    ["ART_EXCHANGE_ADDRESS", options.exchange?.artExchange],
+    ["PAYMENT_TOKEN_ADDRESS", options.exchange?.paymentToken],
     ["CONTRACTS_START_BLOCK", deployment.startBlock],
     ["PUBLIC_BASE_URL", options.publicBaseUrl],
     ["EXPLORER_URL", options.explorerUrl],

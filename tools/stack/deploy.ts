@@ -74,11 +74,8 @@ export function deploymentDirOf(deploymentId: string): string {
  * account (also the contracts' admin, which the module's role grants require).
  */
 export async function deployPlatform(options: DeployOptions): Promise<PlatformDeployment> {
-  const { rpcUrl, relayer, sharesUri, deploymentId, logFile } = options;
-  const [deployer] = await createWalletClient({ transport: http(rpcUrl) }).getAddresses();
-  if (!deployer) throw new Error(`The node at ${rpcUrl} has no unlocked account to deploy from`);
-  const admin = getAddress(deployer);
-
+  const { rpcUrl, relayer, sharesUri } = options;
+  const admin = await localDeployer(rpcUrl);
   const parameters = {
     ArtPlatformModule: { relayer: getAddress(relayer) },
     ArtCertificateModule: { admin },
@@ -86,11 +83,69 @@ export async function deployPlatform(options: DeployOptions): Promise<PlatformDe
     ArtMarketModule: { admin },
     AuditAnchorModule: { admin },
   };
-  await withParametersFile(parameters, async (parametersFile) => {
+  return runLocalIgnitionDeploy({ ...options, modulePath: PLATFORM_MODULE, parameters }, readDeployment);
+}
+
+export interface ExchangeDeployment {
+  artExchange: Address;
+  /** The MockStablecoin ArtExchange is paid in (its `paymentToken()`). */
+  paymentToken: Address;
+}
+
+export interface ExchangeDeployOptions extends Pick<DeployOptions, "rpcUrl" | "deploymentId" | "logFile" | "removeJournal" | "timeoutMs"> {
+  /** The deployed ArtCertificate whose tokens the exchange sells. */
+  certificate: Address;
+  /** The account granted ORDER_SIGNER_ROLE: the relayer (the platform's order key). */
+  orderSigner: Address;
+}
+
+/** The Ignition module of a local chain's exchange: MockStablecoin and ArtExchange paid in it. */
+export const LOCAL_EXCHANGE_MODULE = "ignition/modules/LocalExchangeModule.ts";
+
+/**
+ * LOCAL CHAINS ONLY: deploys LocalExchangeModule (MockStablecoin and ArtExchange over `certificate`)
+ * with Hardhat Ignition to the node at `rpcUrl`, from its first unlocked account (the exchange's admin
+ * and treasury). Adds to a platform already deployed, whose contracts and data stay as they are.
+ */
+export async function deployExchange(options: ExchangeDeployOptions): Promise<ExchangeDeployment> {
+  const admin = await localDeployer(options.rpcUrl);
+  const parameters = {
+    LocalExchangeModule: { certificate: getAddress(options.certificate), orderSigner: getAddress(options.orderSigner), admin },
+  };
+  return runLocalIgnitionDeploy({ ...options, modulePath: LOCAL_EXCHANGE_MODULE, parameters }, (deploymentDir) => {
+    const { artExchange, paymentToken } = readAddresses(deploymentDir, {
+      artExchange: "LocalExchangeModule#ArtExchange",
+      paymentToken: "MockStablecoinModule#MockStablecoin",
+    });
+    return { artExchange, paymentToken };
+  });
+}
+
+/** The first unlocked account of the node at `rpcUrl`: who a local deployment is sent from. */
+async function localDeployer(rpcUrl: string): Promise<Address> {
+  const [deployer] = await createWalletClient({ transport: http(rpcUrl) }).getAddresses();
+  if (!deployer) throw new Error(`The node at ${rpcUrl} has no unlocked account to deploy from`);
+  return getAddress(deployer);
+}
+
+/**
+ * `hardhat ignition deploy <modulePath>` on the local node at `rpcUrl`; `read` takes the result from
+ * the journal's directory, which is then removed unless `removeJournal` is false.
+ */
+async function runLocalIgnitionDeploy<T>(
+  options: Pick<DeployOptions, "rpcUrl" | "deploymentId" | "logFile" | "removeJournal" | "timeoutMs"> & {
+    modulePath: string;
+    parameters: Record<string, Record<string, unknown>>;
+  },
+  read: (deploymentDir: string, deploymentId: string) => T,
+): Promise<T> {
+  const { rpcUrl, deploymentId, logFile, modulePath } = options;
+  const moduleName = path.basename(modulePath, ".ts");
+  await withParametersFile(options.parameters, async (parametersFile) => {
     const deploy = spawnManaged({
       name: "ignition deploy",
       command: binPath("hardhat"),
-      args: ignitionDeployArgs({ modulePath: PLATFORM_MODULE, network: "localhost", parametersFile, deploymentId }),
+      args: ignitionDeployArgs({ modulePath, network: "localhost", parametersFile, deploymentId }),
       logFile,
       env: childEnv({ CHAIN_RPC_URL: rpcUrl }),
       detached: false,
@@ -99,23 +154,30 @@ export async function deployPlatform(options: DeployOptions): Promise<PlatformDe
     const timer = setTimeout(() => void deploy.stop("SIGTERM", 5_000), timeoutMs);
     const { code, signal } = await deploy.exited.finally(() => clearTimeout(timer));
     if (code !== 0) {
-      throw new Error(
-        `Ignition deploy of ArtPlatformModule failed (${signal ?? `exit code ${code}`}); see ${logFile}`,
-      );
+      throw new Error(`Ignition deploy of ${moduleName} failed (${signal ?? `exit code ${code}`}); see ${logFile}`);
     }
   });
 
   const deploymentDir = deploymentDirOf(deploymentId);
-  const result = readDeployment(deploymentDir, deploymentId);
+  const result = read(deploymentDir, deploymentId);
   if (options.removeJournal ?? true) rmSync(deploymentDir, { recursive: true, force: true });
   return result;
 }
 
-/** The addresses and the first contract creation's block of a completed Ignition deployment of the platform. */
-export function readDeployment(deploymentDir: string, deploymentId: string): PlatformDeployment {
+/** The addresses of `futures` (name -> Ignition future id) in a completed deployment's deployed_addresses.json. */
+export function readAddresses<K extends string>(deploymentDir: string, futures: Record<K, string>): Record<K, Address> {
   const addressesFile = path.join(deploymentDir, "deployed_addresses.json");
   if (!existsSync(addressesFile)) throw new Error(`Ignition wrote no ${addressesFile}`);
   const addresses = JSON.parse(readFileSync(addressesFile, "utf8")) as Record<string, string>;
+  const missing = Object.values<string>(futures).filter((future) => !addresses[future]);
+  if (missing.length > 0) throw new Error(`${addressesFile} lacks the addresses of ${missing.join(", ")}`);
+  return Object.fromEntries(
+    Object.entries<string>(futures).map(([name, future]) => [name, getAddress(addresses[future]!)]),
+  ) as Record<K, Address>;
+}
+
+/** The addresses and the first contract creation's block of a completed Ignition deployment of the platform. */
+export function readDeployment(deploymentDir: string, deploymentId: string): PlatformDeployment {
   const futures = {
     artForwarder: "ArtForwarderModule#ArtForwarder",
     artCertificate: "ArtCertificateModule#ArtCertificate",
@@ -123,11 +185,7 @@ export function readDeployment(deploymentDir: string, deploymentId: string): Pla
     artMarket: "ArtMarketModule#ArtMarket",
     auditAnchor: "AuditAnchorModule#AuditAnchor",
   } as const;
-  const missing = Object.values(futures).filter((future) => !addresses[future]);
-  if (missing.length > 0) throw new Error(`${addressesFile} lacks the addresses of ${missing.join(", ")}`);
-  const deployed = Object.fromEntries(
-    Object.entries(futures).map(([name, future]) => [name, getAddress(addresses[future]!)]),
-  ) as Record<keyof typeof futures, Address>;
+  const deployed = readAddresses(deploymentDir, futures);
 
   // The journal records each confirmed transaction with its receipt: the contract creations' blocks.
   const creations = new Set<string>(Object.values(futures));

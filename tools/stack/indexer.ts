@@ -12,6 +12,7 @@ const INDEXER_INPUTS = [
   "api/src/chain/abi/ArtShares.ts",
   "api/src/chain/abi/ArtMarket.ts",
   "api/src/chain/abi/AuditAnchor.ts",
+  "api/src/chain/abi/ArtExchange.ts",
   "node_modules/ponder/package.json",
 ];
 const BUILD_SCHEMA_PREFIX = "indexer_";
@@ -27,6 +28,7 @@ export interface IndexerTarget {
   artShares: string;
   artMarket: string;
   auditAnchor: string;
+  artExchange: string;
   startBlock: number;
 }
 
@@ -48,6 +50,7 @@ export function indexerSchemaName(target: Omit<IndexerTarget, "databaseUrl" | "r
       target.artShares.toLowerCase(),
       target.artMarket.toLowerCase(),
       target.auditAnchor.toLowerCase(),
+      target.artExchange.toLowerCase(),
       target.startBlock,
     ]),
   );
@@ -116,6 +119,7 @@ export async function startIndexer(options: IndexerOptions): Promise<Indexer & {
       ART_SHARES_ADDRESS: options.artShares,
       ART_MARKET_ADDRESS: options.artMarket,
       AUDIT_ANCHOR_ADDRESS: options.auditAnchor,
+      ART_EXCHANGE_ADDRESS: options.artExchange,
       CONTRACTS_START_BLOCK: String(options.startBlock),
       INDEXER_POLLING_INTERVAL_MS: options.pollingIntervalMs?.toString(),
       // Ponder prefers $PORT over --port.

@@ -1,6 +1,6 @@
 import path from "node:path";
 import { getAddress, type Hex, isAddress, isHex } from "viem";
-import type { PlatformContracts } from "../../api/src/chain/chain-identity.ts";
+import type { ExchangeContracts, PlatformContracts } from "../../api/src/chain/chain-identity.ts";
 import { repoRoot } from "./processes.ts";
 
 /** Hardhat's well-known dev account #0: the local deployer, and the relayer unless one is set. */
@@ -24,6 +24,9 @@ export const HARDHAT_ACCOUNT_0_KEY: Hex = "0xac0974bec39a17e36ba4a6b4d238ff944ba
  *   HARDHAT_NODE_PORT         8545
  *   ART_CERTIFICATE_ADDRESS, ART_SHARES_ADDRESS, ART_MARKET_ADDRESS, AUDIT_ANCHOR_ADDRESS
  *                             all four, or none: deployed with Ignition (local chains only)
+ *   ART_EXCHANGE_ADDRESS, PAYMENT_TOKEN_ADDRESS
+ *                             both, or none: on a local chain ArtExchange and a MockStablecoin are deployed
+ *                             (also over a platform deployed before them); required on any other chain
  *   CONTRACTS_START_BLOCK     the deployment's block (recorded), else 0
  *   RELAYER_PRIVATE_KEY       Hardhat dev account #0 (local only)
  *   CUSTODY_MNEMONIC          generated once into DATA_DIR/custody-mnemonic (local only)
@@ -51,6 +54,8 @@ export interface StackSettings {
   hardhatNodePort: number;
   /** ART_CERTIFICATE_ADDRESS, ART_SHARES_ADDRESS, ART_MARKET_ADDRESS, AUDIT_ANCHOR_ADDRESS; null = deploy with Ignition (local chains only). */
   contracts: PlatformContracts | null;
+  /** ART_EXCHANGE_ADDRESS and PAYMENT_TOKEN_ADDRESS; null = deploy LocalExchangeModule (local chains only). */
+  exchange: ExchangeContracts | null;
   /** CONTRACTS_START_BLOCK when set. */
   startBlock: number | null;
   relayerPrivateKey: Hex | null;
@@ -112,6 +117,10 @@ export function readStackSettings(env: NodeJS.ProcessEnv): StackSettings {
       "ART_CERTIFICATE_ADDRESS, ART_SHARES_ADDRESS, ART_MARKET_ADDRESS and AUDIT_ANCHOR_ADDRESS go together: set all four, or none to deploy locally",
     );
   }
+  const [artExchange, paymentToken] = [address("ART_EXCHANGE_ADDRESS"), address("PAYMENT_TOKEN_ADDRESS")];
+  if (!artExchange !== !paymentToken) {
+    problems.push("ART_EXCHANGE_ADDRESS and PAYMENT_TOKEN_ADDRESS go together: set both, or none to deploy locally");
+  }
   const relayerPrivateKey = get("RELAYER_PRIVATE_KEY");
   if (relayerPrivateKey !== null && !(isHex(relayerPrivateKey) && relayerPrivateKey.length === 66)) {
     problems.push("RELAYER_PRIVATE_KEY must be a 0x-prefixed 32-byte hex string");
@@ -143,6 +152,7 @@ export function readStackSettings(env: NodeJS.ProcessEnv): StackSettings {
     chainId: integer("CHAIN_ID"),
     hardhatNodePort: port("HARDHAT_NODE_PORT", 8545),
     contracts: artCertificate && artShares && artMarket && auditAnchor ? { artCertificate, artShares, artMarket, auditAnchor } : null,
+    exchange: artExchange && paymentToken ? { artExchange, paymentToken } : null,
     startBlock: integer("CONTRACTS_START_BLOCK"),
     relayerPrivateKey: relayerPrivateKey as Hex | null,
     custodyMnemonic: get("CUSTODY_MNEMONIC"),

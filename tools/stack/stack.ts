@@ -14,11 +14,13 @@ import {
   contractsIncomplete,
   contractsMismatch,
   databaseAheadOfChain,
+  type ExchangeContracts,
+  exchangeOf,
   type PlatformContracts,
   readChainDeployment,
   recordChainDeployment,
 } from "../../api/src/chain/chain-identity.ts";
-import { deployPlatform, localDeploymentId } from "./deploy.ts";
+import { deployExchange, deployPlatform, localDeploymentId } from "./deploy.ts";
 import { dropOldIndexerSchemas, dropPonderSyncCache, type Indexer, type IndexerOptions, startIndexer } from "./indexer.ts";
 import { IndexerWatchdog } from "./indexer-watchdog.ts";
 import { type LocalChain, restoreLocalChain, startLocalNode } from "./local-chain.ts";
@@ -59,6 +61,8 @@ export interface RunningStack {
     journal: { file: string; replayedBlocks: number } | null;
   };
   contracts: PlatformContracts & { startBlock: number; deployedNow: boolean };
+  /** ArtExchange and its payment token; `deployedNow` also when added to a platform deployed before it. */
+  exchange: ExchangeContracts & { deployedNow: boolean };
   relayer: Address;
   indexer: Indexer & { ready: boolean };
   api: StackApi | null;
@@ -261,7 +265,7 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
     let recorded = await readChainDeployment(db);
     const mismatch =
       recorded &&
-      (chainMismatch(recorded, identity) ?? (settings.contracts ? contractsMismatch(recorded, settings.contracts) : null));
+      (chainMismatch(recorded, identity) ?? (settings.contracts ? contractsMismatch(recorded, { ...settings.contracts, ...settings.exchange }) : null));
     // A journal that lost its last blocks (a stack killed outright) gives back a shorter chain than the database saw.
     const lost =
       recorded && !mismatch && localChain && localChain.replayedBlocks > 0
@@ -331,10 +335,42 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
       };
     });
 
+    // Added to the platform, never instead of it: a chain deployed before the exchange keeps its data.
+    const exchange = await step("Deploying the exchange", logs.ignition, async () => {
+      if (settings.exchange) {
+        if (!(await hasCode(rpcUrl, Object.values(settings.exchange)))) {
+          throw new Error(`no contract code at ART_EXCHANGE_ADDRESS/PAYMENT_TOKEN_ADDRESS on chain ${identity.chainId} (${rpcUrl})`);
+        }
+        return { ...settings.exchange, deployedNow: false };
+      }
+      if (!local) {
+        throw new Error(
+          `chain id ${identity.chainId} is not a local chain: set ART_EXCHANGE_ADDRESS and PAYMENT_TOKEN_ADDRESS (npm run deploy:contracts deploys them; the indexer reads ArtExchange)`,
+        );
+      }
+      const recordedExchange = recorded && !contracts.deployedNow ? exchangeOf(recorded) : null;
+      if (recordedExchange && (await hasCode(rpcUrl, Object.values(recordedExchange)))) return { ...recordedExchange, deployedNow: false };
+      log("Deploying MockStablecoin and ArtExchange with Hardhat Ignition...");
+      const deployed = await deployExchange({
+        rpcUrl,
+        certificate: contracts.artCertificate,
+        orderSigner: relayer,
+        // Its own journal: the platform's deployment on this chain may be complete or long removed.
+        deploymentId: `${localDeploymentId(identity.chainId, identity.genesisHash)}-exchange`,
+        logFile: logs.ignition,
+      });
+      return { ...deployed, deployedNow: true };
+    });
+
     if (local) await fundLocalAccount(rpcUrl, relayer, localChain ? (method, params) => localChain.recorder.recordCall(method, params) : undefined);
 
-    const deployment: ChainDeployment = { ...identity, ...contracts };
-    if (!recorded || contractsMismatch(recorded, contracts) || contractsIncomplete(recorded) || recorded.startBlock !== contracts.startBlock) {
+    const deployment: ChainDeployment = { ...identity, ...contracts, ...exchange };
+    if (
+      !recorded ||
+      contractsMismatch(recorded, deployment) ||
+      contractsIncomplete(recorded, deployment) ||
+      recorded.startBlock !== contracts.startBlock
+    ) {
       await step("Recording the chain deployment", null, async () => {
         // A database new to this chain may hold Ponder's RPC cache of another chain with the same id.
         if (!recorded) await dropPonderSyncCache(databaseUrl);
@@ -359,6 +395,7 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
       artShares: contracts.artShares,
       artMarket: contracts.artMarket,
       auditAnchor: contracts.auditAnchor,
+      artExchange: exchange.artExchange,
       startBlock: contracts.startBlock,
       viewsSchema: settings.viewsSchema,
       port: settings.ponderPort,
@@ -391,6 +428,8 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
         ART_SHARES_ADDRESS: contracts.artShares,
         ART_MARKET_ADDRESS: contracts.artMarket,
         AUDIT_ANCHOR_ADDRESS: contracts.auditAnchor,
+        ART_EXCHANGE_ADDRESS: exchange.artExchange,
+        PAYMENT_TOKEN_ADDRESS: exchange.paymentToken,
         CONTRACTS_START_BLOCK: String(contracts.startBlock),
         INDEXER_URL: indexer.url,
         INDEXER_VIEWS_SCHEMA: settings.viewsSchema,
@@ -462,6 +501,7 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
         journal: localChain ? { file: chainJournalFile(settings.dataDir), replayedBlocks: localChain.replayedBlocks } : null,
       },
       contracts,
+      exchange,
       relayer,
       indexer,
       api,

@@ -126,6 +126,8 @@ function printBanner(s: RunningStack, loadedAt: number, readyAt: number): void {
     `  ArtShares:       ${s.contracts.artShares}`,
     `  ArtMarket:       ${s.contracts.artMarket}`,
     `  AuditAnchor:     ${s.contracts.auditAnchor}`,
+    `  ArtExchange:     ${s.exchange.artExchange}${s.exchange.deployedNow ? " (deployed now by Ignition)" : ""}`,
+    `  Payment token:   ${s.exchange.paymentToken}`,
     `  Start block:     ${s.contracts.startBlock}${s.contracts.deployedNow ? " (deployed now by Ignition)" : ""}`,
     `  Relayer:         ${s.relayer}`,
     `  Indexer:         ${s.indexer.url} (views schema "${s.indexer.viewsSchema}", build schema ${s.indexer.schema})`,

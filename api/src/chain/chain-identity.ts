@@ -10,8 +10,14 @@ export interface PlatformContracts {
   auditAnchor: Address;
 }
 
+/** ArtExchange and the stablecoin it is paid in: both or neither, absent from a deployment recorded before them. */
+export interface ExchangeContracts {
+  artExchange: Address;
+  paymentToken: Address;
+}
+
 /** The chain and contracts a database's data belongs to (table `chain_deployment`, one row). */
-export interface ChainDeployment extends PlatformContracts {
+export interface ChainDeployment extends PlatformContracts, Partial<ExchangeContracts> {
   chainId: number;
   genesisHash: Hex;
   startBlock: number;
@@ -25,6 +31,12 @@ const CONTRACTS = [
   ["auditAnchor", "AuditAnchor", "AUDIT_ANCHOR_ADDRESS"],
 ] as const satisfies readonly (readonly [keyof PlatformContracts, string, string])[];
 
+/** The exchange's contracts likewise: compared only when both the database and the settings name them. */
+const EXCHANGE_CONTRACTS = [
+  ["artExchange", "ArtExchange", "ART_EXCHANGE_ADDRESS"],
+  ["paymentToken", "the payment token", "PAYMENT_TOKEN_ADDRESS"],
+] as const satisfies readonly (readonly [keyof ExchangeContracts, string, string])[];
+
 export async function readChainDeployment(db: Kysely<Database>): Promise<Partial<ChainDeployment> | null> {
   const row = await db.selectFrom("chain_deployment").selectAll().where("id", "=", 1).executeTakeFirst();
   if (!row) return null;
@@ -35,6 +47,8 @@ export async function readChainDeployment(db: Kysely<Database>): Promise<Partial
     artShares: (row.art_shares_address ?? undefined) as Address | undefined,
     artMarket: (row.art_market_address ?? undefined) as Address | undefined,
     auditAnchor: (row.audit_anchor_address ?? undefined) as Address | undefined,
+    artExchange: (row.art_exchange_address ?? undefined) as Address | undefined,
+    paymentToken: (row.payment_token_address ?? undefined) as Address | undefined,
     startBlock: Number(row.start_block),
   };
 }
@@ -47,6 +61,8 @@ export async function recordChainDeployment(db: Kysely<Database>, deployment: Ch
     art_shares_address: deployment.artShares,
     art_market_address: deployment.artMarket,
     audit_anchor_address: deployment.auditAnchor,
+    art_exchange_address: deployment.artExchange ?? null,
+    payment_token_address: deployment.paymentToken ?? null,
     start_block: BigInt(deployment.startBlock),
   };
   await db
@@ -70,20 +86,32 @@ export function chainMismatch(
   return null;
 }
 
-/** Why the recorded contracts differ from the configured ones, or null (a contract not recorded yet differs from none). */
-export function contractsMismatch(recorded: Partial<ChainDeployment>, configured: PlatformContracts): string | null {
-  for (const [key, name, setting] of CONTRACTS) {
-    const address = recorded[key];
-    if (address && address.toLowerCase() !== configured[key].toLowerCase()) {
-      return `the database belongs to ${name} ${address}, ${setting} is ${configured[key]}`;
+/**
+ * Why the recorded contracts differ from the configured ones, or null (a contract not recorded yet, or
+ * an exchange not configured, differs from none).
+ */
+export function contractsMismatch(recorded: Partial<ChainDeployment>, configured: PlatformContracts & Partial<ExchangeContracts>): string | null {
+  for (const [key, name, setting] of [...CONTRACTS, ...EXCHANGE_CONTRACTS]) {
+    const [address, current] = [recorded[key], configured[key]];
+    if (address && current && address.toLowerCase() !== current.toLowerCase()) {
+      return `the database belongs to ${name} ${address}, ${setting} is ${current}`;
     }
   }
   return null;
 }
 
-/** Whether `recorded` lacks a contract of the deployment (a database recorded before the market and the anchor). */
-export function contractsIncomplete(recorded: Partial<ChainDeployment>): boolean {
-  return CONTRACTS.some(([key]) => !recorded[key]);
+/**
+ * Whether `recorded` lacks a contract of the deployment (a database recorded before the market and the
+ * anchor), or an exchange that `configured` names (one recorded before the exchange).
+ */
+export function contractsIncomplete(recorded: Partial<ChainDeployment>, configured?: Partial<ExchangeContracts>): boolean {
+  return CONTRACTS.some(([key]) => !recorded[key]) || EXCHANGE_CONTRACTS.some(([key]) => !!configured?.[key] && !recorded[key]);
+}
+
+/** The exchange `contracts` name, or null unless they name both the exchange and its payment token. */
+export function exchangeOf(contracts: { [K in keyof ExchangeContracts]?: Address | null | undefined }): ExchangeContracts | null {
+  const { artExchange, paymentToken } = contracts;
+  return artExchange && paymentToken ? { artExchange, paymentToken } : null;
 }
 
 export class ChainIdentityError extends Error {
@@ -92,13 +120,16 @@ export class ChainIdentityError extends Error {
 
 /**
  * The API's and the worker's start-up check (`npm start` runs the same before it starts them): the
- * database's data must come from the chain and contracts configured now. A database new to any
- * chain is recorded for this one; one recorded before some of the contracts existed gains them.
+ * database's data must come from the chain and contracts configured now (the exchange too, when both
+ * name one). A database new to any chain is recorded for this one; one recorded before some of the
+ * contracts existed gains them.
  */
 export async function assertChainDeployment(
   db: Kysely<Database>,
   chain: { getChainId(): Promise<number>; getBlock(args: { blockNumber: bigint }): Promise<{ hash: Hex | null }> },
-  configured: { chainId: number; startBlock: number } & { [K in keyof PlatformContracts]: Address | null },
+  configured: { chainId: number; startBlock: number } & { [K in keyof PlatformContracts]: Address | null } & {
+    [K in keyof ExchangeContracts]?: Address | null;
+  },
 ): Promise<void> {
   const [chainId, genesis] = await Promise.all([chain.getChainId(), chain.getBlock({ blockNumber: 0n })]);
   if (chainId !== configured.chainId) {
@@ -106,7 +137,7 @@ export async function assertChainDeployment(
   }
   const current = { chainId, genesisHash: genesis.hash! };
   const { artCertificate, artShares, artMarket, auditAnchor } = configured;
-  const contracts = artCertificate && artShares && artMarket && auditAnchor ? { artCertificate, artShares, artMarket, auditAnchor } : null;
+  const contracts = artCertificate && artShares && artMarket && auditAnchor ? { artCertificate, artShares, artMarket, auditAnchor, ...exchangeOf(configured) } : null;
   const recorded = await readChainDeployment(db);
   const mismatch = recorded && (chainMismatch(recorded, current) ?? (contracts ? contractsMismatch(recorded, contracts) : null));
   if (mismatch) {
@@ -114,8 +145,9 @@ export async function assertChainDeployment(
       `refusing to start: ${mismatch}. Point DATABASE_URL at this chain's database, or CHAIN_RPC_URL/the contract addresses at the database's chain`,
     );
   }
-  if (contracts && (!recorded || contractsIncomplete(recorded))) {
-    await recordChainDeployment(db, { ...current, ...contracts, startBlock: recorded?.startBlock ?? configured.startBlock });
+  if (contracts && (!recorded || contractsIncomplete(recorded, contracts))) {
+    // An exchange recorded before and not configured now stays recorded.
+    await recordChainDeployment(db, { ...current, ...(recorded && exchangeOf(recorded)), ...contracts, startBlock: recorded?.startBlock ?? configured.startBlock });
   }
 }
 

@@ -8,6 +8,7 @@ import {
   type LocalAccount,
   type PublicClient,
 } from "viem";
+import { artCertificateAbi } from "./abi/ArtCertificate.ts";
 import { artForwarderAbi } from "./abi/ArtForwarder.ts";
 import { classifyChainError, isRevertWith, PermanentChainError, TransientChainError } from "./errors.ts";
 import type { Relayer, WriteResult } from "./relayer.ts";
@@ -146,4 +147,20 @@ async function innerRevert(
     const replayed = classifyChainError(err, abi, { label, hash: failed.hash });
     return replayed instanceof PermanentChainError ? replayed : null;
   }
+}
+
+const forwarders = new Map<string, Promise<Address>>();
+
+/** ArtCertificate's `trustedForwarder()` (immutable: read once per process and certificate; a failed read is tried again). */
+export function trustedForwarderOf(publicClient: PublicClient, certificate: Address): Promise<Address> {
+  const key = certificate.toLowerCase();
+  let found = forwarders.get(key);
+  if (!found) {
+    found = publicClient.readContract({ address: certificate, abi: artCertificateAbi, functionName: "trustedForwarder" }).catch((err: unknown) => {
+      forwarders.delete(key);
+      throw err;
+    });
+    forwarders.set(key, found);
+  }
+  return found;
 }

@@ -70,6 +70,12 @@ export interface ChainOperationKind<F = unknown> {
   send(op: ChainOperation, ctx: SendContext): Promise<void>;
   /** An error that means the effect is on the chain already (e.g. ArtCertificateAlreadyCertified): done, not failed. */
   settled?(err: unknown): boolean;
+  /**
+   * The chain's receipt is the operation's last fact: nothing the indexer projects settles it (a
+   * payment-token transfer on a token it does not index). Confirmed from `readFromChain` once its
+   * transaction is mined, and counted as indexed then.
+   */
+  readonly confirmedBySend?: boolean;
   /** What the indexer projected in blocks (fromBlock, toBlock]: the cursor's read. */
   readIndexed(fromBlock: bigint, toBlock: bigint): Promise<KeyedFacts<F>[]>;
   /** The indexer's facts of these operations whatever their block (the sweep's safety net). */
@@ -86,6 +92,22 @@ export interface ChainOperationKind<F = unknown> {
   onAttempt?(db: Db, op: ChainOperation): Promise<unknown>;
   /** An attempt failed and is retried in `delayMs`, in the transaction that schedules it. */
   onRetry?(trx: Transaction<Database>, op: ChainOperation, reason: string, delayMs: number): Promise<void>;
+}
+
+/**
+ * A module's projection of what the indexer shows that nobody here requested (a wallet's fill of an
+ * order): read past its own cursor in the same passes as the operations' cursors, in order, once.
+ */
+export interface IndexedProjection<F = unknown> {
+  /** Its cursor's name in chain_cursors (never a kind's). */
+  readonly consumer: string;
+  /** What the indexer projected in blocks (fromBlock, toBlock], in chain order. */
+  read(fromBlock: bigint, toBlock: bigint): Promise<F[]>;
+  /**
+   * Records `facts` in the transaction that moves the cursor past them (its outbox events go here).
+   * Idempotent: facts already recorded (by another process, or before a restart) change nothing.
+   */
+  apply(trx: Transaction<Database>, facts: F[]): Promise<void>;
 }
 
 /** An operation to request: its business key, its kind and what the kind needs to send it. */
@@ -155,6 +177,9 @@ const STOP_WAIT_MS = 10_000;
 export class ChainOperations {
   private readonly log: Logger;
   private readonly kinds = new Map<string, ChainOperationKind<any>>();
+  private readonly projections = new Map<string, IndexedProjection<any>>();
+  /** The block each projection has been read up to in this process. */
+  private readonly projectionRead = new Map<string, bigint>();
   /** Emits an operation's key once this process confirmed it. */
   readonly confirmations = new EventEmitter();
   private listener: IndexerListener | null = null;
@@ -204,6 +229,27 @@ export class ChainOperations {
   register<F>(kind: ChainOperationKind<F>): void {
     if (this.kinds.has(kind.kind)) throw new Error(`chain operation kind ${kind.kind} is registered twice`);
     this.kinds.set(kind.kind, kind);
+  }
+
+  /**
+   * The projections that fail to record the facts past their block (any process's), oldest failure
+   * first: what /readyz reports as degraded.
+   */
+  async failingProjections(): Promise<{ consumer: string; block: bigint; failingSince: Date; error: string | null }[]> {
+    const rows = await this.deps.db
+      .selectFrom("chain_cursors")
+      .select(["consumer", "block_number", "failing_since", "last_error"])
+      .where("consumer", "in", [...this.projections.keys(), ""])
+      .where("failing_since", "is not", null)
+      .orderBy("failing_since")
+      .execute();
+    return rows.map((r) => ({ consumer: r.consumer, block: r.block_number, failingSince: r.failing_since!, error: r.last_error }));
+  }
+
+  /** Adds a projection of indexed facts (IndexedProjection), advanced with the kinds' cursors. */
+  registerProjection<F>(projection: IndexedProjection<F>): void {
+    if (this.kinds.has(projection.consumer) || this.projections.has(projection.consumer)) throw new Error(`chain cursor ${projection.consumer} is registered twice`);
+    this.projections.set(projection.consumer, projection);
   }
 
   /**
@@ -322,8 +368,10 @@ export class ChainOperations {
       const started = await kind.onAttempt?.(db, op);
       // Sent and mined: the indexer's notification confirms it. Should it never come, the sweep
       // looks again once the lease has run out, and a lagging indexer makes the chain confirm it.
-      if (op.tx_hash && (await this.resume(kind, op, op.tx_hash as Hash))) return;
-      await kind.send(op, { recordSent: (keys, hash) => this.recordSent(keys, hash), started });
+      if (!(op.tx_hash && (await this.resume(kind, op, op.tx_hash as Hash)))) {
+        await kind.send(op, { recordSent: (keys, hash) => this.recordSent(keys, hash), started });
+      }
+      if (kind.confirmedBySend) await this.confirmMined(kind, op.key);
     } catch (err) {
       if (kind.settled?.(err)) return;
       await this.recordFailure(kind, op, err);
@@ -431,6 +479,12 @@ export class ChainOperations {
       .where("key", "in", [...keys])
       .where("status", "in", ["pending", "sent"])
       .execute();
+  }
+
+  /** A sent operation of a kind `confirmedBySend`, confirmed from the chain once its transaction is mined. */
+  private async confirmMined(kind: ChainOperationKind, key: string): Promise<void> {
+    const op = await this.find(this.deps.db, key);
+    if (op?.status === "sent") await this.confirmFacts(kind, await kind.readFromChain([op]), "chain");
   }
 
   /** A permanent failure or the last attempt fails the operation; anything else is retried with backoff. */
@@ -564,7 +618,8 @@ export class ChainOperations {
    * (one process at a time reads a kind's blocks; the others skip it), and only the kinds with
    * operations still open (pending, sent, or confirmed from the chain and not yet indexed) read the
    * indexer; the others' cursors just move on (nothing in those blocks can settle an operation
-   * requested later: it is sent after this read, so mined in a later block).
+   * requested later: it is sent after this read, so mined in a later block). Projections read
+   * every block first, each on its own (advanceProjection).
    */
   async advanceCursors(): Promise<number> {
     const indexedBlock = this.deps.indexedBlock
@@ -572,8 +627,30 @@ export class ChainOperations {
       : (await readIndexerStatus({ db: this.deps.db, viewsSchema: this.deps.viewsSchema, chainId: this.deps.chainId })).indexedBlock;
     if (indexedBlock === null) return 0;
     const kinds = [...this.kinds.keys()];
+    await this.ensureCursors([...kinds, ...this.projections.keys()]);
+    // Each projection in transactions of its own: one that fails waits for the next pass alone.
+    for (const projection of this.projections.values()) {
+      // A deadlock with a transaction of another path (PostgreSQL aborts one), or a row that path
+      // added meanwhile, is tried again at once: the next pass may be a block or a sweep away.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await this.advanceProjection(projection, indexedBlock);
+          break;
+        } catch (err) {
+          const code = (err as { code?: string }).code;
+          if (attempt < 3 && (code === "40P01" || code === "40001" || code === "23505")) continue;
+          this.log.error({ err, consumer: projection.consumer }, "projection of indexed facts failed; retried at the next pass");
+          await this.deps.db
+            .updateTable("chain_cursors")
+            .set({ failing_since: sql<Date>`coalesce(failing_since, now())`, last_error: String((err as Error)?.message ?? err).slice(0, 500) })
+            .where("consumer", "=", projection.consumer)
+            .execute()
+            .catch((recordErr: unknown) => this.log.error({ err: recordErr, consumer: projection.consumer }, "could not record the projection's failure"));
+          break;
+        }
+      }
+    }
     if (kinds.length === 0) return 0;
-    await this.ensureCursors(kinds);
     const settledKeys: string[] = [];
     for (;;) {
       const step = await this.deps.db.transaction().execute(async (trx) => {
@@ -616,6 +693,33 @@ export class ChainOperations {
     return settledKeys.length;
   }
 
+  /**
+   * Reads a projection's facts past the block this process has read up to (from its cursor row at
+   * first), a span at a time, outside any transaction: most blocks hold none, and cost one read.
+   * Facts are applied in a transaction holding the cursor's row, which then moves past them; another
+   * process, or this one after a restart, may apply them again (apply is idempotent).
+   */
+  private async advanceProjection(projection: IndexedProjection, indexedBlock: bigint): Promise<void> {
+    const { db } = this.deps;
+    let from: bigint =
+      this.projectionRead.get(projection.consumer) ??
+      (await db.selectFrom("chain_cursors").select("block_number").where("consumer", "=", projection.consumer).executeTakeFirstOrThrow()).block_number;
+    while (from < indexedBlock) {
+      const to: bigint = from + CURSOR_SPAN < indexedBlock ? from + CURSOR_SPAN : indexedBlock;
+      const facts = await projection.read(from, to);
+      if (facts.length > 0) {
+        await db.transaction().execute(async (trx) => {
+          await trx.selectFrom("chain_cursors").select("block_number").where("consumer", "=", projection.consumer).forUpdate().executeTakeFirstOrThrow();
+          await projection.apply(trx, facts);
+          await trx.updateTable("chain_cursors").set({ block_number: String(to), updated_at: sql<Date>`now()` }).where("consumer", "=", projection.consumer).where("block_number", "<", to).execute();
+          await trx.updateTable("chain_cursors").set({ failing_since: null, last_error: null }).where("consumer", "=", projection.consumer).where("failing_since", "is not", null).execute();
+        });
+      }
+      from = to;
+      this.projectionRead.set(projection.consumer, to);
+    }
+  }
+
   /** Creates the cursors of `kinds` that do not exist yet (a new kind starts at the contracts' first block); once per process. */
   private async ensureCursors(kinds: string[]): Promise<void> {
     const missing = kinds.filter((kind) => !this.cursorsEnsured.has(kind));
@@ -652,7 +756,7 @@ export class ChainOperations {
       await sql`
         update chain_operations as o set
           status = 'confirmed', result = r.result, confirmed_from = ${source}, confirmed_at = now(),
-          indexed_at = ${source === "indexer" ? sql`now()` : null}, lease_until = null, due_at = null, last_error = null, updated_at = now()
+          indexed_at = ${source === "indexer" || kind.confirmedBySend ? sql`now()` : null}, lease_until = null, due_at = null, last_error = null, updated_at = now()
         from jsonb_to_recordset(${resultsJson(keys, byKey)}::jsonb) as r(key text, result jsonb)
         where o.key = r.key`.execute(trx);
       await kind.onConfirmed(trx, toConfirm.map((op) => ({ op, facts: byKey.get(op.key), source })));

@@ -124,6 +124,11 @@ export class Relayer {
     return this.account.address;
   }
 
+  /** Signs EIP-712 data with the relayer's key (it also holds ArtExchange's ORDER_SIGNER_ROLE: the platform's order key). */
+  signTypedData(...args: Parameters<LocalAccount["signTypedData"]>): Promise<Hex> {
+    return this.account.signTypedData(...args);
+  }
+
   /**
    * Runs the call against the latest state from the relayer's address. Resolves with the function's
    * return value (as of now: concurrent writes may change it by the time one is mined), rejects with
@@ -209,6 +214,22 @@ export class Relayer {
     await request.onSubmitted?.(submitted);
     const mined = await this.waitForReceipt(submitted.hash, { abi: request.abi, label });
     return { ...mined, nonce: submitted.nonce };
+  }
+
+  /**
+   * Sends `value` wei to an account that runs no code (21,000 gas), through the same nonce path as
+   * `write`, and waits for it to be mined: what a custodial wallet that signs its own transaction is
+   * given to pay that transaction's gas with.
+   */
+  async transferValue({ to, value, label }: { to: Address; value: bigint; label: string }): Promise<WriteResult> {
+    let fees: Fees;
+    try {
+      fees = await this.estimateFees();
+    } catch (err) {
+      throw classifyChainError(err, undefined, { label });
+    }
+    const submitted = await this.submit({ to, data: "0x", value, gas: 21_000n, fees }, [], label);
+    return this.waitForReceipt(submitted.hash, { label });
   }
 
   /**

@@ -1,6 +1,8 @@
 import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
 import type { Database } from "./database.ts";
+import { prepareRepeatedStatements, StatementNames } from "./prepared.ts";
+import { observeStatement } from "./statements.ts";
 
 /**
  * The application's connections read int8 and numeric(78,0) (Ponder's bigints) as bigint rather than
@@ -23,8 +25,12 @@ export interface DbHandle {
   pool: pg.Pool;
 }
 
-/** `queue`: connections for graphile-worker's own bookkeeping, with pg's default type parsers. */
-export function createPool(databaseUrl: string, max = 20, use: "app" | "queue" = "app"): pg.Pool {
+/**
+ * `queue`: connections for graphile-worker's own bookkeeping, with pg's default type parsers.
+ * The application's connections send what they repeat as prepared statements unless `prepare` is
+ * false (api/src/db/prepared.ts).
+ */
+export function createPool(databaseUrl: string, max = 20, use: "app" | "queue" = "app", options: { prepare?: boolean } = {}): pg.Pool {
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     max,
@@ -36,6 +42,7 @@ export function createPool(databaseUrl: string, max = 20, use: "app" | "queue" =
   pool.on("connect", (client) => {
     client.on("error", () => {});
   });
+  if (use === "app" && options.prepare !== false) prepareRepeatedStatements(pool, new StatementNames());
   return pool;
 }
 
@@ -45,7 +52,7 @@ export function createDb(databaseUrl: string, max = 20): Kysely<Database> {
 
 export function createDbHandle(databaseUrl: string, max = 20): DbHandle {
   const pool = createPool(databaseUrl, max);
-  return { pool, db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }) };
+  return { pool, db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: observeStatement }) };
 }
 
 /** Postgres refused, ended or could not take a connection (a restart, a failover, a full server): worth retrying shortly. */

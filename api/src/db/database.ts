@@ -67,6 +67,9 @@ export interface ChainDeploymentTable {
   art_shares_address: string | null;
   art_market_address: string | null;
   audit_anchor_address: string | null;
+  /** Null: no exchange on this chain yet (a deployment recorded before it, or none configured). */
+  art_exchange_address: string | null;
+  payment_token_address: string | null;
   start_block: ColumnType<bigint, bigint | number, bigint | number>;
   recorded_at: Timestamp;
 }
@@ -100,11 +103,14 @@ export interface ChainOperationsTable {
   updated_at: Timestamp;
 }
 
-/** The last indexed block a consumer (an operation kind) has read. */
+/** The last indexed block a consumer (an operation kind, a projection) has read. */
 export interface ChainCursorsTable {
   consumer: string;
   block_number: ColumnType<bigint, bigint | string, bigint | string>;
   updated_at: Timestamp;
+  /** A projection's: since when it fails to record the facts past its block, and why (null when it does not). */
+  failing_since: NullableTimestamp;
+  last_error: string | null;
 }
 
 export type ChainOperation = Selectable<ChainOperationsTable>;

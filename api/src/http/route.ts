@@ -5,6 +5,7 @@ import type { ZodType } from "zod";
 import { z } from "../openapi/zod.ts";
 import type { Role } from "../lib/actor.ts";
 import type { Transact } from "../db/transact.ts";
+import { recordStatements } from "../db/statements.ts";
 import { ApiError, type FieldError } from "../lib/errors.ts";
 import type { AuthContext } from "../lib/actor.ts";
 import { type Scope, scopeCovers } from "../lib/scopes.ts";
@@ -324,13 +325,14 @@ export class ApiRouter {
   /** Runs a read's handler: a 200 with a JSON body is the answer identical requests share (and `keepIn` keeps). */
   private async computeRead<A extends RouteAuth, B, Q, P>(def: RouteDef<A, B, Q, P>, url: string, ctx: RouteContext<B, Q, P>, keepIn: PublicReadCache | null): Promise<Computed> {
     const computing = keepIn ? keepIn.generation : 0;
-    const result = await def.handler(ctx as HandlerContext<A, B, Q, P>);
+    // A read to keep records the statements it sends: the cache forgets it when what they showed changes.
+    const { value: result, statements } = keepIn ? await recordStatements(() => def.handler(ctx as HandlerContext<A, B, Q, P>)) : { value: await def.handler(ctx as HandlerContext<A, B, Q, P>), statements: null };
     if (result instanceof Reply && result.raw) return { answer: null, result };
     const answer = this.answer(def, result);
     if (answer.status !== 200 || answer.body === undefined) return { answer: null, result: answer };
     const json = JSON.stringify(answer.body);
     const etag = etagOf(json);
-    if (keepIn) keepIn.store(url, computing, json, etag);
+    if (keepIn) keepIn.store(url, computing, json, etag, statements);
     return { answer: { json, etag, isPublic: "public" in def.auth, cacheable: keepIn !== null }, result: answer };
   }
 
@@ -352,24 +354,25 @@ export class ApiRouter {
     const { body, query, params, file, files } = input;
     let result: unknown;
     let answer: Answer;
+    // Whatever the write changed is heard by this process before anything is answered: it never
+    // serves a kept read older than its own write (PublicReadCache.settleWrites).
+    const settled = async () => this.deps.publicReads?.settleWrites();
     try {
-      try {
-        result = await def.handler({ req, res, body, query, params, auth, file, files, transaction: unit.transaction } as HandlerContext<A, B, Q, P>);
-      } finally {
-        // Whatever it changed, before anything is answered: this process never serves a kept read older than its own write.
-        this.deps.publicReads?.invalidate();
-      }
+      result = await def.handler({ req, res, body, query, params, auth, file, files, transaction: unit.transaction } as HandlerContext<A, B, Q, P>);
       if (result instanceof Reply && result.raw) {
         await unit.answeredBytes();
+        await settled();
         sendBytes(res, result);
         return;
       }
       answer = this.answer(def, result);
     } catch (err) {
       await unit.failed(err, (refusal) => problemBody(refusal, res.getHeader("X-Request-Id")));
+      await settled();
       throw err;
     }
     await unit.answered(result, answer);
+    await settled();
     sendResult(res, answer.status, answer.body);
   }
 

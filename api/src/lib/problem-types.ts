@@ -23,7 +23,7 @@ const FIELD_ERRORS = "Per-field problems: `field` (a dotted path, `dimensions.wi
 const RETRY_AFTER = "The `Retry-After` header gives the seconds to wait.";
 
 /** The rules a 409 `invalid_state` names in `reason` (docs/ownership-and-money.md). */
-const REFUSAL_REASONS = ["listed", "disputed", "shares_issued", "withdrawing", "resold", "external_wallet", "own_artwork", "owner_unknown", "hold_limit", "free_ticket_limit", "below_minimum_charge"];
+const REFUSAL_REASONS = ["listed", "disputed", "shares_issued", "withdrawing", "resold", "external_wallet", "paid_onchain", "seller_not_approved", "insufficient_balance", "own_artwork", "owner_unknown", "hold_limit", "free_ticket_limit", "below_minimum_charge"];
 
 export const PROBLEM_TYPES = {
   validation_failed: {

@@ -143,3 +143,6 @@ export function idParam(kind: IdKind, name = "id") {
   const prefix = ID_PREFIXES[kind];
   return pathId(name, exampleId(kind), `The ${ID_NOUNS[kind]}'s id: \`${prefix}_\` followed by a 26-character ULID`);
 }
+
+/** An Ethereum address in a request (any case; answers use the EIP-55 checksummed form). */
+export const walletAddress = z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte address").openapi({ example: "0x8ba1f109551bD432803012645Ac136ddd64DBA72" });

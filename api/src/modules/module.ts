@@ -6,7 +6,7 @@ import type { Logger } from "pino";
 import type { Chain, PublicClient, Transport } from "viem";
 import type { IndexedCertificates } from "../chain/certificates.ts";
 import type { CustodyWallet } from "../chain/custody.ts";
-import type { ChainOperationKind, ChainOperations } from "../chain/operations.ts";
+import type { ChainOperationKind, ChainOperations, IndexedProjection } from "../chain/operations.ts";
 import type { Relayer } from "../chain/relayer.ts";
 import type { Config } from "../config.ts";
 import type { Database } from "../db/database.ts";
@@ -41,6 +41,8 @@ export interface FeatureModule<Services extends object = object, Needs extends o
   outboxHandlers?(services: Services & Needs): OutboxSubscription[];
   /** The kinds of chain operation the module requests (api/src/chain/operations.ts), registered at construction. */
   chainOperationKinds?(services: Services & Needs): ChainOperationKind<any>[];
+  /** Its projections of indexed facts nobody requested (api/src/chain/operations.ts IndexedProjection). */
+  chainProjections?(services: Services & Needs): IndexedProjection<any>[];
   /** The module's part of the worker process: job tasks, runners of its own, background loops. */
   worker?(services: Services & Needs, deps: PlatformDeps): WorkerPart;
 }

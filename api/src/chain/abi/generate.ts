@@ -18,6 +18,7 @@ const abiExports = [
   { contractName: "ArtMarket", exportName: "artMarketAbi" },
   { contractName: "AuditAnchor", exportName: "auditAnchorAbi" },
   { contractName: "ArtForwarder", exportName: "artForwarderAbi" },
+  { contractName: "ArtExchange", exportName: "artExchangeAbi" },
 ] as const;
 
 function artifactPath(contractName: string): string {

@@ -103,7 +103,14 @@ export async function search(db: Db, filter: ArtworkFilter, page: Page): Promise
     const pattern = containsPattern(filter.q);
     query = query.where((eb) => eb.or([eb("title", "ilike", pattern), eb("description", "ilike", pattern), eb("medium", "ilike", pattern)]));
   }
-  return paginate(query, page, (q) => q.selectAll().orderBy("created_at", "desc").orderBy("id", "desc"));
+  if (filter.medium || filter.q) return paginate(query, page, (q) => q.selectAll().orderBy("created_at", "desc").orderBy("id", "desc"));
+  // Every other filter is a column of artworks_listing_idx: the page is found in the index alone (a
+  // deep page skips entries, not rows), then only its rows are read ("deferred join"); a price range
+  // is counted in artworks_price_idx.
+  const { rows: ids, total } = await paginate(query, page, (q) => q.select("id").orderBy("created_at", "desc").orderBy("id", "desc"));
+  if (ids.length === 0) return { rows: [], total };
+  const rows = await db.selectFrom("artworks").selectAll().where("id", "in", ids.map((r) => r.id)).orderBy("created_at", "desc").orderBy("id", "desc").execute();
+  return { rows, total };
 }
 
 export interface ProvenanceEntry {

@@ -6,5 +6,11 @@ export const healthModule = defineModule({
   name: "health",
   create: () => ({}),
   routes: ({ app, deps, indexer }) =>
-    registerHealthRoutes(app, { db: deps.db, publicClient: deps.publicClient, indexer, maxLagBlocks: deps.config.indexer.maxLagBlocks }),
+    registerHealthRoutes(app, {
+      db: deps.db,
+      publicClient: deps.publicClient,
+      indexer,
+      maxLagBlocks: deps.config.indexer.maxLagBlocks,
+      failingProjections: () => deps.chainOperations.failingProjections(),
+    }),
 });

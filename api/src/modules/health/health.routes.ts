@@ -43,9 +43,23 @@ async function timed(fn: () => Promise<Record<string, unknown> | void>, timeoutM
 }
 
 /** Liveness and readiness, outside /v1 and outside rate limits so orchestrators can poll freely. */
+/** A projection of indexed facts that fails to record the facts past its block (ChainOperations.failingProjections). */
+export interface FailingProjection {
+  consumer: string;
+  block: bigint;
+  failingSince: Date;
+  error: string | null;
+}
+
 export function registerHealthRoutes(
   app: Express,
-  deps: { db: Kysely<Database>; publicClient: PublicClient; indexer: IndexerProbe | null; maxLagBlocks: number },
+  deps: {
+    db: Kysely<Database>;
+    publicClient: PublicClient;
+    indexer: IndexerProbe | null;
+    maxLagBlocks: number;
+    failingProjections: () => Promise<FailingProjection[]>;
+  },
 ): void {
   app.get("/healthz", (_req, res) => {
     res.json({ status: "ok" });
@@ -85,10 +99,21 @@ export function registerHealthRoutes(
           return { ...measured, stalled: false, ...(stale ? { status: "degraded", behind_for_ms: stale.behindForMs } : {}) };
         })
       : { status: "error", latency_ms: 0, error: "no indexer configured (INDEXER_URL)" };
-    const checks = { database, chain, indexer };
+    // A projection that cannot record a fact holds the facts after it (wallets' purchases unrecorded)
+    // while everything else works: degraded, for an operator to look at, never out of rotation.
+    const projections = await timed(async () => {
+      const failing = await deps.failingProjections();
+      if (failing.length === 0) return {};
+      return {
+        status: "degraded",
+        failing: failing.map((f) => ({ consumer: f.consumer, block: Number(f.block), failing_since: f.failingSince.toISOString(), error: f.error })),
+      };
+    });
+    if (projections.status === "error") projections.status = "degraded";
+    const checks = { database, chain, indexer, projections };
     const ready = Object.values(checks).every((c) => c.status !== "error");
     if (ready) {
-      res.json({ status: indexer.status === "degraded" ? "degraded" : "ready", checks });
+      res.json({ status: Object.values(checks).some((c) => c.status === "degraded") ? "degraded" : "ready", checks });
       return;
     }
     res

@@ -55,12 +55,13 @@ export class DisputesService {
       if (Date.now() > deadline) throw ApiError.conflict("invalid_state", `Disputes are accepted for ${DISPUTE_WINDOW_DAYS} days after completion (until ${iso(deadline)})`);
       const dispute = await trx
         .insertInto("disputes")
-        .values({ id: newId("dispute"), transaction_id: sale.id, buyer_id: sale.buyer_id, seller_id: sale.seller_id, reason: input.reason, status: "open" })
-        .onConflict((oc) => oc.column("transaction_id").where("status", "=", "open").doNothing())
+        .values({ id: newId("dispute"), transaction_id: sale.id, buyer_id: actor.userId, seller_id: sale.seller_id, reason: input.reason, status: "open" })
+        // A literal predicate, so that Postgres can infer the partial index with a generic plan (marketplace.repository.ts insertUnlessOpen).
+        .onConflict((oc) => oc.column("transaction_id").where("status", "=", sql.lit("open")).doNothing())
         .returningAll()
         .executeTakeFirst();
       if (!dispute) throw ApiError.conflict("conflict", "The sale already has an open dispute");
-      await ledger.append(trx, { kind: "dispute.opened", subjectId: dispute.id, actorId: actor.userId, parties: [sale.buyer_id, sale.seller_id], data: { transaction_id: sale.id, reason: input.reason } });
+      await ledger.append(trx, { kind: "dispute.opened", subjectId: dispute.id, actorId: actor.userId, parties: [actor.userId, sale.seller_id], data: { transaction_id: sale.id, reason: input.reason } });
       return toDispute(dispute);
     });
   }
@@ -101,8 +102,11 @@ export class DisputesService {
     const seen = await this.find(db, id);
     if (!seen) throw ApiError.notFound("Dispute");
     const sale = (await sales.find(db, seen.transaction_id))!;
+    if (input.resolution === "refund" && sale.payment_method === "onchain") {
+      throw ApiError.refused("paid_onchain", `The sale was paid on-chain by the wallet ${sale.buyer_wallet}: the platform holds no card charge to refund; the seller can send the payment token back, and the dispute can be resolved with reject`);
+    }
     // Read before the transaction: where the certificate is now, on the chain.
-    const unwind = input.resolution === "refund" && !force ? await this.unwindRefusal(sale, await users.get(sale.buyer_id)) : null;
+    const unwind = input.resolution === "refund" && !force ? await this.unwindRefusal(sale, await users.get(seen.buyer_id)) : null;
     return transact(async (trx) => {
       if (input.resolution === "refund" && !force) {
         if (unwind) throw unwind;

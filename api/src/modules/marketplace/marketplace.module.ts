@@ -6,6 +6,7 @@ import type { PaymentsService } from "../payments/payments.service.ts";
 import type { Purchases } from "../payments/purchases.ts";
 import type { UsersService } from "../users/users.service.ts";
 import { DisputesService } from "./disputes.service.ts";
+import { ExchangeService } from "./exchange.service.ts";
 import { registerMarketplaceRoutes } from "./marketplace.routes.ts";
 import { MarketplaceService } from "./marketplace.service.ts";
 import { OFFER_EXPIRE_TASK, OffersService } from "./offers.service.ts";
@@ -15,12 +16,14 @@ import { SettlementViews } from "./settlement-views.ts";
 
 /**
  * The marketplace (docs/integrators/marketplace.md): listings, buy-now, offers, sales settled
- * on-chain through ArtMarket (the `marketplace_settle` chain operation), transactions and disputes.
+ * on-chain through ArtMarket (the `marketplace_settle` chain operation), purchases paid on-chain by
+ * wallets through ArtExchange (exchange.service.ts; fills projected by SalesService.onchainFills),
+ * transactions and disputes.
  * Money moves through `payments`; every offer move and payment is appended to the audit `ledger`.
  * Tables: marketplace.tables.ts (and payments' `transactions`).
  */
 export const marketplaceModule = defineModule<
-  { marketplace: MarketplaceService; sales: SalesService; offers: OffersService; disputes: DisputesService },
+  { marketplace: MarketplaceService; sales: SalesService; offers: OffersService; disputes: DisputesService; exchange: ExchangeService },
   { users: UsersService; artworks: ArtworksService; ownership: OwnershipService; payments: PaymentsService; purchases: Purchases; ledger: LedgerService }
 >({
   name: "marketplace",
@@ -28,7 +31,21 @@ export const marketplaceModule = defineModule<
   create: ({ db, config, logger, users, artworks, ownership, payments, purchases, ledger, chainOperations, publicClient, relayer, custody }) => {
     const views = new SettlementViews(db, config.indexer.viewsSchema);
     const chain = { id: config.chain.id, certificate: config.chain.artCertificateAddress, market: config.chain.artMarketAddress };
-    const sales = new SalesService({
+    // The exchange's steps and cancellations ask the sales for what they own (the seller's hold, a custodial approval).
+    let sales: SalesService;
+    const exchange = new ExchangeService({
+      db,
+      logger,
+      users,
+      operations: chainOperations,
+      views,
+      publicClient,
+      relayer,
+      chain: { id: config.chain.id, certificate: config.chain.artCertificateAddress, exchange: config.chain.artExchangeAddress, paymentToken: config.chain.paymentTokenAddress },
+      approveForCustodial: (owner, custodyIndex, operator, onSubmitted) => sales.approveForCustodial(owner, custodyIndex, operator, onSubmitted),
+      requireHeldBySeller: (listing) => sales.requireHeldBySeller(listing),
+    });
+    sales = new SalesService({
       db,
       logger,
       payments,
@@ -42,6 +59,7 @@ export const marketplaceModule = defineModule<
       publicClient,
       relayer,
       custody,
+      exchange,
       chain,
       purchaseWaitMs: config.marketplace.purchaseWaitMs,
     });
@@ -52,6 +70,7 @@ export const marketplaceModule = defineModule<
       artworks,
       ownership,
       offers,
+      exchange,
       views,
       chain,
       viewsSchema: config.indexer.viewsSchema,
@@ -60,13 +79,14 @@ export const marketplaceModule = defineModule<
     ownership.registerEncumbrances({ name: "marketplace", locksOf: (trx, artworkId) => marketplace.locksOf(trx, artworkId) });
     // A sale's refund is a dispute's: its rules (the sale refunded, the certificate's return) are the disputes'.
     purchases.register({ ...sales.purchaseKind, onRefunded: (trx, purchase, refund, cause) => disputes.onRefunded(trx, purchase, refund, cause) });
-    return { marketplace, sales, offers, disputes };
+    return { marketplace, sales, offers, disputes, exchange };
   },
   routes: ({ api }, services) => {
     registerMarketplaceRoutes(api, services.marketplace);
     registerSalesRoutes(api, services);
   },
-  chainOperationKinds: ({ sales }) => [sales.settlementKind],
+  chainOperationKinds: ({ sales, exchange }) => [sales.settlementKind, exchange.approvalKind, exchange.cancelKind],
+  chainProjections: ({ sales }) => [sales.onchainFills],
   worker: ({ marketplace, offers }, { config, logger }) => {
     let timer: NodeJS.Timeout | null = null;
     let running: Promise<void> | null = null;

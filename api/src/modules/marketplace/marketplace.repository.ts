@@ -1,7 +1,7 @@
-import { type Insertable, sql, type Transaction } from "kysely";
+import { type Insertable, type SelectQueryBuilder, sql, type Transaction } from "kysely";
 import type { Database, Db } from "../../db/database.ts";
 import { containsPattern, type Page, paginate } from "../../lib/pagination.ts";
-import type { Listing, ListingsTable } from "./marketplace.tables.ts";
+import type { Listing, ListingStatus, ListingsTable } from "./marketplace.tables.ts";
 
 /** A listing with its artwork's title (the Listing resource names it). */
 export type ListingWithTitle = Listing & { title: string };
@@ -23,7 +23,8 @@ export async function insertUnlessOpen(db: Db, listing: Insertable<ListingsTable
   return db
     .insertInto("listings")
     .values(listing)
-    .onConflict((oc) => oc.column("artwork_id").where("status", "in", ["active", "pending_payment"]).doNothing())
+    // The index predicate in literals: Postgres infers the arbiter index from it when planning, which it cannot from parameters of a generic plan.
+    .onConflict((oc) => oc.column("artwork_id").where("status", "in", [sql.lit<ListingStatus>("active"), sql.lit<ListingStatus>("pending_payment")]).doNothing())
     .returningAll()
     .executeTakeFirst();
 }
@@ -73,24 +74,44 @@ export function cancel(db: Db, id: string, by: string | null): Promise<Listing> 
     .executeTakeFirstOrThrow();
 }
 
-/** Active listings of artworks that are not deleted. */
+/**
+ * Active listings of artworks that are not deleted. Filtered by the artwork (medium, artist), a page
+ * joins the artworks. Otherwise the page is found in the listings' own indexes and only its rows
+ * are joined ("deferred join"): an artwork cannot be removed while listed (OwnershipService, move
+ * `remove`), so every active listing's artwork is in the catalogue, and a deep page skips index
+ * entries instead of joining and sorting every active listing.
+ */
 export async function searchActive(db: Db, filter: ListingFilter, sort: ListingSort, page: Page): Promise<{ rows: ListingWithTitle[]; total: number }> {
-  let query = withTitle(db).where("listings.status", "=", "active").where("artworks.deleted_at", "is", null);
-  if (filter.priceMinCents !== undefined) query = query.where("listings.price_cents", ">=", filter.priceMinCents);
-  if (filter.priceMaxCents !== undefined) query = query.where("listings.price_cents", "<=", filter.priceMaxCents);
-  if (filter.medium) query = query.where("artworks.medium", "ilike", containsPattern(filter.medium));
-  if (filter.artistId) query = query.where("artworks.artist_id", "=", filter.artistId);
-  return paginate(query, page, (q) => {
-    const rows = q.selectAll("listings").select("artworks.title");
-    switch (sort) {
-      case "newest":
-        return rows.orderBy("listings.created_at", "desc").orderBy("listings.id", "desc");
-      case "oldest":
-        return rows.orderBy("listings.created_at", "asc").orderBy("listings.id", "asc");
-      case "price_asc":
-        return rows.orderBy("listings.price_cents", "asc").orderBy("listings.id", "asc");
-      case "price_desc":
-        return rows.orderBy("listings.price_cents", "desc").orderBy("listings.id", "desc");
-    }
-  });
+  const byArtwork = filter.medium !== undefined || filter.artistId !== undefined;
+  if (byArtwork) {
+    let query = withTitle(db).where("listings.status", "=", "active").where("artworks.deleted_at", "is", null);
+    query = withPrice(query, filter);
+    if (filter.medium) query = query.where("artworks.medium", "ilike", containsPattern(filter.medium));
+    if (filter.artistId) query = query.where("artworks.artist_id", "=", filter.artistId);
+    return paginate(query, page, (q) => ordered(q.selectAll("listings").select("artworks.title"), sort));
+  }
+  const { rows: ids, total } = await paginate(withPrice(db.selectFrom("listings").where("listings.status", "=", "active"), filter), page, (q) => ordered(q.select("listings.id"), sort));
+  if (ids.length === 0) return { rows: [], total };
+  const rows = await ordered(withTitle(db).selectAll("listings").select("artworks.title").where("listings.id", "in", ids.map((r) => r.id)), sort).execute();
+  return { rows, total };
+}
+
+function withPrice<Q extends SelectQueryBuilder<Database, any, {}>>(query: Q, filter: ListingFilter): Q {
+  let q = query;
+  if (filter.priceMinCents !== undefined) q = q.where("listings.price_cents", ">=", filter.priceMinCents) as Q;
+  if (filter.priceMaxCents !== undefined) q = q.where("listings.price_cents", "<=", filter.priceMaxCents) as Q;
+  return q;
+}
+
+function ordered<Q extends SelectQueryBuilder<Database, any, any>>(q: Q, sort: ListingSort): Q {
+  switch (sort) {
+    case "newest":
+      return q.orderBy("listings.created_at", "desc").orderBy("listings.id", "desc") as Q;
+    case "oldest":
+      return q.orderBy("listings.created_at", "asc").orderBy("listings.id", "asc") as Q;
+    case "price_asc":
+      return q.orderBy("listings.price_cents", "asc").orderBy("listings.id", "asc") as Q;
+    case "price_desc":
+      return q.orderBy("listings.price_cents", "desc").orderBy("listings.id", "desc") as Q;
+  }
 }

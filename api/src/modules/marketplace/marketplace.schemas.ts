@@ -1,6 +1,6 @@
 import { chargeableUsd, usdValue } from "../../lib/money.ts";
 import { paginationQuery, paginationSchema } from "../../lib/pagination.ts";
-import { exampleId, idOf, idParam, plainString, text, timestamp } from "../../lib/schema.ts";
+import { exampleId, idOf, idParam, plainString, text, timestamp, walletAddress } from "../../lib/schema.ts";
 import { z } from "../../openapi/zod.ts";
 
 export const LISTING_STATUSES = ["active", "pending_payment", "sold", "cancelled"] as const;
@@ -49,3 +49,42 @@ export const listingsQuery = z
 export type ListingsQuery = z.infer<typeof listingsQuery>;
 
 export const listingListSchema = z.object({ data: z.array(listingSchema), pagination: paginationSchema }).openapi("ListingList");
+
+export const onchainPurchaseSchema = z
+  .strictObject({
+    buyer: walletAddress.openapi({ description: "The wallet that will send the steps' transactions and receive the certificate" }),
+  })
+  .openapi("OnchainPurchaseRequest", { example: { buyer: "0x8ba1f109551bD432803012645Ac136ddd64DBA72" } });
+
+const hex = z.string().regex(/^0x[0-9a-fA-F]*$/);
+
+export const onchainPurchaseStepsSchema = z
+  .object({
+    listing_id: idOf("listing"),
+    buyer: z.string().openapi({ description: "The buyer's wallet (EIP-55)" }),
+    chain_id: z.number().int(),
+    order: z
+      .object({
+        hash: hex.openapi({ description: "The EIP-712 hash of the order (ArtExchange.hashOrder): what `OrderFilled` and `OrderCancelled` name" }),
+        exchange: z.string().openapi({ description: "The ArtExchange contract" }),
+        currency: z.string().openapi({ description: "The payment token (a 6-decimal USD stablecoin)" }),
+        price: z.string().openapi({ description: "The price in the payment token's base units (price_usd x 10^6), as a decimal string", example: "125000000000" }),
+        price_usd: usdValue,
+        fee_bps: z.number().int().openapi({ description: "The platform's fee in basis points, paid to the treasury out of the price" }),
+        seller: z.string().openapi({ description: "The seller's wallet: the certificate's holder" }),
+        token_id: z.string().openapi({ description: "The certificate's token id" }),
+        signature: hex.openapi({ description: "The order's signature by the platform's order key" }),
+      })
+      .openapi({ description: "The order the fill step fills: valid for any buyer, once, until expires_at, at this price and fee" }),
+    steps: z
+      .array(
+        z.object({
+          id: z.enum(["approve", "fill"]),
+          description: z.string(),
+          tx: z.object({ to: z.string(), data: hex, value: z.literal("0") }).openapi({ description: "The transaction the buyer's wallet sends (eth_sendTransaction's to, data and value)" }),
+        }),
+      )
+      .openapi({ description: "Send them in order from the buyer's wallet, each once mined: `approve` (only when the payment token's allowance to the exchange is below the price), then `fill`" }),
+    expires_at: timestamp.openapi({ description: "After this the fill reverts (ArtExchangeOrderExpired): ask for new steps" }),
+  })
+  .openapi("OnchainPurchaseSteps");

@@ -12,6 +12,7 @@ import type { ArtworksService } from "../artworks/artworks.service.ts";
 import type { Actor } from "../../lib/actor.ts";
 import type { ArtworkLock, OwnershipService } from "../artworks/ownership.ts";
 import * as repo from "./marketplace.repository.ts";
+import type { ExchangeService } from "./exchange.service.ts";
 import type { OffersService } from "./offers.service.ts";
 import type { SettlementViews } from "./settlement-views.ts";
 import type { ListingCreate, ListingsQuery } from "./marketplace.schemas.ts";
@@ -28,6 +29,7 @@ export class MarketplaceService {
       artworks: ArtworksService;
       ownership: OwnershipService;
       offers: OffersService;
+      exchange: ExchangeService;
       views: SettlementViews;
       chain: { certificate: `0x${string}` | null; market: `0x${string}` | null };
       viewsSchema: string;
@@ -74,6 +76,8 @@ export class MarketplaceService {
         const open = await repo.openListingOf(trx, artwork.id);
         throw ApiError.conflict("conflict", `The artwork already has an open listing${open ? ` (${open.id}, ${open.status})` : ""}; cancel it first`);
       }
+      // A custodial wallet approves the exchange (once), so that wallets can buy its listings on-chain.
+      await this.deps.exchange.prepareSeller(trx, holder.wallet!, custodial ? seller.custody_index : null);
       await artworks.recordMarketplaceProvenance(trx, { artworkId: artwork.id, event: "listed", actorId: actor.userId, details: { listing_id: created.id, price_usd: centsToUsd(created.price_cents) }, at: created.created_at });
       return toListing({ ...created, title: artwork.title });
     });
@@ -118,6 +122,7 @@ export class MarketplaceService {
       if (listing.status !== "active") throw ApiError.conflict("invalid_state", `The listing is ${listing.status}: only an active listing can be cancelled`);
       const cancelled = await repo.cancel(trx, listing.id, actor.userId);
       await this.deps.offers.rejectForCancelledListing(trx, listing.id, actor.userId);
+      await this.deps.exchange.cancelOpenOrders(trx, listing.id);
       await artworks.recordMarketplaceProvenance(trx, { artworkId: listing.artwork_id, event: "delisted", actorId: actor.userId, details: { listing_id: listing.id }, at: cancelled.cancelled_at! });
       return toListing((await repo.find(trx, listing.id))!);
     });
@@ -164,7 +169,10 @@ export class MarketplaceService {
             select tx_hash from ${sql.table(`${viewsSchema}.certificate_transfer`)} t
             where t.token_id = l.token_id order by t.block_number desc, t.log_index desc limit 1
           ) t
-          where l.status = 'active' and c.owner <> l.seller_wallet limit 100`.execute(db)
+          where l.status = 'active' and c.owner <> l.seller_wallet
+            -- a wallet's fill of the listing's order moved it: a sale (SalesService.onchainFills), not a delisting
+            and not exists (select 1 from ${sql.table(`${viewsSchema}.exchange_fill`)} f where f.listing_id = l.id)
+          limit 100`.execute(db)
       ).rows;
     } catch (err) {
       const code = (err as { code?: string }).code;
@@ -181,6 +189,7 @@ export class MarketplaceService {
         if (!listing || listing.status !== "active") return;
         const done = await repo.cancel(trx, listing.id, null);
         await offers.rejectForCancelledListing(trx, listing.id, null);
+        await this.deps.exchange.cancelOpenOrders(trx, listing.id);
         await artworks.recordMarketplaceProvenance(trx, { artworkId: listing.artwork_id, event: "delisted", actorId: null, txHash: tx_hash, details: { listing_id: listing.id, reason: "token_moved" }, at: done.cancelled_at! });
         cancelled++;
       });

@@ -64,12 +64,17 @@ export interface SalesTable {
   offer_id: string | null;
   artwork_id: string;
   token_id: ColumnType<bigint, bigint, bigint>;
-  buyer_id: string;
+  /** Null for a wallet with no account that filled an order on-chain. */
+  buyer_id: string | null;
   seller_id: string;
   buyer_wallet: string;
   seller_wallet: string;
   price_cents: ColumnType<bigint, bigint, bigint>;
-  payment_method_id: string;
+  /** The card charged; null for an on-chain payment. */
+  payment_method_id: string | null;
+  payment_method: ColumnType<PaymentMethodKind, PaymentMethodKind | undefined, PaymentMethodKind>;
+  /** The ArtExchange order an on-chain sale filled (once). */
+  order_hash: ColumnType<string | null, string | null | undefined, string | null>;
   status: SaleStatus;
   charge_id: string | null;
   fee_cents: ColumnType<bigint | null, bigint | null | undefined, bigint | null>;
@@ -108,14 +113,43 @@ export interface DisputesTable {
   resolved_at: NullableTimestamp;
 }
 
+/** How a sale was paid: a card charged by the processor, or the payment token on-chain (ArtExchange). */
+export type PaymentMethodKind = "card" | "onchain";
+
+export type ExchangeOrderStatus = "open" | "filled" | "cancelled";
+
+/**
+ * An EIP-712 order of ArtExchange the platform's order key signed for a listing (an on-chain
+ * purchase's steps hand it to wallets): open until filled (the indexer shows OrderFilled), cancelled
+ * (on-chain, when the listing closed otherwise) or past `expires_at`.
+ */
+export interface ExchangeOrdersTable {
+  order_hash: string;
+  listing_id: string;
+  seller_wallet: string;
+  token_id: ColumnType<bigint, bigint, bigint>;
+  /** The price in the payment token's base units (6 decimals: cents x 10^4). */
+  price_units: ColumnType<bigint, bigint, bigint>;
+  currency: string;
+  fee_bps: number;
+  expires_at: ColumnType<Date, Date, Date>;
+  signature: string;
+  status: ColumnType<ExchangeOrderStatus, ExchangeOrderStatus | undefined, ExchangeOrderStatus>;
+  sale_id: string | null;
+  created_at: Timestamp;
+  closed_at: NullableTimestamp;
+}
+
 export interface MarketplaceTables {
   listings: ListingsTable;
   offers: OffersTable;
   sales: SalesTable;
   disputes: DisputesTable;
+  exchange_orders: ExchangeOrdersTable;
 }
 
 export type Listing = Selectable<ListingsTable>;
 export type Offer = Selectable<OffersTable>;
 export type Sale = Selectable<SalesTable>;
 export type Dispute = Selectable<DisputesTable>;
+export type ExchangeOrder = Selectable<ExchangeOrdersTable>;

@@ -8,7 +8,8 @@ export function insertUnlessPending(db: Db, offer: Insertable<OffersTable>): Pro
   return db
     .insertInto("offers")
     .values(offer)
-    .onConflict((oc) => oc.columns(["listing_id", "buyer_id"]).where("status", "=", "pending").doNothing())
+    // A literal predicate, so that Postgres can infer the partial index with a generic plan (marketplace.repository.ts insertUnlessOpen).
+    .onConflict((oc) => oc.columns(["listing_id", "buyer_id"]).where("status", "=", sql.lit("pending")).doNothing())
     .returningAll()
     .executeTakeFirst();
 }

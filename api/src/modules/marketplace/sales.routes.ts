@@ -1,8 +1,10 @@
 import { paymentDeclinedProblem } from "../../http/problem.ts";
+import { ApiError } from "../../lib/errors.ts";
 import { type ApiRouter, Reply } from "../../http/route.ts";
 import { transactionListSchema, transactionSchema, transactionsQuery } from "../payments/transactions.ts";
 import type { DisputesService } from "./disputes.service.ts";
-import { listingIdParams } from "./marketplace.schemas.ts";
+import type { ExchangeService } from "./exchange.service.ts";
+import { listingIdParams, onchainPurchaseSchema, onchainPurchaseStepsSchema } from "./marketplace.schemas.ts";
 import * as s from "./offers.schemas.ts";
 import type { OffersService } from "./offers.service.ts";
 import type { SalesService } from "./sales.service.ts";
@@ -10,8 +12,8 @@ import type { SalesService } from "./sales.service.ts";
 const tags = ["Marketplace"];
 
 /** Buy-now, offers, transactions and disputes (the sale's path from reservation to the certificate on-chain). */
-export function registerSalesRoutes(api: ApiRouter, services: { sales: SalesService; offers: OffersService; disputes: DisputesService }): void {
-  const { sales, offers, disputes } = services;
+export function registerSalesRoutes(api: ApiRouter, services: { sales: SalesService; offers: OffersService; disputes: DisputesService; exchange: ExchangeService }): void {
+  const { sales, offers, disputes, exchange } = services;
 
   api.route({
     method: "post",
@@ -21,7 +23,7 @@ export function registerSalesRoutes(api: ApiRouter, services: { sales: SalesServ
     description: [
       "Reserves the listing (`pending_payment`), charges `payment_method_id` (one of your saved methods or a test card id; another user's method is 404) and transfers the certificate on-chain from the seller's wallet to yours through the ArtMarket contract, exactly once. Send an `Idempotency-Key`: a retry answers the same sale and never charges twice.",
       "Answers the sale's Transaction: 201 when it completed within a short wait (the indexer has the transfer), 202 while the payment or the transfer is under way (follow `GET /v1/marketplace/transactions/:id` or the `payment.completed` webhook), 402 `payment_declined` when the card was declined (the listing is active again).",
-      "Refused with 409 `invalid_state` when the listing is not active (two buyers at once: exactly one sale, the other is refused), is your own, or its certificate left the seller's wallet.",
+      "Refused with 409 `invalid_state` when the listing is not active (two buyers at once: exactly one sale, the other is refused), is your own, or its certificate left the seller's wallet, also when a wallet's fill of the listing's order on-chain won the race (with `transaction_id`: the sale failed, and a charge is refunded).",
     ].join("\n\n"),
     tags,
     auth: { scope: "marketplace:write" },
@@ -36,12 +38,34 @@ export function registerSalesRoutes(api: ApiRouter, services: { sales: SalesServ
     handler: async ({ auth, params, body, transaction, res }) => {
       const outcome = await sales.purchase({ userId: auth.userId, role: auth.role }, params.id, body, transaction);
       const t = outcome.transaction;
+      if (outcome.soldOnchain) {
+        throw new ApiError(409, "invalid_state", `${t.failure_reason ?? "A wallet bought the listing on-chain first"}: your card is not charged, or the charge is refunded`, { transaction_id: t.tx_id });
+      }
       if (outcome.paymentFailed) {
         return new Reply(402, paymentDeclinedProblem(res, t.failure_reason ?? "The payment failed", outcome.failureCode, { transaction_id: t.tx_id }));
       }
       // Completed, or failed at the transfer (refunded: `status` failed, `failure_reason` says so): 201; under way: 202.
       return new Reply(t.status === "pending" ? 202 : 201, t);
     },
+  });
+
+  api.route({
+    method: "post",
+    path: "/v1/marketplace/listings/:id/onchain-purchase",
+    operationId: "onchainPurchaseSteps",
+    summary: "Steps to buy a listing on-chain from a wallet",
+    description: [
+      "The transactions a wallet sends to buy the listing itself, paying in the payment token (a 6-decimal USD stablecoin) through the ArtExchange contract, with no account and no other API call: `approve` the exchange for the price when the wallet's allowance is short, then `fill` the order the platform signed for the listing. The fill pays the royalty, the platform's fee and the seller and moves the certificate to the wallet, in one transaction; it is valid for this price until `expires_at`, once.",
+      "The sale appears as soon as the indexer has the fill: a `sale` transaction with `payment_method: onchain` (for the seller, and for the buyer when the wallet is an account's), the listing `sold`, provenance `sold`, `payment.completed`. One sale per listing: a card purchase started meanwhile cancels the order on-chain, and a fill mined first wins over a card purchase (which is refunded). A guide: docs/integrators/onchain-purchases.md.",
+      "Refused with 409 `invalid_state` when the listing is not active, the buyer's wallet is the seller's, the certificate left the seller's wallet, or the seller's own wallet has not approved the exchange (reason `seller_not_approved`); 503 when this deployment has no exchange or a custodial seller's approval is still on its way (Retry-After).",
+    ].join("\n\n"),
+    tags,
+    auth: { public: true },
+    params: listingIdParams,
+    body: onchainPurchaseSchema,
+    errors: [404, 409, 503],
+    response: onchainPurchaseStepsSchema,
+    handler: ({ params, body }) => exchange.steps(params.id, body.buyer),
   });
 
   api.route({

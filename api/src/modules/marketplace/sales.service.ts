@@ -5,8 +5,8 @@ import { artCertificateAbi } from "../../chain/abi/ArtCertificate.ts";
 import { artMarketAbi } from "../../chain/abi/ArtMarket.ts";
 import type { CustodyWallet } from "../../chain/custody.ts";
 import { isRevertWith } from "../../chain/errors.ts";
-import { relayForwarded } from "../../chain/forwarder.ts";
-import { type ChainOperationKind, ChainOperationFailure, type ChainOperations, type KeyedFacts, type SendContext } from "../../chain/operations.ts";
+import { relayForwarded, trustedForwarderOf } from "../../chain/forwarder.ts";
+import { type ChainOperationKind, ChainOperationFailure, type ChainOperations, type IndexedProjection, type KeyedFacts, type SendContext } from "../../chain/operations.ts";
 import type { Relayer } from "../../chain/relayer.ts";
 import type { ChainOperation, Database, Db } from "../../db/database.ts";
 import type { Transact } from "../../db/transact.ts";
@@ -37,7 +37,9 @@ import * as listings from "./marketplace.repository.ts";
 import type { Listing, Sale } from "./marketplace.tables.ts";
 import * as offers from "./offers.repository.ts";
 import * as repo from "./sales.repository.ts";
-import type { Settlement, SettlementViews } from "./settlement-views.ts";
+import { UNITS_PER_CENT } from "../../chain/exchange.ts";
+import type { ExchangeService } from "./exchange.service.ts";
+import type { Fill, Settlement, SettlementViews } from "./settlement-views.ts";
 
 /** The chain operation that moves a certificate through ArtMarket.settle, once per sale id. */
 export const SETTLE_OPERATION = "marketplace_settle";
@@ -71,6 +73,7 @@ export interface SalesDeps {
   publicClient: PublicClient<Transport, Chain>;
   relayer: Relayer;
   custody: CustodyWallet;
+  exchange: ExchangeService;
   chain: { id: number; certificate: Address | null; market: Address | null };
   /** How long a purchase waits for its outcome before answering 202 (the sale goes on). */
   purchaseWaitMs: number;
@@ -90,7 +93,6 @@ export interface SalesDeps {
  */
 export class SalesService {
   private readonly log: Logger;
-  private forwarder: Promise<Address> | null = null;
 
   constructor(private readonly deps: SalesDeps) {
     this.log = deps.logger.child({ component: "marketplace-sales" });
@@ -165,6 +167,8 @@ export class SalesService {
       status: "pending_payment",
     });
     await trx.updateTable("listings").set({ status: "pending_payment", updated_at: sql<Date>`now()` }).where("id", "=", listing.id).execute();
+    // Wallets could fill the listing's orders meanwhile: they are cancelled (a fill mined first still wins, and this sale is refunded).
+    await this.deps.exchange.cancelOpenOrders(trx, listing.id);
     return sale;
   }
 
@@ -188,7 +192,8 @@ export class SalesService {
 
   /**
    * The sale's transaction once it left `pending` (or as it is after `timeoutMs`), and whether it
-   * failed at the payment (a decline: 402) rather than at the transfer (refunded).
+   * failed at the payment (a decline: 402) rather than at the transfer (refunded), or lost the
+   * listing to a wallet's fill on-chain (its charge, if any, refunded).
    */
   async awaitOutcome(saleId: string, timeoutMs: number) {
     const { db, operations } = this.deps;
@@ -198,7 +203,9 @@ export class SalesService {
     }, timeoutMs);
     const transaction = (await findTransaction(db, saleId))!;
     const sale = (await repo.find(db, saleId))!;
-    return { transaction: toTransaction(transaction), failureCode: sale.failure_code, paymentFailed: sale.status === "payment_failed" };
+    // A wallet's fill that won the race closes a sale not yet charged as payment_failed: that is no decline.
+    const soldOnchain = sale.failure_code === "sold_onchain";
+    return { transaction: toTransaction(transaction), failureCode: sale.failure_code, paymentFailed: sale.status === "payment_failed" && !soldOnchain, soldOnchain };
   }
 
   // ---- the payment ----
@@ -233,7 +240,7 @@ export class SalesService {
       trx,
       "sale.refunded",
       { tx_id: sale.id, artwork_id: sale.artwork_id, buyer_id: sale.buyer_id, seller_id: sale.seller_id, refunded_usd: centsToUsd(refund.amountCents), reason: "The sale was refunded (a dispute)", refunded_at: iso(new Date()) },
-      [sale.buyer_id, sale.seller_id],
+      partiesOf(sale),
     );
   }
 
@@ -273,7 +280,7 @@ export class SalesService {
     const p = payloadOf(op);
     const market = this.deps.chain.market;
     if (!market) throw new ChainOperationFailure("transient", "ART_MARKET_ADDRESS is not configured");
-    if (p.from_custody_index !== null) await this.ensureMarketApproved(p.from, p.from_custody_index);
+    if (p.from_custody_index !== null) await this.approveForCustodial(p.from, p.from_custody_index, market);
     await relayer.write({
       address: market,
       abi: artMarketAbi,
@@ -285,36 +292,33 @@ export class SalesService {
   }
 
   /**
-   * A custodial wallet approves ArtMarket once, gaslessly: the platform signs the wallet's
-   * setApprovalForAll as an ERC-2771 request and the relayer submits it through the forwarder.
+   * A custodial wallet approves `operator` (ArtMarket, ArtExchange) once, gaslessly: the platform
+   * signs the wallet's setApprovalForAll as an ERC-2771 request and the relayer submits it through
+   * the forwarder.
    */
-  private async ensureMarketApproved(owner: Address, custodyIndex: number): Promise<void> {
+  async approveForCustodial(owner: Address, custodyIndex: number, operator: Address, onSubmitted?: (hash: Hash) => Promise<void>): Promise<void> {
     const { publicClient, relayer, custody, chain } = this.deps;
     const certificate = chain.certificate!;
-    const market = chain.market!;
-    const approved = () => publicClient.readContract({ address: certificate, abi: artCertificateAbi, functionName: "isApprovedForAll", args: [owner, market] });
+    const approved = () => publicClient.readContract({ address: certificate, abi: artCertificateAbi, functionName: "isApprovedForAll", args: [owner, operator] });
     if (await approved()) return;
     try {
       await relayForwarded(
-        { relayer, publicClient, forwarder: await this.forwarderAddress(), chainId: chain.id },
+        { relayer, publicClient, forwarder: await trustedForwarderOf(publicClient, certificate), chainId: chain.id },
         custody.accountAt(custodyIndex),
-        { address: certificate, abi: artCertificateAbi, functionName: "setApprovalForAll", args: [market, true], label: `approve ArtMarket for ${owner}` },
+        {
+          address: certificate,
+          abi: artCertificateAbi,
+          functionName: "setApprovalForAll",
+          args: [operator, true],
+          label: `approve ${operator} for ${owner}`,
+          onSubmitted: onSubmitted ? ({ hash }) => onSubmitted(hash) : undefined,
+        },
       );
     } catch (err) {
       // Two sales of one seller at once: the other's approval may have won the forwarder's nonce.
       if (await approved()) return;
       throw err;
     }
-  }
-
-  private forwarderAddress(): Promise<Address> {
-    this.forwarder ??= this.deps.publicClient
-      .readContract({ address: this.deps.chain.certificate!, abi: artCertificateAbi, functionName: "trustedForwarder" })
-      .catch((err: unknown) => {
-        this.forwarder = null;
-        throw err;
-      });
-    return this.forwarder;
   }
 
   /** SaleSettled events in the receipts of sent operations (while the indexer lags). */
@@ -368,7 +372,6 @@ export class SalesService {
   }
 
   private async completeSale(trx: Transaction<Database>, s: Settlement, appends: LedgerAppend[]): Promise<void> {
-    const { artworks, users } = this.deps;
     const sale = await repo.lock(trx, s.saleId);
     if (!sale || sale.status !== "paid") return;
     // ERC-2981 pays the artist on secondary sales: a primary sale (the receiver sells) carries none.
@@ -377,34 +380,59 @@ export class SalesService {
     const feeCents = sale.fee_cents ?? 0n;
     const net = sale.price_cents - feeCents - royaltyCents;
     const payoutCents = net > 0n ? net : 0n;
-    await repo.move(trx, sale.id, ["paid"], "completed", {
+    const completed = (await repo.move(trx, sale.id, ["paid"], "completed", {
       royalty_receiver: s.royaltyReceiver,
       royalty_cents: royaltyCents,
       payout_cents: payoutCents,
       settle_tx_hash: s.txHash,
       completed_at: sql<Date>`now()`,
-    });
-    const royaltyRecipient = royaltyApplies ? await users.findByWallet(trx, s.royaltyReceiver) : undefined;
-    const completed = (await this.deps.purchases.complete(trx, sale.id, {
+    }))!;
+    const royaltyRecipient = royaltyApplies ? await this.deps.users.findByWallet(trx, s.royaltyReceiver) : undefined;
+    const purchase = (await this.deps.purchases.complete(trx, sale.id, {
       royaltyCents,
       payoutCents,
       chainTx: s.txHash,
       payouts: royaltyApplies ? [{ amountCents: royaltyCents, recipientId: royaltyRecipient?.id ?? null, recipientWallet: s.royaltyReceiver }] : [],
     }))!;
-    await trx.updateTable("listings").set({ status: "sold", updated_at: sql<Date>`now()` }).where("id", "=", sale.listing_id).execute();
+    await this.finishSale(trx, completed, { feeCents, royaltyCents, payoutCents, royaltyReceiver: royaltyApplies ? s.royaltyReceiver : null, royaltyRecipientId: royaltyRecipient?.id ?? null, txHash: s.txHash, completedAt: purchase.completed_at! }, appends);
+  }
+
+  /**
+   * What every completed sale does, paid by card or on-chain, in the transaction that completes it:
+   * the listing sold (its orders a wallet could still fill cancelled on-chain), an accepted offer
+   * completed and the listing's other pending offers rejected, provenance `sold`, `payment.completed`
+   * to the buyer and the seller, and the sale's ledger entry.
+   */
+  private async finishSale(
+    trx: Transaction<Database>,
+    sale: Sale,
+    f: { feeCents: bigint; royaltyCents: bigint; payoutCents: bigint; royaltyReceiver: string | null; royaltyRecipientId: string | null; txHash: string; completedAt: Date; at?: Date },
+    appends: LedgerAppend[],
+  ): Promise<void> {
+    // A wallet's fill mined before the listing's cancellation here (by its seller, or by a card sale's
+    // failed transfer) is still its sale: the chain's answer wins, and the cancellation is undone.
+    await trx.updateTable("listings").set({ status: "sold", cancelled_at: null, cancelled_by: null, updated_at: sql<Date>`now()` }).where("id", "=", sale.listing_id).execute();
+    await this.deps.exchange.cancelOpenOrders(trx, sale.listing_id, sale.order_hash);
     if (sale.offer_id) await offers.move(trx, sale.offer_id, "accepted", "completed");
     // The listing sold: its other pending offers are rejected (docs/decisions.md#states).
     for (const offer of await offers.rejectPendingOf(trx, sale.listing_id, null)) {
       await recordOfferEvent(trx, "offer.rejected", offer, { reason: "listing_sold" });
       appends.push(offerLedgerEntry("offer.rejected", offer, null, { reason: "listing_sold" }));
     }
-    await artworks.recordMarketplaceProvenance(trx, {
+    await this.deps.artworks.recordMarketplaceProvenance(trx, {
       artworkId: sale.artwork_id,
       event: "sold",
       actorId: null,
-      txHash: s.txHash,
-      details: { listing_id: sale.listing_id, transaction_id: sale.id, price_usd: centsToUsd(sale.price_cents), buyer_id: sale.buyer_id, seller_id: sale.seller_id },
-      at: new Date(),
+      txHash: f.txHash,
+      details: {
+        listing_id: sale.listing_id,
+        transaction_id: sale.id,
+        price_usd: centsToUsd(sale.price_cents),
+        // A wallet with no account is named by its address.
+        ...(sale.buyer_id ? { buyer_id: sale.buyer_id } : { to: sale.buyer_wallet }),
+        seller_id: sale.seller_id,
+      },
+      at: f.at ?? new Date(),
     });
     await recordEvent(
       trx,
@@ -413,36 +441,163 @@ export class SalesService {
         tx_id: sale.id,
         artwork_id: sale.artwork_id,
         amount_usd: centsToUsd(sale.price_cents),
-        completed_at: iso(completed.completed_at!),
+        completed_at: iso(f.completedAt),
         listing_id: sale.listing_id,
         offer_id: sale.offer_id,
         buyer_id: sale.buyer_id,
         seller_id: sale.seller_id,
-        platform_fee_usd: centsToUsd(feeCents),
-        royalty_usd: centsToUsd(royaltyCents),
-        seller_payout_usd: centsToUsd(payoutCents),
-        on_chain_tx: s.txHash,
+        platform_fee_usd: centsToUsd(f.feeCents),
+        royalty_usd: centsToUsd(f.royaltyCents),
+        seller_payout_usd: centsToUsd(f.payoutCents),
+        on_chain_tx: f.txHash,
+        payment_method: sale.payment_method,
+        ...(sale.payment_method === "onchain" ? { buyer_wallet: sale.buyer_wallet } : {}),
       },
-      [sale.buyer_id, sale.seller_id],
+      partiesOf(sale),
     );
     appends.push({
       kind: "sale.completed",
       subjectId: sale.id,
       actorId: null,
-      parties: [sale.buyer_id, sale.seller_id, ...(royaltyRecipient ? [royaltyRecipient.id] : [])],
+      parties: [...partiesOf(sale), ...(f.royaltyRecipientId ? [f.royaltyRecipientId] : [])],
       data: {
         transaction_id: sale.id,
         listing_id: sale.listing_id,
         offer_id: sale.offer_id,
         token_id: sale.token_id.toString(),
         price_cents: sale.price_cents.toString(),
-        fee_cents: feeCents.toString(),
-        royalty_cents: royaltyCents.toString(),
-        royalty_receiver: royaltyApplies ? s.royaltyReceiver : null,
-        payout_cents: payoutCents.toString(),
-        chain_tx: s.txHash,
+        fee_cents: f.feeCents.toString(),
+        royalty_cents: f.royaltyCents.toString(),
+        royalty_receiver: f.royaltyReceiver,
+        payout_cents: f.payoutCents.toString(),
+        chain_tx: f.txHash,
+        payment_method: sale.payment_method,
+        ...(sale.order_hash ? { order_hash: sale.order_hash, buyer_wallet: sale.buyer_wallet } : {}),
       },
     });
+  }
+
+  // ---- sales paid on-chain (ArtExchange fills) ----
+
+  /**
+   * Wallets' fills of the platform's orders, as the indexer shows them, each once (the order's hash
+   * is unique among sales): the same records as a card sale (the `sale` transaction through the
+   * purchase lifecycle, paid `onchain`; the royalty payout; the listing sold; provenance;
+   * `payment.completed`; the ledger), the buyer's account found by its wallet (signed in, linked or
+   * custodial) or none. A card sale of the listing still under way lost the race: it closes and its
+   * charge goes back (docs/integrators/onchain-purchases.md#one-sale-per-listing).
+   */
+  readonly onchainFills: IndexedProjection<Fill> = {
+    consumer: "marketplace_exchange_fills",
+    read: (fromBlock, toBlock) => this.deps.views.fillsInBlocks(fromBlock, toBlock),
+    apply: async (trx, fills) => {
+      const appends: LedgerAppend[] = [];
+      for (const fill of fills) await this.recordFill(trx, fill, appends);
+      for (const entry of appends) await this.deps.ledger.append(trx, entry);
+    },
+  };
+
+  private async recordFill(trx: Transaction<Database>, fill: Fill, appends: LedgerAppend[]): Promise<void> {
+    const { users, purchases, exchange } = this.deps;
+    // A card sale under way first, then the listing: the order every sale's transfer locks them in (a
+    // card sale's settlement failing at this very block takes the same locks).
+    const liveSale = () => trx.selectFrom("sales").selectAll().where("listing_id", "=", fill.listingId).where("status", "in", ["pending_payment", "paid"]).forUpdate().executeTakeFirst();
+    let live = isId("listing", fill.listingId) ? await liveSale() : undefined;
+    const listing = isId("listing", fill.listingId) ? await listings.lock(trx, fill.listingId) : undefined;
+    // A card sale started while the listing's lock was awaited is seen now.
+    if (listing && !live) live = await liveSale();
+    const recorded = await trx.selectFrom("sales").select("id").where("order_hash", "=", fill.orderHash).executeTakeFirst();
+    if (recorded) return;
+    const sold = listing && (await trx.selectFrom("sales").select("id").where("listing_id", "=", listing.id).where("status", "=", "completed").executeTakeFirst());
+    if (!listing || sold || listing.token_id !== fill.tokenId || listing.seller_wallet !== fill.seller) {
+      // Not a sale of this platform: an order a self-custodied seller signed for itself with another
+      // listing id, or one of another platform's database on the same contracts. The chain keeps it;
+      // only an order this platform signed would be a fault here.
+      const ours = await trx.selectFrom("exchange_orders").select("order_hash").where("order_hash", "=", fill.orderHash).executeTakeFirst();
+      if (ours) this.log.error({ order_hash: fill.orderHash, listing_id: fill.listingId, tx_hash: fill.txHash }, "a fill of an order the platform signed matches no sellable listing");
+      return;
+    }
+    if (live) appends.push(await this.loseToFill(trx, live, fill));
+
+    const priceCents = fill.price / UNITS_PER_CENT;
+    const feeCents = fill.fee / UNITS_PER_CENT;
+    const royaltyApplies = fill.royalty > 0n && fill.royaltyReceiver !== fill.seller;
+    const royaltyCents = royaltyApplies ? fill.royalty / UNITS_PER_CENT : 0n;
+    const net = priceCents - feeCents - royaltyCents;
+    const payoutCents = net > 0n ? net : 0n;
+    const buyer = await users.findByWallet(trx, fill.buyer);
+    const royaltyRecipient = royaltyApplies ? await users.findByWallet(trx, fill.royaltyReceiver) : undefined;
+    const id = newId("transaction");
+    const { purchase, ledger } = await purchases.recordPaidOnChain(
+      trx,
+      {
+        type: "sale",
+        id,
+        referenceId: id,
+        artworkId: listing.artwork_id,
+        amountCents: priceCents,
+        amountUnits: fill.price,
+        currency: fill.currency,
+        feeCents,
+        buyerId: buyer?.id ?? null,
+        buyerWallet: fill.buyer,
+        sellerId: listing.seller_id,
+        recipientId: listing.seller_id,
+        recipientWallet: listing.seller_wallet,
+      },
+      {
+        royaltyCents,
+        payoutCents,
+        chainTx: fill.txHash,
+        payouts: royaltyApplies ? [{ amountCents: royaltyCents, recipientId: royaltyRecipient?.id ?? null, recipientWallet: fill.royaltyReceiver }] : [],
+      },
+    );
+    const sale = await repo.insert(trx, {
+      id,
+      listing_id: listing.id,
+      offer_id: null,
+      artwork_id: listing.artwork_id,
+      token_id: listing.token_id,
+      buyer_id: buyer?.id ?? null,
+      seller_id: listing.seller_id,
+      buyer_wallet: fill.buyer,
+      seller_wallet: listing.seller_wallet,
+      price_cents: priceCents,
+      payment_method_id: null,
+      payment_method: "onchain",
+      order_hash: fill.orderHash,
+      status: "completed",
+      fee_cents: feeCents,
+      royalty_receiver: fill.royaltyReceiver,
+      royalty_cents: royaltyCents,
+      payout_cents: payoutCents,
+      settle_tx_hash: fill.txHash,
+      paid_at: fill.at,
+      completed_at: purchase.completed_at,
+    });
+    await exchange.markFilled(trx, fill.orderHash, sale.id);
+    appends.push(ledger);
+    await this.finishSale(trx, sale, { feeCents, royaltyCents, payoutCents, royaltyReceiver: royaltyApplies ? fill.royaltyReceiver : null, royaltyRecipientId: royaltyRecipient?.id ?? null, txHash: fill.txHash, completedAt: purchase.completed_at!, at: fill.at }, appends);
+  }
+
+  /**
+   * A card sale of the listing was under way when a wallet's fill took the certificate: it closes
+   * with code `sold_onchain`. Paid: `settlement_failed`, its charge refunded now (its transfer, if
+   * sent, fails on-chain and changes nothing more). Not yet charged: `payment_failed`; a charge that
+   * still succeeds finds the sale closed and goes back (the purchase's onCharged), a decline just
+   * fails it.
+   */
+  private async loseToFill(trx: Transaction<Database>, sale: Sale, fill: Fill): Promise<LedgerAppend> {
+    const reason = `A wallet bought the listing on-chain first (${fill.txHash})`;
+    const closed = { failure_code: "sold_onchain", failure_reason: reason, failed_at: sql<Date>`now()` };
+    if (sale.status === "paid") {
+      await repo.move(trx, sale.id, ["paid"], "settlement_failed", closed);
+      await this.deps.purchases.failEffect(trx, sale.id, { code: "sold_onchain", reason: `The certificate could not be transferred: ${reason}` });
+    } else {
+      await repo.move(trx, sale.id, ["pending_payment"], "payment_failed", closed);
+    }
+    if (sale.offer_id) await offers.move(trx, sale.offer_id, "accepted", "payment_failed");
+    return { kind: "settlement.failed", subjectId: sale.id, actorId: null, parties: partiesOf(sale), data: { transaction_id: sale.id, reason, code: "sold_onchain" } };
   }
 
   /**
@@ -473,7 +628,7 @@ export class SalesService {
       kind: "settlement.failed",
       subjectId: sale.id,
       actorId: null,
-      parties: [sale.buyer_id, sale.seller_id],
+      parties: partiesOf(sale),
       data: { transaction_id: sale.id, reason },
     });
   }
@@ -532,6 +687,11 @@ const RETURN_PREFIX = "return:";
 
 function settleKey(saleId: string): string {
   return `settle:${saleId}`;
+}
+
+/** The sale's parties that are users (an on-chain buyer may have no account). */
+function partiesOf(sale: Pick<Sale, "buyer_id" | "seller_id">): string[] {
+  return [sale.buyer_id, sale.seller_id].filter((id): id is string => id !== null);
 }
 
 function keyed(s: Settlement): KeyedFacts<Settlement> {

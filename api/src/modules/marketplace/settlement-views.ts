@@ -3,7 +3,8 @@ import { readViews as read } from "../../chain/certificates.ts";
 
 /**
  * The indexer's projections the marketplace settles by (the views schema): ArtMarket's
- * `SaleSettled` rows, ArtCertificate's `ApprovalForAll` state, and current certificate owners.
+ * `SaleSettled` rows, ArtExchange's `OrderFilled` and `OrderCancelled` rows, ArtCertificate's
+ * `ApprovalForAll` state, and current certificate owners.
  */
 type SaleSettlementView = {
   sale_key: string;
@@ -27,7 +28,49 @@ type CertificateApprovalView = {
   block_number: bigint;
 };
 
-type Views = { sale_settlement: SaleSettlementView; certificate_approval: CertificateApprovalView; certificate: { token_id: bigint; owner: string } };
+type ExchangeFillView = {
+  order_hash: string;
+  token_id: bigint;
+  listing_id: string;
+  seller: string;
+  buyer: string;
+  currency: string;
+  price: bigint;
+  royalty_receiver: string;
+  royalty: bigint;
+  fee: bigint;
+  block_number: bigint;
+  block_timestamp: bigint;
+  tx_hash: string;
+  log_index: number;
+};
+
+type ExchangeCancelView = { order_hash: string; canceller: string; block_number: bigint; tx_hash: string; log_index: number };
+
+type Views = {
+  sale_settlement: SaleSettlementView;
+  certificate_approval: CertificateApprovalView;
+  certificate: { token_id: bigint; owner: string };
+  exchange_fill: ExchangeFillView;
+  exchange_cancel: ExchangeCancelView;
+};
+
+/** One fill of an ArtExchange order as the chain recorded it (addresses lower-case, amounts in the token's base units). */
+export interface Fill {
+  orderHash: string;
+  tokenId: bigint;
+  listingId: string;
+  seller: string;
+  buyer: string;
+  currency: string;
+  price: bigint;
+  royaltyReceiver: string;
+  royalty: bigint;
+  fee: bigint;
+  txHash: string;
+  blockNumber: bigint;
+  at: Date;
+}
 
 /** One settlement of ArtMarket as the chain recorded it (addresses lower-case). */
 export interface Settlement {
@@ -71,6 +114,47 @@ export class SettlementViews {
     return rows.map(toSettlement);
   }
 
+  /** ArtExchange fills in blocks (fromBlock, toBlock], in chain order. */
+  async fillsInBlocks(fromBlock: bigint, toBlock: bigint): Promise<Fill[]> {
+    const rows = await read(() =>
+      this.views
+        .selectFrom("exchange_fill")
+        .selectAll()
+        .where("block_number", ">", fromBlock)
+        .where("block_number", "<=", toBlock)
+        .orderBy("block_number")
+        .orderBy("log_index")
+        .execute(),
+    );
+    return rows.map(toFill);
+  }
+
+  /** ArtExchange cancellations of these orders, or in blocks (fromBlock, toBlock]: their order hashes and transactions. */
+  async cancels(where: { orderHashes: readonly string[] } | { blocks: [bigint, bigint] }): Promise<{ orderHash: string; txHash: string }[]> {
+    if ("orderHashes" in where && where.orderHashes.length === 0) return [];
+    const rows = await read(() => {
+      const q = this.views.selectFrom("exchange_cancel").select(["order_hash", "tx_hash"]);
+      return ("orderHashes" in where
+        ? q.where("order_hash", "in", [...where.orderHashes])
+        : q.where("block_number", ">", where.blocks[0]).where("block_number", "<=", where.blocks[1])
+      ).execute();
+    });
+    return rows.map((r) => ({ orderHash: r.order_hash, txHash: r.tx_hash }));
+  }
+
+  /** Owners that approved `operator` for all their certificates, among `owners` or in blocks (fromBlock, toBlock], as indexed. */
+  async approvalsOf(operator: string, where: { owners: readonly string[] } | { blocks: [bigint, bigint] }): Promise<string[]> {
+    if ("owners" in where && where.owners.length === 0) return [];
+    const rows = await read(() => {
+      const q = this.views.selectFrom("certificate_approval").select("owner").where("operator", "=", operator.toLowerCase()).where("approved", "=", true);
+      return ("owners" in where
+        ? q.where("owner", "in", where.owners.map((o) => o.toLowerCase()))
+        : q.where("block_number", ">", where.blocks[0]).where("block_number", "<=", where.blocks[1])
+      ).execute();
+    });
+    return rows.map((r) => r.owner);
+  }
+
   /** Whether `owner` has approved `operator` for all its certificates, as indexed. */
   async isApprovedForAll(owner: string, operator: string): Promise<boolean> {
     const row = await read(() =>
@@ -94,6 +178,24 @@ function toSettlement(r: SaleSettlementView): Settlement {
     priceCents: BigInt(r.price_cents),
     royaltyReceiver: r.royalty_receiver.toLowerCase(),
     royaltyCents: BigInt(r.royalty_cents),
+    txHash: r.tx_hash,
+    blockNumber: BigInt(r.block_number),
+    at: new Date(Number(r.block_timestamp) * 1000),
+  };
+}
+
+function toFill(r: ExchangeFillView): Fill {
+  return {
+    orderHash: r.order_hash.toLowerCase(),
+    tokenId: BigInt(r.token_id),
+    listingId: r.listing_id,
+    seller: r.seller.toLowerCase(),
+    buyer: r.buyer.toLowerCase(),
+    currency: r.currency.toLowerCase(),
+    price: BigInt(r.price),
+    royaltyReceiver: r.royalty_receiver.toLowerCase(),
+    royalty: BigInt(r.royalty),
+    fee: BigInt(r.fee),
     txHash: r.tx_hash,
     blockNumber: BigInt(r.block_number),
     at: new Date(Number(r.block_timestamp) * 1000),

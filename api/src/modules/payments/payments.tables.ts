@@ -69,6 +69,10 @@ export interface TransactionsTable {
   amount_cents: Cents;
   currency: ColumnType<"USD", "USD" | undefined, "USD">;
   buyer_id: string | null;
+  /** The wallet that paid on-chain (an on-chain sale's buyer may have no account). */
+  buyer_wallet: ColumnType<string | null, string | null | undefined, string | null>;
+  /** `card` (charged by the processor) or `onchain` (paid in the payment token through ArtExchange). */
+  payment_method: ColumnType<"card" | "onchain", "card" | "onchain" | undefined, "card" | "onchain">;
   seller_id: string | null;
   recipient_id: string | null;
   recipient_wallet: string | null;

@@ -284,6 +284,8 @@ export class Purchases {
           seller_id: p.seller_id,
           recipient_id: payout.recipientId,
           recipient_wallet: payout.recipientWallet,
+          payment_method: p.payment_method,
+          buyer_wallet: p.buyer_wallet,
           parent_id: p.id,
           payout_cents: payout.amountCents,
           charge_id: p.charge_id,
@@ -293,6 +295,62 @@ export class Purchases {
         .execute();
     }
     return p;
+  }
+
+  /**
+   * A purchase a wallet paid on-chain (an ArtExchange fill: the price went from the buyer to the
+   * seller, the royalty receiver and the treasury in the fill's transaction, together with the
+   * effect), in the module's transaction: recorded `completed` at once, with its payouts, through the
+   * same `complete` as a charged one. No charge exists, so it cannot be refunded by the processor
+   * (`refund` answers false). The ledger entry that records the payment, for the caller to append last.
+   */
+  async recordPaidOnChain(
+    trx: Transaction<Database>,
+    input: Omit<PurchaseStart, "paymentMethodId" | "buyerId" | "description"> & { buyerId: string | null; buyerWallet: string; feeCents: bigint; currency: string; amountUnits: bigint },
+    facts: { royaltyCents: bigint; payoutCents: bigint; chainTx: string; payouts: Payout[] },
+  ): Promise<{ purchase: Purchase; ledger: LedgerAppend }> {
+    this.kindOf(input.type);
+    const id = input.id ?? newId("transaction");
+    await trx
+      .insertInto("transactions")
+      .values({
+        id,
+        type: input.type,
+        status: "pending",
+        stage: "effecting",
+        payment_method: "onchain",
+        artwork_id: input.artworkId ?? null,
+        amount_cents: input.amountCents,
+        fee_cents: input.feeCents,
+        buyer_id: input.buyerId,
+        buyer_wallet: input.buyerWallet,
+        seller_id: input.sellerId ?? null,
+        recipient_id: input.recipientId ?? null,
+        recipient_wallet: input.recipientWallet ?? null,
+        reference_id: input.referenceId,
+        chain_tx: facts.chainTx,
+      })
+      .execute();
+    const purchase = (await this.complete(trx, id, facts))!;
+    return {
+      purchase,
+      ledger: {
+        kind: "payment.received_onchain",
+        subjectId: input.referenceId,
+        actorId: input.buyerId,
+        parties: partiesOf(purchase),
+        data: {
+          transaction_id: id,
+          type: input.type,
+          reference_id: input.referenceId,
+          buyer_wallet: input.buyerWallet,
+          amount_cents: input.amountCents.toString(),
+          amount_units: input.amountUnits.toString(),
+          currency: input.currency,
+          chain_tx: facts.chainTx,
+        },
+      },
+    };
   }
 
   /**

@@ -6,8 +6,9 @@ import { registerWithdrawalsRoutes } from "./withdrawals.routes.ts";
 import { WithdrawalsService } from "./withdrawals.service.ts";
 
 /**
- * Withdrawals (docs/wallets.md#taking-your-assets-to-your-own-wallet): a custodial user's certificate
- * to a wallet they linked, through the chain operation `withdrawal`. Tables: withdrawals.tables.ts.
+ * Withdrawals (docs/wallets.md#taking-your-assets-to-your-own-wallet): a custodial user's certificate,
+ * shares or payment token to a wallet they linked, through the chain operations `withdrawal`,
+ * `withdrawal_shares` and `withdrawal_payment_token`. Tables: withdrawals.tables.ts.
  */
 export const withdrawalsModule = defineModule<{ withdrawals: WithdrawalsService }, { users: UsersService; artworks: ArtworksService; ownership: OwnershipService }>({
   name: "withdrawals",
@@ -24,11 +25,11 @@ export const withdrawalsModule = defineModule<{ withdrawals: WithdrawalsService 
       relayer,
       custody,
       viewsSchema: config.indexer.viewsSchema,
-      chain: { id: config.chain.id, certificate: config.chain.artCertificateAddress },
+      chain: { id: config.chain.id, certificate: config.chain.artCertificateAddress, shares: config.chain.artSharesAddress, paymentToken: config.chain.paymentTokenAddress },
     });
     ownership.registerEncumbrances({ name: "withdrawals", locksOf: (db, artworkId) => withdrawals.locksOf(db, artworkId) });
     return { withdrawals };
   },
   routes: ({ api }, { withdrawals }) => registerWithdrawalsRoutes(api, withdrawals),
-  chainOperationKinds: ({ withdrawals }) => [withdrawals.withdrawalKind],
+  chainOperationKinds: ({ withdrawals }) => [withdrawals.withdrawalKind, withdrawals.sharesKind, withdrawals.paymentTokenKind],
 });

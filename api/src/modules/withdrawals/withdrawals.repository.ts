@@ -22,6 +22,18 @@ export function pendingCertificateOf(db: Db, artworkId: string): Promise<Withdra
   return db.selectFrom("withdrawals").selectAll().where("artwork_id", "=", artworkId).where("asset", "=", "certificate").where("status", "=", "pending").executeTakeFirst();
 }
 
+/** The payment token's units the user's pending withdrawals are taking out of their custodial wallet. */
+export async function pendingPaymentTokenOf(db: Db, userId: string): Promise<bigint> {
+  const row = await db
+    .selectFrom("withdrawals")
+    .select(sql<string>`coalesce(sum(amount_units), 0)`.as("units"))
+    .where("user_id", "=", userId)
+    .where("asset", "=", "payment_token")
+    .where("status", "=", "pending")
+    .executeTakeFirstOrThrow();
+  return BigInt(row.units);
+}
+
 export function listOf(db: Db, userId: string, page: Page) {
   return paginate(db.selectFrom("withdrawals").where("user_id", "=", userId), page, (q) => q.selectAll().orderBy("created_at", "desc").orderBy("id", "desc"));
 }
@@ -32,7 +44,7 @@ export async function recordSent(db: Db, id: string, txHash: string): Promise<vo
 }
 
 /** Moves a pending withdrawal to `completed` or `failed`; undefined when it was not pending (confirmed once). */
-export function settle(db: Db, id: string, changes: { status: "completed"; tx_hash: string } | { status: "failed"; failure_reason: string }): Promise<Withdrawal | undefined> {
+export function settle(db: Db, id: string, changes: { status: "completed"; tx_hash: string | null } | { status: "failed"; failure_reason: string }): Promise<Withdrawal | undefined> {
   const at = changes.status === "completed" ? { completed_at: sql<Date>`now()` } : {};
   return db
     .updateTable("withdrawals")
@@ -67,6 +79,43 @@ export function indexedTransfers(db: Db, viewsSchema: string, of: { blocks: [big
         -- an earlier transfer of the same token between the same wallets is not this withdrawal's
         and (t.tx_hash = w.tx_hash or t.block_timestamp >= extract(epoch from w.created_at)::bigint - 60)
         and ${which}`.execute(db);
+    return rows;
+  });
+}
+
+/** The shares of `tokenId` the user's pending withdrawals are taking out of their custodial wallet. */
+export async function pendingSharesOf(db: Db, userId: string, tokenId: bigint): Promise<bigint> {
+  const row = await db
+    .selectFrom("withdrawals")
+    .select(sql<string>`coalesce(sum(quantity), 0)`.as("n"))
+    .where("user_id", "=", userId)
+    .where("asset", "=", "shares")
+    .where("token_id", "=", tokenId)
+    .where("status", "=", "pending")
+    .executeTakeFirstOrThrow();
+  return BigInt(row.n);
+}
+
+/** Another pending shares withdrawal of the wallet with a signed transaction (at most one: withdrawals_signing_wallet_key). */
+export function signingOf(db: Db, wallet: string, exceptId: string): Promise<Withdrawal | undefined> {
+  return db.selectFrom("withdrawals").selectAll().where("from_wallet", "=", wallet).where("status", "=", "pending").where("signed_tx", "is not", null).where("id", "<>", exceptId).executeTakeFirst();
+}
+
+/** Keeps the transaction a shares withdrawal's wallet signed, with its hash (sent from now on). */
+export async function recordSigned(db: Db, id: string, signed: { sender_nonce: number; signed_tx: string; tx_hash: string }): Promise<void> {
+  await db.updateTable("withdrawals").set({ ...signed, updated_at: sql<Date>`now()` }).where("id", "=", id).where("status", "=", "pending").where("signed_tx", "is", null).execute();
+}
+
+/** The indexer's share transfers that carry out pending shares withdrawals: their own transaction (its hash is known before it is sent). */
+export function indexedShareTransfers(db: Db, viewsSchema: string, of: { blocks: [bigint, bigint] } | { ids: string[] }): Promise<IndexedWithdrawal[]> {
+  const which = "blocks" in of ? sql`t.block_number > ${of.blocks[0]} and t.block_number <= ${of.blocks[1]}` : sql`w.id = any(${of.ids}::text[])`;
+  return readViews(async () => {
+    const { rows } = await sql<IndexedWithdrawal>`
+      select w.id as withdrawal_id, t.tx_hash
+      from withdrawals w
+      join ${sql.table(`${viewsSchema}.share_transfer`)} t
+        on t.tx_hash = w.tx_hash and t.token_id = w.token_id and t."from" = w.from_wallet and t."to" = w.to_wallet
+      where w.asset = 'shares' and w.status = 'pending' and w.signed_tx is not null and ${which}`.execute(db);
     return rows;
   });
 }

@@ -1,16 +1,19 @@
 import type { ColumnType, Selectable } from "kysely";
 import type { NullableTimestamp, Timestamp } from "../../db/columns.ts";
 
-export type WithdrawalAsset = "certificate";
+export type WithdrawalAsset = "certificate" | "shares" | "payment_token";
 export type WithdrawalStatus = "pending" | "completed" | "failed";
 
 /** An asset on its way from a user's custodial wallet to a wallet they linked (docs/wallets.md). */
 export interface WithdrawalsTable {
   id: string;
   user_id: string;
-  artwork_id: string;
+  /** The certificate's artwork (or the artwork whose shares); null for the payment token. */
+  artwork_id: string | null;
   asset: WithdrawalAsset;
-  token_id: ColumnType<bigint, bigint, bigint>;
+  token_id: ColumnType<bigint | null, bigint | null | undefined, bigint | null>;
+  /** The payment token's amount in its base units (6 decimals); null for a certificate. */
+  amount_units: ColumnType<bigint | null, bigint | null | undefined, bigint | null>;
   quantity: number;
   /** The custodial wallet it leaves (lower-case). */
   from_wallet: string;
@@ -22,6 +25,10 @@ export interface WithdrawalsTable {
   created_at: Timestamp;
   updated_at: Timestamp;
   completed_at: NullableTimestamp;
+  /** Shares: the custodial wallet's nonce of the transaction it signed for them (signed_tx). */
+  sender_nonce: ColumnType<number | null, number | null | undefined, number | null>;
+  /** Shares: that transaction, signed once; every attempt sends this one. */
+  signed_tx: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface WithdrawalsTables {

@@ -1,0 +1,47 @@
+import { type Insertable, sql, type Transaction } from "kysely";
+import type { Database, Db } from "../../db/database.ts";
+import type { ExchangeOrder, ExchangeOrdersTable } from "./marketplace.tables.ts";
+
+/** The listing's open order at this price and fee that stays valid at least until `validUntil`, if any (the newest). */
+export function reusableOrder(db: Db, listingId: string, priceUnits: bigint, feeBps: number, validUntil: Date): Promise<ExchangeOrder | undefined> {
+  return db
+    .selectFrom("exchange_orders")
+    .selectAll()
+    .where("listing_id", "=", listingId)
+    .where("status", "=", "open")
+    .where("price_units", "=", priceUnits)
+    .where("fee_bps", "=", feeBps)
+    .where("expires_at", ">", validUntil)
+    .orderBy("expires_at", "desc")
+    .limit(1)
+    .executeTakeFirst();
+}
+
+export function insert(db: Db, order: Insertable<ExchangeOrdersTable>): Promise<ExchangeOrder> {
+  return db.insertInto("exchange_orders").values(order).returningAll().executeTakeFirstOrThrow();
+}
+
+/** The listing's open orders not yet expired (a wallet could still fill them), except `exceptHash`. */
+export function fillableOf(db: Db, listingId: string, exceptHash: string | null = null): Promise<ExchangeOrder[]> {
+  let q = db.selectFrom("exchange_orders").selectAll().where("listing_id", "=", listingId).where("status", "=", "open").where("expires_at", ">", sql<Date>`now()`);
+  if (exceptHash) q = q.where("order_hash", "<>", exceptHash);
+  return q.execute();
+}
+
+export function find(db: Db, orderHash: string): Promise<ExchangeOrder | undefined> {
+  return db.selectFrom("exchange_orders").selectAll().where("order_hash", "=", orderHash).executeTakeFirst();
+}
+
+/**
+ * Closes an order: `cancelled` when it was open; `filled` when open, or cancelled here but filled
+ * on-chain before the cancellation landed. Undefined when nothing changed (or it is not ours).
+ */
+export function close(trx: Transaction<Database>, orderHash: string, status: "filled" | "cancelled", saleId: string | null = null): Promise<ExchangeOrder | undefined> {
+  return trx
+    .updateTable("exchange_orders")
+    .set({ status, sale_id: saleId, closed_at: sql<Date>`now()` })
+    .where("order_hash", "=", orderHash)
+    .where("status", "in", status === "filled" ? ["open", "cancelled"] : ["open"])
+    .returningAll()
+    .executeTakeFirst();
+}

@@ -3479,7 +3479,7 @@ export interface components {
             }[];
             /**
              * Format: date-time
-             * @description After this the fill reverts (ArtExchangeOrderExpired): ask for new steps
+             * @description The order's expiry in the chain's time (block timestamps): a fill mined in a later block reverts (ArtExchangeOrderExpired); ask for new steps
              * @example 2026-11-22T10:00:00.000Z
              */
             expires_at: string;

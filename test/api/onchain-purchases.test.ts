@@ -326,6 +326,23 @@ describe("on-chain purchases", () => {
     expect((await settledSales(listingId)).map((s) => [s.payment_method, s.status])).toEqual([["card", "payment_failed"], ["onchain", "completed"]]);
   }, 120_000);
 
+  it("an order expires by the chain's clock: with the chain a quarter of an hour ahead of ours, its steps still fill", async () => {
+    const listingId = await list(artist, await certifiedArtwork(p, artist), 20);
+    const wallet = await stablecoinBuyer(25);
+    // A local node that mines more than a block a second runs ahead of the wall clock; here at once,
+    // by more than an order's ten minutes (this file is the chain's only filler of orders).
+    await publicClient().request({ method: "evm_increaseTime", params: [900] } as never);
+    await publicClient().request({ method: "evm_mine", params: [] } as never);
+    const head = await publicClient().getBlock({ blockTag: "latest" });
+    expect(Number(head.timestamp)).toBeGreaterThan(Date.now() / 1000 + 600);
+    const got = await steps(listingId, wallet.account.address);
+    expect(got.status).toBe(200);
+    const expiry = Date.parse(got.body.expires_at) / 1000;
+    expect(expiry).toBeGreaterThanOrEqual(Number(head.timestamp) + 600);
+    await buy(wallet.client, got.body.steps);
+    expect((await settledSales(listingId)).map((s) => [s.payment_method, s.status])).toEqual([["onchain", "completed"]]);
+  }, 120_000);
+
   it("a custodial seller withdraws the proceeds of its on-chain sales to a linked wallet: once per withdrawal, never more than it holds", async () => {
     const artworkId = await certifiedArtwork(p, artist);
     const listingId = await list(artist, artworkId, 50);

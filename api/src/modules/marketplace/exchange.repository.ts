@@ -2,7 +2,7 @@ import { type Insertable, sql, type Transaction } from "kysely";
 import type { Database, Db } from "../../db/database.ts";
 import type { ExchangeOrder, ExchangeOrdersTable } from "./marketplace.tables.ts";
 
-/** The listing's open order at this price and fee that stays valid at least until `validUntil`, if any (the newest). */
+/** The listing's open order at this price and fee that stays valid at least until `validUntil` (the chain's time), if any (the newest). */
 export function reusableOrder(db: Db, listingId: string, priceUnits: bigint, feeBps: number, validUntil: Date): Promise<ExchangeOrder | undefined> {
   return db
     .selectFrom("exchange_orders")
@@ -21,9 +21,9 @@ export function insert(db: Db, order: Insertable<ExchangeOrdersTable>): Promise<
   return db.insertInto("exchange_orders").values(order).returningAll().executeTakeFirstOrThrow();
 }
 
-/** The listing's open orders not yet expired (a wallet could still fill them), except `exceptHash`. */
+/** The listing's open orders a wallet could still fill (before their `fillable_until`), except `exceptHash`. */
 export function fillableOf(db: Db, listingId: string, exceptHash: string | null = null): Promise<ExchangeOrder[]> {
-  let q = db.selectFrom("exchange_orders").selectAll().where("listing_id", "=", listingId).where("status", "=", "open").where("expires_at", ">", sql<Date>`now()`);
+  let q = db.selectFrom("exchange_orders").selectAll().where("listing_id", "=", listingId).where("status", "=", "open").where("fillable_until", ">", sql<Date>`now()`);
   if (exceptHash) q = q.where("order_hash", "<>", exceptHash);
   return q.execute();
 }

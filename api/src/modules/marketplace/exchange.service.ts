@@ -23,10 +23,18 @@ export const EXCHANGE_APPROVAL_OPERATION = "marketplace_exchange_approval";
 /** The chain operation that cancels an order on-chain (once per order). */
 export const ORDER_CANCEL_OPERATION = "marketplace_order_cancel";
 
-/** How long an order the steps hand out stays fillable. */
-const ORDER_TTL_MS = 10 * 60_000;
-/** An open order is handed out again while it has at least this long left (a wallet needs time to send two transactions). */
-const ORDER_REUSE_MIN_MS = 2 * 60_000;
+/** How long an order the steps hand out stays fillable, in the chain's time. */
+const ORDER_TTL_S = 10n * 60n;
+/** An open order is handed out again while it has at least this long left on the chain's clock (a wallet needs time to send two transactions). */
+const ORDER_REUSE_MIN_S = 2n * 60n;
+/**
+ * How far behind our clock a block's timestamp may be when it is mined (a block's time and its
+ * propagation). The chain's clock may be ahead of ours (a local node that mines more than a block a
+ * second runs ahead, a second a block) or behind by a fixed offset, but it never runs slower: an
+ * order signed to expire TTL after the chain's now cannot be filled once TTL and this margin have
+ * passed on our clock.
+ */
+const CHAIN_CLOCK_MARGIN_MS = 60_000;
 /** How long the steps wait for a custodial seller's first approval of the exchange before answering 503. */
 const APPROVAL_WAIT_MS = 15_000;
 
@@ -101,8 +109,12 @@ export class ExchangeService {
     requireBuyable(seen, buyer);
     await this.deps.requireHeldBySeller(seen);
     await this.requireSellerApproval(seen);
-    const feeBps = await publicClient.readContract({ address: exchange, abi: artExchangeAbi, functionName: "feeBps" });
-    const order = await this.openOrder(seen.id, buyer, feeBps);
+    // The order's expiry is the chain's: ArtExchange compares it with block.timestamp, whatever our clock says.
+    const [feeBps, head] = await Promise.all([
+      publicClient.readContract({ address: exchange, abi: artExchangeAbi, functionName: "feeBps" }),
+      publicClient.getBlock({ blockTag: "latest" }),
+    ]);
+    const order = await this.openOrder(seen.id, buyer, feeBps, head.timestamp);
     const struct = structOf(order);
     const allowance = await publicClient.readContract({ address: paymentToken, abi: erc20Abi, functionName: "allowance", args: [buyer, exchange] });
     const steps: Step[] = [];
@@ -139,17 +151,18 @@ export class ExchangeService {
   }
 
   /**
-   * The listing's open order at its price and the exchange's fee that has time left, or a new one
-   * signed now; under the listing's row lock, so that it is never handed out after the listing closed
+   * The listing's open order at its price and the exchange's fee that has time left on the chain's
+   * clock (`chainNow`, the latest block's timestamp), or a new one signed now to expire ORDER_TTL_S
+   * after it; under the listing's row lock, so that it is never handed out after the listing closed
    * (closing cancels the open orders in the same lock order).
    */
-  private async openOrder(listingId: string, buyer: Address, feeBps: number): Promise<OrderRow> {
+  private async openOrder(listingId: string, buyer: Address, feeBps: number, chainNow: bigint): Promise<OrderRow> {
     const { db, relayer, chain } = this.deps;
     return db.transaction().execute(async (trx) => {
       const listing = found(await listings.lock(trx, listingId), "Listing");
       requireBuyable(listing, buyer);
       const priceUnits = listing.price_cents * UNITS_PER_CENT;
-      const reusable = await orders.reusableOrder(trx, listing.id, priceUnits, feeBps, new Date(Date.now() + ORDER_REUSE_MIN_MS));
+      const reusable = await orders.reusableOrder(trx, listing.id, priceUnits, feeBps, dateOf(chainNow + ORDER_REUSE_MIN_S));
       if (reusable) return reusable;
       const typedAt = (expiry: bigint) => {
         const struct: ExchangeOrder = {
@@ -166,10 +179,9 @@ export class ExchangeService {
       };
       // The order has no nonce: one signed again within a second of an earlier one (cancelled, which a
       // declined card leaves) would be that order, so its expiry moves on a second until it is new.
-      let expiry = BigInt(Math.floor((Date.now() + ORDER_TTL_MS) / 1000));
+      let expiry = chainNow + ORDER_TTL_S;
       while (await orders.find(trx, hashTypedData(typedAt(expiry)))) expiry += 1n;
       const typed = typedAt(expiry);
-      const expiresAt = new Date(Number(expiry) * 1000);
       return orders.insert(trx, {
         order_hash: hashTypedData(typed),
         listing_id: listing.id,
@@ -178,7 +190,8 @@ export class ExchangeService {
         price_units: priceUnits,
         currency: chain.paymentToken!.toLowerCase(),
         fee_bps: feeBps,
-        expires_at: expiresAt,
+        expires_at: dateOf(expiry),
+        fillable_until: new Date(Date.now() + Number(expiry - chainNow) * 1000 + CHAIN_CLOCK_MARGIN_MS),
         signature: await relayer.signTypedData(typed),
       });
     });
@@ -318,6 +331,11 @@ function requireBuyable(listing: Listing, buyer: Address): void {
     throw ApiError.conflict("invalid_state", `The listing is ${listing.status}${why}: only an active listing can be bought`);
   }
   if (listing.seller_wallet === buyer.toLowerCase()) throw ApiError.conflict("invalid_state", "The buyer's wallet is the seller's: you cannot buy your own listing");
+}
+
+/** A chain timestamp (unix seconds) as a date. */
+function dateOf(seconds: bigint): Date {
+  return new Date(Number(seconds) * 1000);
 }
 
 function structOf(o: OrderRow): ExchangeOrder {

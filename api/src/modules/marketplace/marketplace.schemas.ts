@@ -85,6 +85,6 @@ export const onchainPurchaseStepsSchema = z
         }),
       )
       .openapi({ description: "Send them in order from the buyer's wallet, each once mined: `approve` (only when the payment token's allowance to the exchange is below the price), then `fill`" }),
-    expires_at: timestamp.openapi({ description: "After this the fill reverts (ArtExchangeOrderExpired): ask for new steps" }),
+    expires_at: timestamp.openapi({ description: "The order's expiry in the chain's time (block timestamps): a fill mined in a later block reverts (ArtExchangeOrderExpired); ask for new steps" }),
   })
   .openapi("OnchainPurchaseSteps");

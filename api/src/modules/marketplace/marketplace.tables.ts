@@ -132,7 +132,10 @@ export interface ExchangeOrdersTable {
   price_units: ColumnType<bigint, bigint, bigint>;
   currency: string;
   fee_bps: number;
+  /** The signed expiry, in the chain's time (ArtExchange compares it with block.timestamp). */
   expires_at: ColumnType<Date, Date, Date>;
+  /** A wall-clock time by which the chain has certainly passed `expires_at`: until then the order may be filled. */
+  fillable_until: ColumnType<Date, Date, Date>;
   signature: string;
   status: ColumnType<ExchangeOrderStatus, ExchangeOrderStatus | undefined, ExchangeOrderStatus>;
   sale_id: string | null;

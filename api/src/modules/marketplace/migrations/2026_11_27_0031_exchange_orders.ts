@@ -4,6 +4,9 @@ import { type Kysely, sql } from "kysely";
 // no card and may have no account behind its buyer, and names the order it filled (once: unique).
 // `exchange_orders` are the EIP-712 orders the platform signed for its listings: open until filled,
 // cancelled or expired; the listing's open orders are cancelled on-chain when it closes otherwise.
+// `expires_at` is the signed expiry, in the chain's time (block timestamps); `fillable_until` is a
+// wall-clock time by which the chain has certainly passed it (the chain's clock may run ahead of or
+// behind ours, never slower): until then a closing listing cancels the order on-chain.
 export async function up(db: Kysely<any>): Promise<void> {
   await sql`alter table sales
     alter column buyer_id drop not null,
@@ -24,6 +27,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     currency text not null,
     fee_bps integer not null,
     expires_at timestamptz not null,
+    fillable_until timestamptz not null,
     signature text not null,
     status text not null default 'open' check (status in ('open', 'filled', 'cancelled')),
     sale_id text,

@@ -96,6 +96,49 @@ describe("withdrawals", () => {
     expect(row).toEqual({ seller_id: artist.id, seller_wallet: to });
   });
 
+  it("a certificate withdrawn, deposited back and withdrawn again whose send went unrecorded is completed by its own transfer, never by the earlier one", async () => {
+    const artworkId = await certifiedArtwork(p, artist);
+    const { tokenId } = await indexedCertificate(p, artworkId);
+    const custodial = await walletOf(p, artist.id);
+    const holder = privateKeyToAccount(generatePrivateKey());
+    const linked = await linkedWallet(p.api, artist.token, holder);
+    const first = await withdraw(artist.token, { artwork_id: artworkId, to: linked });
+    expect(first.status).toBe(202);
+    const firstDone = await completed(artist.token, first.body.id);
+    expect(firstDone.status).toBe("completed");
+    // Deposited back: the linked wallet sends the certificate to the custodial one.
+    await publicClient().request({ method: "hardhat_setBalance", params: [holder.address, toHex(parseEther("1"))] } as never);
+    const holderClient = createWalletClient({ account: holder, transport: http(testEnvironment().rpcUrl) });
+    const back = await holderClient.writeContract({ chain: null, address: testEnvironment().artCertificateAddress, abi: artCertificateAbi, functionName: "safeTransferFrom", args: [holder.address, getAddress(custodial), tokenId] });
+    expect((await publicClient().waitForTransactionReceipt({ hash: back })).status).toBe("success");
+
+    // The second withdrawal's send is held, as if its process died before the hash was recorded:
+    // what the indexer shows of the same token between the same wallets is the first one's transfer.
+    const service = p.api.server.platform.services.withdrawals;
+    const sends = holdCalls(service as unknown as { send: (op: unknown) => Promise<void> }, "send", { which: (op) => (op as { key: string }).key !== `withdraw:${first.body.id}` });
+    let second: { id: string };
+    try {
+      const asked = await waitFor(async () => {
+        const got = await withdraw(artist.token, { artwork_id: artworkId, to: linked });
+        return got.status === 202 && got;
+      }, { timeoutMs: 30_000, what: "the deposit indexed and the second withdrawal asked for" });
+      second = asked.body;
+      await signalled(sends.reached(1), "the second withdrawal's send held");
+      const op = await p.db.selectFrom("chain_operations").selectAll().where("key", "=", `withdraw:${second.id}`).executeTakeFirstOrThrow();
+      expect(op.tx_hash).toBeNull();
+      // The sweep's lookup and the cursor's read over every block so far find nothing of it.
+      expect(await service.withdrawalKind.lookupIndexed([op])).toEqual([]);
+      const head = await publicClient().getBlockNumber({ cacheTime: 0 });
+      expect((await service.withdrawalKind.readIndexed(0n, head)).filter((f) => f.key === op.key)).toEqual([]);
+    } finally {
+      sends.restore();
+    }
+    const secondDone = await completed(artist.token, second.id);
+    expect(secondDone).toMatchObject({ status: "completed", tx_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+    expect(secondDone.tx_hash).not.toBe(firstDone.tx_hash);
+    expect(await ownerOnChain(tokenId)).toBe(linked);
+  });
+
   it("refuses an unlinked address, another's certificate, a shares withdrawal without a quantity, and stores nothing", async () => {
     const artworkId = await certifiedArtwork(p, artist);
     const stranger = privateKeyToAccount(generatePrivateKey()).address;

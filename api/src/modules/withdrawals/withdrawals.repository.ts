@@ -63,7 +63,7 @@ export interface IndexedWithdrawal {
 
 /**
  * The indexer's certificate transfers that carry out pending withdrawals (its token, from its
- * custodial wallet to its linked wallet, mined after it was asked for): in blocks (from, to], or of
+ * custodial wallet to its linked wallet, mined in a block after the head when it was asked for): in blocks (from, to], or of
  * the given withdrawals whatever their block.
  */
 export function indexedTransfers(db: Db, viewsSchema: string, of: { blocks: [bigint, bigint] } | { ids: string[] }): Promise<IndexedWithdrawal[]> {
@@ -75,9 +75,12 @@ export function indexedTransfers(db: Db, viewsSchema: string, of: { blocks: [big
       join ${sql.table(`${viewsSchema}.certificate_transfer`)} t
         on t.token_id = w.token_id and t."from" = w.from_wallet and t."to" = w.to_wallet
       where w.asset = 'certificate' and w.status = 'pending'
-        -- its own transaction, or (a send whose hash was lost) one mined since it was asked for:
-        -- an earlier transfer of the same token between the same wallets is not this withdrawal's
-        and (t.tx_hash = w.tx_hash or t.block_timestamp >= extract(epoch from w.created_at)::bigint - 60)
+        -- its own transaction, or (a send whose hash was lost) one mined after the head block when
+        -- it was asked for: an earlier transfer of the same token between the same wallets is not
+        -- this withdrawal's (rows from before after_block: by the block's time, less a minute)
+        and (t.tx_hash = w.tx_hash
+          or (w.after_block is not null and t.block_number > w.after_block)
+          or (w.after_block is null and t.block_timestamp >= extract(epoch from w.created_at)::bigint - 60))
         and ${which}`.execute(db);
     return rows;
   });

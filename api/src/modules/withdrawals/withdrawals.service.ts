@@ -126,6 +126,8 @@ export class WithdrawalsService {
     // Counted before the holder is read: a withdrawal asked for since (and perhaps done already, so
     // that the holder read was stale) shows as another count under the lock.
     const seen = await repo.countOf(this.deps.db, artwork.id);
+    // The head before the holder is read: the transfer this withdrawal asks for is mined after it.
+    const afterBlock = await this.deps.publicClient.getBlockNumber({ cacheTime: 0 });
     const holder = await ownership.holderOf(artwork);
     if (!holder.user || holder.user.id !== actor.userId) {
       throw ApiError.forbidden(`Only the holder of the artwork's certificate (token ${holder.tokenId}) may withdraw it; your wallets do not hold it`);
@@ -146,6 +148,7 @@ export class WithdrawalsService {
         quantity: 1,
         from_wallet: holder.wallet!,
         to_wallet: to,
+        after_block: afterBlock,
       });
       const payload: WithdrawPayload = { withdrawal_id: withdrawal.id, token_id: withdrawal.token_id!.toString(), from: withdrawal.from_wallet as Address, to: to as Address, custody_index: user.custody_index! };
       await operations.request(trx, { key: withdrawKey(withdrawal.id), kind: WITHDRAW_OPERATION, payload: { ...payload } });

@@ -25,6 +25,8 @@ export interface WithdrawalsTable {
   created_at: Timestamp;
   updated_at: Timestamp;
   completed_at: NullableTimestamp;
+  /** Certificate: the chain's head block when it was asked for; its transfer is mined in a later one. Null before 2026-11-29. */
+  after_block: ColumnType<bigint | null, bigint | null | undefined, bigint | null>;
   /** Shares: the custodial wallet's nonce of the transaction it signed for them (signed_tx). */
   sender_nonce: ColumnType<number | null, number | null | undefined, number | null>;
   /** Shares: that transaction, signed once; every attempt sends this one. */

@@ -1,6 +1,7 @@
 /**
  * autocannon's setupRequest for reads that miss every cache (test/bench/reads.ts): each request's
- * path is its template with `{artwork}`, `{artist}`, `{user}`, `{medium}` replaced by a random entry of that list
+ * path is its template with `{artwork}`, `{artist}`, `{user}`, `{medium}`, `{fractional}`, `{event}`,
+ * `{eventType}` replaced by a random entry of that list
  * and `{int:a:b}` by a random integer in [a, b]. CommonJS, since autocannon's worker thread
  * `require`s it; the lists travel on the request object.
  */

@@ -61,8 +61,16 @@ interface Endpoint {
   goal: number;
 }
 
-const countsFor = (artworks: number): SeedCounts => ({ artworks, users: Math.ceil(artworks / 10), listings: Math.floor(artworks / 5), posts: artworks });
-const minus = (a: SeedCounts, b: SeedCounts): SeedCounts => ({ artworks: a.artworks - b.artworks, users: a.users - b.users, listings: a.listings - b.listings, posts: a.posts - b.posts });
+const countsFor = (artworks: number): SeedCounts => ({
+  artworks,
+  users: Math.ceil(artworks / 10),
+  listings: Math.floor(artworks / 5),
+  fractional: Math.floor(artworks / 20),
+  events: Math.floor(artworks / 20),
+  posts: artworks,
+});
+const minus = (a: SeedCounts, b: SeedCounts): SeedCounts =>
+  Object.fromEntries(Object.entries(a).map(([k, n]) => [k, n - b[k as keyof SeedCounts]])) as unknown as SeedCounts;
 
 /**
  * Every statement this process's pg clients send (the API runs in this process), with its text and
@@ -107,6 +115,7 @@ export async function benchReads(ctx: BenchContext): Promise<string> {
     relayerPrivateKey: HARDHAT_DEV_RELAYER_KEY as `0x${string}`,
     custodyMnemonic: api.platform.config.chain.custodyMnemonic,
     artCertificate: ctx.deployment.artCertificate,
+    artShares: ctx.deployment.artShares,
     publicBaseUrl: api.url,
     storageDir,
     viewsSchema: "chain",
@@ -114,7 +123,7 @@ export async function benchReads(ctx: BenchContext): Promise<string> {
   };
   const log = (line: string) => process.stderr.write(`[reads] ${line}\n`);
   const sections: string[] = [];
-  let seeded: SeedCounts = { artworks: 0, users: 0, listings: 0, posts: 0 };
+  let seeded: SeedCounts = { artworks: 0, users: 0, listings: 0, fractional: 0, events: 0, posts: 0 };
   // BENCH_READS_LARGE=0 measures the small size alone.
   for (const size of [...new Set([SMALL, LARGE])].filter((n) => n > 0)) {
     const target = countsFor(size);
@@ -149,6 +158,11 @@ export async function benchReads(ctx: BenchContext): Promise<string> {
       { name: "miss: GET /v1/artworks/:id", method: "GET", path: "/v1/artworks/{artwork}", miss: true, goal: 0.5 },
       { name: "miss: GET /v1/users/:id", method: "GET", path: "/v1/users/{user}", miss: true, goal: 0.5 },
       { name: "miss: GET /v1/marketplace/listings?page=", method: "GET", path: `/v1/marketplace/listings?limit=20&page={int:1:${pages(size / 5)}}`, miss: true, goal: 0.5 },
+      { name: "miss: GET /v1/fractional/artworks?page=", method: "GET", path: `/v1/fractional/artworks?limit=20&page={int:1:${pages(size / 20)}}`, miss: true, goal: 0.5 },
+      { name: "miss: GET /v1/fractional/artworks/:id", method: "GET", path: "/v1/fractional/artworks/{fractional}", miss: true, goal: 0.5 },
+      // About four events in five have not ended (the list's default), a fifth of them of each type.
+      { name: "miss: GET /v1/events?type=&page=", method: "GET", path: `/v1/events?limit=20&type={eventType}&page={int:1:${pages(size / 20 / 5 * 0.75)}}`, miss: true, goal: 0.5 },
+      { name: "miss: GET /v1/events/:id", method: "GET", path: "/v1/events/{event}", miss: true, goal: 0.5 },
       { name: "miss: GET /v1/community/posts?page=", method: "GET", path: `/v1/community/posts?limit=20&page={int:1:${pages(size)}}`, miss: true, goal: 0.5 },
       { name: "GET /v1/users/me", method: "GET", path: "/v1/users/me", token: reader.token, goal: 0.5 },
       { name: `GET /v1/users/me, ${CONNECTIONS} users in turn`, method: "GET", path: "/v1/users/me", tokens: readers, goal: 0.5 },
@@ -292,17 +306,22 @@ async function vacuum(databaseUrl: string): Promise<void> {
   }
 }
 
-/** The ids the cache-miss rows pick from: live artworks, their artists, every user; words of the seeded media. */
-async function idsOf(databaseUrl: string): Promise<Record<"artwork" | "artist" | "user" | "medium", string[]>> {
+/** The ids the cache-miss rows pick from: live artworks, their artists, every user, fractionalized artworks, events; words of the seeded media, event types. */
+async function idsOf(databaseUrl: string): Promise<Record<"artwork" | "artist" | "user" | "medium" | "fractional" | "event" | "eventType", string[]>> {
   const db = createDb(databaseUrl, 1);
   try {
     const artworks = await sql<{ id: string; artist_id: string }>`select id, artist_id from artworks where deleted_at is null`.execute(db);
     const users = await sql<{ id: string }>`select id from users`.execute(db);
+    const fractional = await sql<{ id: string }>`select artwork_id as id from fractional_artworks where status = 'active'`.execute(db);
+    const events = await sql<{ id: string }>`select id from platform_events`.execute(db);
     return {
       artwork: artworks.rows.map((r) => r.id),
       artist: [...new Set(artworks.rows.map((r) => r.artist_id))],
       user: users.rows.map((r) => r.id),
       medium: ["oil", "acrylic", "water", "digital", "photo", "charcoal", "bronze", "ink", "mixed", "gouache"],
+      fractional: fractional.rows.map((r) => r.id),
+      event: events.rows.map((r) => r.id),
+      eventType: ["exhibition", "talk", "workshop", "auction", "fair"],
     };
   } finally {
     await db.destroy();

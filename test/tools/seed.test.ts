@@ -1,7 +1,8 @@
 /**
  * tools/seed on a database of its own, the run's chain and a Ponder of its own: the seeded rows,
  * the chain and the indexer agree (one certificate per artwork with the database's token id, hash
- * and transaction; each listing's seller holds its token), and a second run adds to the first.
+ * and transaction; each listing's seller holds its token; each fractionalized artwork's class is on
+ * ArtShares with its cap), and a second run adds to the first.
  */
 import { mkdtempSync } from "node:fs";
 import path from "node:path";
@@ -9,6 +10,7 @@ import { sql } from "kysely";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { readContract } from "viem/actions";
 import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
+import { artSharesAbi } from "../../api/src/chain/abi/ArtShares.ts";
 import { CustodyWallet } from "../../api/src/chain/custody.ts";
 import { createDb } from "../../api/src/db/connection.ts";
 import { canonicalDocument, certificateDocument, certificateHashOf } from "../../api/src/modules/artworks/certificate-document.ts";
@@ -35,6 +37,7 @@ beforeAll(async () => {
     relayerPrivateKey: relayerKey,
     custodyMnemonic: custodyMnemonic(),
     artCertificate: env.artCertificateAddress,
+    artShares: env.artSharesAddress,
     publicBaseUrl: "http://127.0.0.1:3999",
     storageDir: mkdtempSync(path.join(env.tempDir, "seed-storage-")),
     viewsSchema: indexer.viewsSchema,
@@ -49,11 +52,11 @@ afterAll(async () => {
   await database?.drop().catch(() => {});
 }, 60_000);
 
-it("seeds users, certified artworks, listings and posts on which the database, the chain and the indexer agree", async () => {
-  const first = await seedPlatform(target, { users: 12, artworks: 70, listings: 20, posts: 30 }, { chunk: 40, mintBatch: 16 });
-  expect(first.counts).toEqual({ users: 12, artworks: 70, listings: 20, posts: 30 });
+it("seeds users, certified artworks, listings, share classes, events and posts on which the database, the chain and the indexer agree", async () => {
+  const first = await seedPlatform(target, { users: 12, artworks: 70, listings: 20, fractional: 6, events: 9, posts: 30 }, { chunk: 40, mintBatch: 16 });
+  expect(first.counts).toEqual({ users: 12, artworks: 70, listings: 20, fractional: 6, events: 9, posts: 30 });
   expect(first.transactions).toBe(5); // chunks of 40 and 30 in batches of at most 16: 16 + 16 + 8, 16 + 14
-  const second = await seedPlatform(target, { users: 3, artworks: 10, listings: 5, posts: 5 }, { chunk: 40, mintBatch: 16 });
+  const second = await seedPlatform(target, { users: 3, artworks: 10, listings: 5, fractional: 2, events: 1, posts: 5 }, { chunk: 40, mintBatch: 16 });
   expect(second.counts.artworks).toBe(10);
 
   const artworks = await db.selectFrom("artworks").innerJoin("users", "users.id", "artworks.artist_id").select([
@@ -94,6 +97,30 @@ it("seeds users, certified artworks, listings and posts on which the database, t
   for (const l of listings) expect(byId.get(l.artwork_id)!.owner).toBe(l.seller_wallet);
   const provenance = await db.selectFrom("artwork_provenance").select(["event", (eb) => eb.fn.countAll<string>().as("n")]).groupBy("event").execute();
   expect(Object.fromEntries(provenance.map((p) => [p.event, Number(p.n)]))).toEqual({ created: 80, certified: 80, listed: 25 });
+
+  // Share classes: on ArtShares with their cap, of artworks that are not listed, marked fractionalized.
+  const classes = await db.selectFrom("fractional_artworks").selectAll().execute();
+  expect(classes).toHaveLength(8);
+  const listed = new Set(listings.map((l) => l.artwork_id));
+  for (const c of classes) {
+    expect(c).toMatchObject({ status: "active", class_tx_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/), shares_sold: 0 });
+    expect(listed.has(c.artwork_id)).toBe(false);
+    expect(String(c.token_id)).toBe(byId.get(c.artwork_id)!.token_id);
+    expect(c.owner_id).toBe(artworks.find((a) => a.id === c.artwork_id)!.artist_id);
+    expect(await readContract(publicClient(), { address: target.artShares!, abi: artSharesAbi, functionName: "shareCap", args: [BigInt(c.token_id)] })).toBe(BigInt(c.total_shares));
+  }
+  const fractionalized = await db.selectFrom("artworks").select("id").where("fractionalized_at", "is not", null).execute();
+  expect(fractionalized.map((a) => a.id).sort()).toEqual(classes.map((c) => c.artwork_id).sort());
+  // Events: each with one to three artists, in order.
+  const events = await db.selectFrom("platform_events").selectAll().execute();
+  expect(events).toHaveLength(10);
+  const eventArtists = await db.selectFrom("event_artists").selectAll().execute();
+  for (const e of events) {
+    const mine = eventArtists.filter((a) => a.event_id === e.id).sort((a, b) => a.position - b.position);
+    expect(mine.length).toBeGreaterThanOrEqual(1);
+    expect(mine.map((a) => a.position)).toEqual(mine.map((_, i) => i));
+    expect(mine[0]!.artist_id).toBe(e.created_by);
+  }
 
   expect(Number((await db.selectFrom("community_posts").select((eb) => eb.fn.countAll<string>().as("n")).executeTakeFirstOrThrow()).n)).toBe(35);
 }, 180_000);

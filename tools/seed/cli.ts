@@ -1,8 +1,9 @@
 /**
- * `npm run seed -- --artworks 100000 [--users N] [--listings N] [--posts N]`: fills the stack that
- * `npm start` runs (or the one the environment and `.env` describe, as for `npm start`) with users,
- * certified artworks, listings and posts; see seed.ts. Defaults: a user for every ten artworks, a
- * listing for every five, a post for each. Run it while the stack runs: it mints through the chain
+ * `npm run seed -- --artworks 100000 [--users N] [--listings N] [--fractional N] [--events N] [--posts N]`:
+ * fills the stack that `npm start` runs (or the one the environment and `.env` describe, as for
+ * `npm start`) with users, certified artworks, listings, fractionalized artworks, events and posts;
+ * see seed.ts. Defaults: a user for every ten artworks, a listing for every five, a share class and
+ * an event for every twenty, a post for each. Run it while the stack runs: it mints through the chain
  * and waits for the indexer.
  */
 import path from "node:path";
@@ -24,6 +25,8 @@ const { values } = parseArgs({
     artworks: { type: "string", default: "1000" },
     users: { type: "string" },
     listings: { type: "string" },
+    fractional: { type: "string" },
+    events: { type: "string" },
     posts: { type: "string" },
   },
 });
@@ -38,6 +41,8 @@ const counts = {
   artworks,
   users: count("users", values.users, Math.max(10, Math.ceil(artworks / 10))),
   listings: count("listings", values.listings, Math.floor(artworks / 5)),
+  fractional: count("fractional", values.fractional, Math.floor(artworks / 20)),
+  events: count("events", values.events, Math.floor(artworks / 20)),
   posts: count("posts", values.posts, artworks),
 };
 
@@ -58,6 +63,7 @@ const report = await seedPlatform(
     relayerPrivateKey: settings.relayerPrivateKey ?? HARDHAT_ACCOUNT_0_KEY,
     custodyMnemonic: settings.custodyMnemonic ?? localCustodyMnemonic(settings.dataDir),
     artCertificate: deployment.artCertificate,
+    artShares: deployment.artShares ?? null,
     publicBaseUrl: settings.publicBaseUrl ?? `http://127.0.0.1:${settings.apiPort}`,
     storageDir: process.env.STORAGE_DIR || path.join(settings.dataDir, "storage"),
     viewsSchema: settings.viewsSchema,

@@ -1,6 +1,7 @@
 /**
  * Fills a platform's database and chain with a marketplace's worth of data, fast: users, certified
- * artworks with provenance, active listings and community posts. Rows go in with multi-row
+ * artworks with provenance, active listings, fractionalized artworks (share classes created on
+ * ArtShares), platform events and community posts. Rows go in with multi-row
  * `unnest` inserts of a few thousand at a time; certificates are minted with `certifyBatch`, many
  * per transaction, through the API's own Relayer (nonces shared with running workers through the
  * database), and the artworks become `certified` with the chain's facts (token id, transaction,
@@ -19,6 +20,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { sql } from "kysely";
 import { type Address, decodeEventLog, getAddress, type Hex } from "viem";
 import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
+import { artSharesAbi } from "../../api/src/chain/abi/ArtShares.ts";
 import { IndexedCertificates } from "../../api/src/chain/certificates.ts";
 import { createChainClients } from "../../api/src/chain/clients.ts";
 import { CustodyWallet } from "../../api/src/chain/custody.ts";
@@ -35,6 +37,10 @@ export interface SeedCounts {
   users: number;
   artworks: number;
   listings: number;
+  /** Artworks fractionalized (a share class on ArtShares each), none of them listed. */
+  fractional: number;
+  /** Platform events, from three months ago to a year ahead. */
+  events: number;
   posts: number;
 }
 
@@ -46,6 +52,8 @@ export interface SeedTarget {
   relayerPrivateKey: Hex;
   custodyMnemonic: string;
   artCertificate: Address;
+  /** ArtShares, whose SHARE_ISSUER_ROLE the relayer holds: needed when fractional artworks are seeded. */
+  artShares?: Address | null;
   /** The API's PUBLIC_BASE_URL: token URIs point there. */
   publicBaseUrl: string;
   /** The API's STORAGE_DIR: the seeded artworks share one image stored there. */
@@ -67,7 +75,7 @@ export interface SeedOptions {
 
 export interface SeedReport {
   counts: SeedCounts;
-  seconds: { users: number; artworks: number; indexer: number; listings: number; posts: number; total: number };
+  seconds: { users: number; artworks: number; indexer: number; listings: number; fractional: number; events: number; posts: number; total: number };
   transactions: number;
 }
 
@@ -81,7 +89,7 @@ export async function seedPlatform(target: SeedTarget, counts: SeedCounts, optio
   const log = options.log ?? (() => {});
   const chunk = options.chunk ?? 5_000;
   const started = Date.now();
-  const seconds = { users: 0, artworks: 0, indexer: 0, listings: 0, posts: 0, total: 0 };
+  const seconds = { users: 0, artworks: 0, indexer: 0, listings: 0, fractional: 0, events: 0, posts: 0, total: 0 };
   const lap = (from: number) => Math.round((Date.now() - from) / 100) / 10;
   const db = createDb(target.databaseUrl, 4);
   try {
@@ -108,13 +116,24 @@ export async function seedPlatform(target: SeedTarget, counts: SeedCounts, optio
     log(`${listings} listings in ${seconds.listings} s`);
 
     t = Date.now();
+    // The last artworks of the run (the first ones are listed): a listed artwork is not also fractionalized.
+    const fractional = await seedFractional(db, target, artworks.slice(listings).slice(-counts.fractional), { ...options, chunk });
+    seconds.fractional = lap(t);
+    log(`${fractional} fractionalized artworks in ${seconds.fractional} s`);
+
+    t = Date.now();
+    const events = await seedEvents(db, artists, counts.events, chunk);
+    seconds.events = lap(t);
+    log(`${events} events in ${seconds.events} s`);
+
+    t = Date.now();
     const posts = await seedPosts(db, users, artworks, counts.posts, chunk);
     seconds.posts = lap(t);
     log(`${posts} posts in ${seconds.posts} s`);
 
     await sql`analyze`.execute(db);
     seconds.total = lap(started);
-    return { counts: { users: users.length, artworks: artworks.length, listings, posts }, seconds, transactions };
+    return { counts: { users: users.length, artworks: artworks.length, listings, fractional, events, posts }, seconds, transactions };
   } finally {
     await db.destroy();
   }
@@ -313,6 +332,99 @@ async function seedListings(db: Db, artworks: SeededArtwork[], count: number, ch
         select artwork_id, 'listed', seller_id, jsonb_build_object('listing_id', id, 'price_usd', price / 100.0), now()
         from unnest(${batch.map((a) => a.listingId)}::text[], ${batch.map((a) => a.id)}::text[], ${batch.map((a) => a.artistId)}::text[], ${batch.map((a) => a.priceCents)}::bigint[])
           as t(id, artwork_id, seller_id, price)`.execute(trx);
+    });
+  }
+  return count;
+}
+
+/**
+ * Share classes of `artworks` on ArtShares (createShareClass, several on their way at once, through
+ * the API's Relayer), then their `fractional_artworks` rows `active` with the class's transaction and
+ * the artworks marked fractionalized: what FractionalService writes once a class is on-chain. The
+ * artist holds each certificate, so it is the proceeds' recipient.
+ */
+async function seedFractional(db: Db, target: SeedTarget, artworks: SeededArtwork[], options: SeedOptions & { chunk: number }): Promise<number> {
+  if (artworks.length === 0) return 0;
+  const artShares = target.artShares;
+  if (!artShares) throw new Error("fractional artworks need the ArtShares address (SeedTarget.artShares)");
+  const { publicClient, relayerAccount, chain } = createChainClients({ rpcUrl: target.rpcUrl, chainId: target.chainId, relayerPrivateKey: target.relayerPrivateKey, timeoutMs: 60_000 });
+  const relayer = new Relayer({ publicClient, account: relayerAccount, chain, sharedNonces: db, receiptTimeoutMs: 300_000 });
+  const classes: { artwork: SeededArtwork; totalShares: number; priceCents: number; txHash: string }[] = [];
+  let next = 0;
+  const sender = async () => {
+    while (next < artworks.length) {
+      const k = next++;
+      const artwork = artworks[k]!;
+      const totalShares = [100, 250, 1_000, 10_000][k % 4]!;
+      const { receipt } = await relayer.write({
+        address: artShares,
+        abi: artSharesAbi,
+        functionName: "createShareClass",
+        args: [artwork.tokenId, BigInt(totalShares)],
+        label: `seed createShareClass of ${artwork.id}`,
+      });
+      classes.push({ artwork, totalShares, priceCents: Math.max(100, Math.round(artwork.priceCents / totalShares)), txHash: receipt.transactionHash });
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(options.mintInFlight ?? 4, artworks.length) }, sender));
+  for (let from = 0; from < classes.length; from += options.chunk) {
+    const batch = classes.slice(from, from + options.chunk);
+    await db.transaction().execute(async (trx) => {
+      await sql`
+        insert into fractional_artworks (artwork_id, token_id, owner_id, created_by, total_shares, price_per_share_cents, status, class_tx_hash, created_at, updated_at, activated_at)
+        select id, token_id, artist, artist, total, price, 'active', tx, now(), now(), now()
+        from unnest(${batch.map((c) => c.artwork.id)}::text[], ${batch.map((c) => c.artwork.tokenId.toString())}::numeric[], ${batch.map((c) => c.artwork.artistId)}::text[],
+                    ${batch.map((c) => c.totalShares)}::int[], ${batch.map((c) => c.priceCents)}::bigint[], ${batch.map((c) => c.txHash)}::text[])
+          as t(id, token_id, artist, total, price, tx)`.execute(trx);
+      await sql`update artworks set fractionalized_at = now() where id = any(${batch.map((c) => c.artwork.id)}::text[])`.execute(trx);
+    });
+  }
+  return classes.length;
+}
+
+const EVENT_TYPES = ["exhibition", "talk", "workshop", "auction", "fair"] as const;
+const CITIES = ["Berlin", "Lisbon", "New York", "Seoul", "Mexico City", "Lagos", "Paris", "Melbourne"];
+
+/**
+ * Platform events by the artists, starting from three months ago to a year ahead (so most have not
+ * ended), of every type and format, with one to three of the artists each.
+ */
+async function seedEvents(db: Db, artists: SeededUser[], count: number, chunk: number): Promise<number> {
+  if (count > 0 && artists.length === 0) throw new Error("events need at least one artist: seed users too");
+  for (let from = 0; from < count; from += chunk) {
+    const n = Math.min(chunk, count - from);
+    const batch = Array.from({ length: n }, (_, i) => {
+      const k = from + i;
+      const format = (["virtual", "in_person", "hybrid"] as const)[k % 3]!;
+      const startsAt = new Date(Date.now() + ((k / Math.max(1, count)) * 455 - 90) * DAY_MS);
+      return {
+        id: newId("event"),
+        title: `${EVENT_TYPES[k % EVENT_TYPES.length]!} no. ${k + 1}`,
+        type: EVENT_TYPES[k % EVENT_TYPES.length]!,
+        format,
+        location: format === "virtual" ? "Online" : CITIES[k % CITIES.length]!,
+        startsAt,
+        endsAt: new Date(startsAt.getTime() + (1 + (k % 5)) * 3_600_000),
+        virtualPrice: format === "in_person" ? null : (k % 4) * 1_000,
+        inPersonPrice: format === "virtual" ? null : 2_500 + (k % 7) * 500,
+        inPersonCapacity: format === "virtual" ? null : 50 + (k % 10) * 25,
+        artists: [...new Set([0, 1, 2].slice(0, 1 + (k % 3)).map((j) => artists[(k * 7 + j * 13) % artists.length]!.id))],
+      };
+    });
+    await db.transaction().execute(async (trx) => {
+      await sql`
+        insert into platform_events (id, title, type, format, location, description, starts_at, ends_at, featured,
+                                     virtual_price_cents, virtual_capacity, in_person_price_cents, in_person_capacity, created_by)
+        select id, title, type, format, location, 'A seeded event.', starts_at, ends_at, featured, vprice, null, pprice, pcap, created_by
+        from unnest(${batch.map((e) => e.id)}::text[], ${batch.map((e) => e.title)}::text[], ${batch.map((e) => e.type)}::text[], ${batch.map((e) => e.format)}::text[],
+                    ${batch.map((e) => e.location)}::text[], ${batch.map((e) => e.startsAt)}::timestamptz[], ${batch.map((e) => e.endsAt)}::timestamptz[],
+                    ${batch.map((_, i) => (from + i) % 25 === 0)}::boolean[], ${batch.map((e) => e.virtualPrice)}::bigint[], ${batch.map((e) => e.inPersonPrice)}::bigint[],
+                    ${batch.map((e) => e.inPersonCapacity)}::int[], ${batch.map((e) => e.artists[0]!)}::text[])
+          as t(id, title, type, format, location, starts_at, ends_at, featured, vprice, pprice, pcap, created_by)`.execute(trx);
+      const pairs = batch.flatMap((e) => e.artists.map((artist, position) => ({ event: e.id, artist, position })));
+      await sql`
+        insert into event_artists (event_id, artist_id, position)
+        select * from unnest(${pairs.map((p) => p.event)}::text[], ${pairs.map((p) => p.artist)}::text[], ${pairs.map((p) => p.position)}::int[])`.execute(trx);
     });
   }
   return count;

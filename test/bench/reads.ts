@@ -97,8 +97,10 @@ export async function benchReads(ctx: BenchContext): Promise<string> {
   const tokenBody = JSON.stringify({ api_key: user.api_key.secret, scope: ["read"] });
   // As many readers as connections: their reads are never identical, so none is shared.
   const readers: string[] = [];
+  const readerKeys: string[] = [];
   for (let i = 0; i < CONNECTIONS; i++) {
     const other = await call(api.url, "POST", "/v1/admin/users", { username: `bench_reader_${i}`, email: `bench_reader_${i}@example.test`, role: "collector" }, admin.token);
+    readerKeys.push(other.api_key.secret);
     readers.push((await call(api.url, "POST", "/v1/auth/token", { api_key: other.api_key.secret, scope: ["read"] })).token);
   }
   // The mixed workload's writers post in the community.
@@ -128,8 +130,10 @@ export async function benchReads(ctx: BenchContext): Promise<string> {
   for (const size of [...new Set([SMALL, LARGE])].filter((n) => n > 0)) {
     const target = countsFor(size);
     const report = await seedPlatform(seedTarget, minus(target, seeded), { log });
+    const first = seeded.artworks === 0;
     seeded = target;
     log(`seeded to ${JSON.stringify(target)}: ${JSON.stringify(report.seconds)} s, ${report.transactions} transactions`);
+    if (first) await giveReadersHistory(api.url, ctx.databaseUrl, readerKeys, log);
     // As autovacuum leaves a table that has settled: its visibility map set (index-only scans read no
     // rows) and its statistics current. Right after a bulk seed neither holds yet.
     await vacuum(ctx.databaseUrl);
@@ -270,7 +274,7 @@ export async function benchReads(ctx: BenchContext): Promise<string> {
     }
     sections.push(
       [
-        `### ${target.artworks.toLocaleString("en")} artworks, ${target.users.toLocaleString("en")} users, ${target.listings.toLocaleString("en")} listings, ${target.posts.toLocaleString("en")} posts`,
+        `### ${target.artworks.toLocaleString("en")} artworks, ${target.users.toLocaleString("en")} users, ${target.listings.toLocaleString("en")} listings, ${target.fractional.toLocaleString("en")} fractionalized, ${target.events.toLocaleString("en")} events, ${target.posts.toLocaleString("en")} posts`,
         "",
         table(["endpoint", "API req/s", "bare req/s", "ratio", "goal", "p50 ms", "p99 ms", "statements / request", "API CPU ms / request", "bare CPU ms / request", "Postgres CPU ms / request", "cache hits %", "non-2xx", "met"], rows),
       ].join("\n"),
@@ -282,6 +286,44 @@ export async function benchReads(ctx: BenchContext): Promise<string> {
 async function load(url: string, opts: Partial<autocannon.Options>): Promise<{ rps: number; p50: number; p99: number; failures: number; total: number }> {
   const r = await autocannon({ url, duration: DURATION_S, connections: CONNECTIONS, workers: 1, ...opts } as autocannon.Options);
   return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99, failures: r.non2xx + r.errors + r.timeouts, total: r.requests.total };
+}
+
+/**
+ * Each reader buys a seeded listing by card and makes an offer on another, through the API, so that
+ * the per-user rows read a page with a sale and an offer rather than an empty one; returns once
+ * every sale has settled on-chain.
+ */
+async function giveReadersHistory(apiUrl: string, databaseUrl: string, apiKeys: string[], log: (line: string) => void): Promise<void> {
+  const db = createDb(databaseUrl, 1);
+  try {
+    const listings = await sql<{ id: string; price_cents: string; accepts_offers: boolean }>`
+      select id, price_cents::text, accepts_offers from listings where status = 'active' order by created_at, id limit ${apiKeys.length * 3}`.execute(db);
+    const forSale = listings.rows.filter((l) => !l.accepts_offers).slice(0, apiKeys.length);
+    const forOffers = listings.rows.filter((l) => l.accepts_offers).slice(0, apiKeys.length);
+    if (forSale.length < apiKeys.length || forOffers.length < apiKeys.length) throw new Error("too few seeded listings for the readers' purchases and offers");
+    const started = Date.now();
+    let next = 0;
+    const buyer = async () => {
+      while (next < apiKeys.length) {
+        const i = next++;
+        const { token } = await call(apiUrl, "POST", "/v1/auth/token", { api_key: apiKeys[i], scope: ["read", "write"] });
+        await call(apiUrl, "POST", `/v1/marketplace/listings/${forSale[i]!.id}/purchase`, { payment_method_id: "pm_card_visa" }, token);
+        const offer = Math.max(1, Math.floor(Number(forOffers[i]!.price_cents) / 200));
+        await call(apiUrl, "POST", "/v1/marketplace/offers", { listing_id: forOffers[i]!.id, offer_amount_usd: offer, payment_method_id: "pm_card_visa" }, token);
+      }
+    };
+    await Promise.all(Array.from({ length: 8 }, buyer));
+    const ids = forSale.map((l) => l.id);
+    for (;;) {
+      const { rows } = await sql<{ n: string }>`select count(*) as n from sales where listing_id = any(${ids}::text[]) and status = 'completed'`.execute(db);
+      if (Number(rows[0]!.n) === ids.length) break;
+      if (Date.now() - started > 300_000) throw new Error(`the readers' purchases did not complete: ${rows[0]!.n} of ${ids.length}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    log(`${apiKeys.length} readers each bought a listing and made an offer in ${Math.round((Date.now() - started) / 100) / 10} s`);
+  } finally {
+    await db.destroy();
+  }
 }
 
 async function answerOf(apiUrl: string, e: Endpoint): Promise<{ status: number; type: string; body: Buffer }> {

@@ -17,10 +17,7 @@ import { signalled, waitFor } from "../support/wait.ts";
 import { linkedWallet, sendStep, stablecoinBuyer, tokenBalance } from "../support/wallets.ts";
 import { createUser, expectProblem, type TestUser } from "./helpers.ts";
 
-// The indexer polls the node (every 100 ms) rather than following its websocket: this file mines
-// bursts of blocks, and a websocket feed can go silent under them (the stack's watchdog restarts such
-// an indexer; a test's has none).
-const p = useArtworkPlatform({}, { indexerTarget: () => ({ wsUrl: undefined }) });
+const p = useArtworkPlatform();
 const env = () => testEnvironment();
 
 const steps = (listingId: string, buyer: string) => p.api.request("POST", `/v1/marketplace/listings/${listingId}/onchain-purchase`, { body: { buyer } });

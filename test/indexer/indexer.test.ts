@@ -53,7 +53,8 @@ beforeAll(async () => {
   relayer = privateKeyToAccount(await freshRelayerKey());
   relayerWallet = createWalletClient({ account: relayer, transport: http(env.rpcUrl) });
   auditAnchor = await deployAuditAnchor();
-  indexer = await startIndexerForTest({ target: { auditAnchor } });
+  // The websocket path, as the stack runs it: this file measures its lag (below).
+  indexer = await startIndexerForTest({ target: { auditAnchor }, websocket: true });
   console.log(`[indexer test] Ponder ready in ${Math.round(performance.now() - started)} ms`);
   const db = createDb(env.databaseUrl, 4);
   views = db.withTables<IndexerViews>().withSchema(indexer.viewsSchema) as unknown as Kysely<IndexerViews>;

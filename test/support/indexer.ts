@@ -30,7 +30,12 @@ const running = new Set<Indexer>();
 export async function startIndexerForTest(
   options: {
     pollingIntervalMs?: number;
-    /** New heads over the websocket (default) or polling. */
+    /**
+     * New heads over the node's websocket, or polling it every 100 ms (the default; Ponder's least). A websocket
+     * subscription can fall silent while the node mines bursts of blocks for three files at once (the
+     * stack's watchdog then restarts its indexer on polling; a test's has none, and stalled): a file
+     * that tests the websocket path says so, or names a websocket in `target`.
+     */
     websocket?: boolean;
     /** Another database or chain than the run's (a chain of its own must come with a database of its own). */
     target?: Partial<IndexerTarget>;
@@ -55,7 +60,7 @@ export async function startIndexerForTest(
   };
   const launchOptions: IndexerOptions = {
     ...target,
-    wsUrl: options.websocket === false ? undefined : target.wsUrl,
+    wsUrl: options.websocket === true || options.target?.wsUrl !== undefined ? target.wsUrl : undefined,
     schema: `ponder_test_${id}`,
     viewsSchema: `chain_test_${id}`,
     port: await freePort(),

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { type Address, createWalletClient, type Hex, http, parseEther, toHex } from "viem";
 import { HDKey, hdKeyToAccount } from "viem/accounts";
 import { mnemonicToSeedSync } from "@scure/bip39";
@@ -11,21 +12,44 @@ import { waitFor } from "./wait.ts";
 
 /**
  * A new artwork of `owner` (uploaded through the SDK, as multipart), certified on-chain and indexed
- * (its certificate is in the indexer's views).
+ * (its certificate is in the indexer's views). Not within a minute: the error says which half is
+ * missing (the API's certification and its chain operation, or the indexer and where it is).
  */
-export async function certifiedArtwork(p: Pick<ArtworkPlatform, "api" | "views">, owner: TestUser, extra: Record<string, unknown> = {}): Promise<string> {
+export async function certifiedArtwork(
+  p: Pick<ArtworkPlatform, "api" | "views"> & Partial<Pick<ArtworkPlatform, "db" | "indexer">>,
+  owner: TestUser,
+  extra: Record<string, unknown> = {},
+): Promise<string> {
   const api = sdkOf(p.api.url, owner);
   const { data: created, response } = await api.POST("/v1/artworks", { body: artworkForm(extra) });
   if (response.status !== 201) throw new Error(`artwork creation answered ${response.status}, not 201`);
   const id = created.id;
+  const seen = { status: "unknown", indexed: false };
   await waitFor(
     async () => {
       const { data: got } = await api.GET("/v1/artworks/{id}", { params: { path: { id } } });
-      return got.status === "certified" && (await p.views.selectFrom("certificate").select("token_id").where("artwork_id", "=", id).executeTakeFirst());
+      const row = await p.views.selectFrom("certificate").select("token_id").where("artwork_id", "=", id).executeTakeFirst();
+      Object.assign(seen, { status: got.status, indexed: row !== undefined });
+      return got.status === "certified" && row;
     },
     { timeoutMs: 60_000, what: `certification of ${id}` },
-  );
+  ).catch(async (error: Error) => {
+    throw new Error(`${error.message}; ${await certificationDiagnosis(p, id, seen)}`);
+  });
   return id;
+}
+
+/** Where a certification stands: the artwork's status, its chain operation, the chain's head, the indexer's block and its log's last lines. */
+async function certificationDiagnosis(p: Partial<Pick<ArtworkPlatform, "db" | "indexer">>, id: string, seen: { status: string; indexed: boolean }): Promise<string> {
+  const parts = [`artwork status ${seen.status}, in the indexer's views: ${seen.indexed}`];
+  const guard = async (what: string, fn: () => Promise<unknown>) => parts.push(`${what}: ${await fn().then((v) => JSON.stringify(v), (e: Error) => `unavailable (${e.message})`)}`);
+  if (p.db) await guard("chain operation", () => p.db!.selectFrom("chain_operations").select(["status", "attempts", "tx_hash", "last_error"]).where("key", "=", `certify:${id}`).executeTakeFirst());
+  await guard("chain head", async () => Number(await publicClient().getBlockNumber({ cacheTime: 0 })));
+  if (p.indexer) {
+    await guard("indexer /status", async () => (await fetch(`${p.indexer!.url}/status`)).json());
+    parts.push(`indexer log (${p.indexer.logFile}), last lines:\n${readFileSync(p.indexer.logFile, "utf8").trimEnd().split("\n").slice(-12).join("\n")}`);
+  }
+  return parts.join("; ");
 }
 
 /** The indexed certificate of an artwork: its token id and current owner (lower-case). */

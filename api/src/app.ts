@@ -120,7 +120,7 @@ export function declareRoutes(config: Config, modules: AppDeps["modules"]): Open
     router: express.Router(),
     registry,
     authenticate: notServing,
-    rateLimiter: { consume: notServing, close: notServing },
+    rateLimiter: { consume: notServing, ready: notServing, close: notServing },
     idempotency: {} as IdempotencyStore,
     checkResponses: false,
   });

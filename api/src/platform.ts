@@ -165,6 +165,9 @@ export interface RunningHttp {
   close(): Promise<void>;
 }
 
+/** How long the HTTP half waits for Redis before it listens anyway. */
+const REDIS_READY_TIMEOUT_MS = 10_000;
+
 /** The HTTP half: routes, rate limits, idempotency; it enqueues jobs and runs none. */
 export async function startHttp(platform: Platform, options: { indexerLag?: IndexerLagMonitor } = {}): Promise<RunningHttp> {
   const { config, logger, services } = platform;
@@ -181,6 +184,10 @@ export async function startHttp(platform: Platform, options: { indexerLag?: Inde
     redisUrl: config.redisUrl,
     keyPrefix: config.rateLimit.keyPrefix,
   });
+  // Listening before the shared rate-limit store answers would refuse the first requests (503).
+  if (!(await rateLimiter.ready(REDIS_READY_TIMEOUT_MS))) {
+    logger.warn({ timeout_ms: REDIS_READY_TIMEOUT_MS }, "the rate-limit store (REDIS_URL) is not reachable: requests are answered 503 until it is");
+  }
 
   // Resolved credentials are kept a few seconds; a change anywhere makes every process forget them.
   const stopCredentialCache = services.auth.cacheCredentials({ databaseUrl: config.database.url, logger });

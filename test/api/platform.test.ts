@@ -2,6 +2,7 @@ import { createPublicClient, http } from "viem";
 import { describe, expect, it } from "vitest";
 import { recordEvent } from "../../api/src/jobs/outbox.ts";
 import { randomBytes } from "node:crypto";
+import net from "node:net";
 import { newId } from "../../api/src/lib/ids.ts";
 import { waitFor } from "../support/wait.ts";
 import { testEnvironment } from "./environment.ts";
@@ -72,6 +73,31 @@ describe("rate limits per user", () => {
       expect(statuses.filter((s) => s === 429)).toHaveLength(2);
     } finally {
       await Promise.all([one.close(), two.close()]);
+    }
+  });
+
+  it.skipIf(!testEnvironment().redisUrl)("listens once Redis answers, so that its first request is counted rather than refused (a store slow to connect)", async () => {
+    // Redis behind a relay that holds each connection half a second before it reaches the server.
+    const redis = new URL(testEnvironment().redisUrl!);
+    const relay = net.createServer((client) => {
+      client.pause();
+      setTimeout(() => {
+        const upstream = net.connect(Number(redis.port || 6379), redis.hostname);
+        upstream.on("error", () => client.destroy());
+        client.on("error", () => upstream.destroy());
+        client.pipe(upstream).pipe(client);
+        client.resume();
+      }, 500);
+    });
+    await new Promise<void>((resolve) => relay.listen(0, "127.0.0.1", resolve));
+    const slow = await startTestApi({ REDIS_URL: `redis://127.0.0.1:${(relay.address() as net.AddressInfo).port}`, RATE_LIMIT_ANONYMOUS_PER_MINUTE: "5", RATE_LIMIT_KEY_PREFIX: `rl-slow-${randomBytes(4).toString("hex")}` });
+    try {
+      const first = await send(slow.url, "GET", "/v1/users/usr_01JD3Y5V0Q3G7W7J6T4N4C2X1M");
+      expect(first.status).toBe(404);
+      expect(first.headers.get("ratelimit-limit")).toBe("5");
+    } finally {
+      await slow.close();
+      await new Promise<void>((resolve) => relay.close(() => resolve()));
     }
   });
 });

@@ -105,6 +105,7 @@ describe("ApiRouter's shared reads", () => {
         consumed.push(`${kind} ${key}`);
         return { allowed: true, limit: 100, remaining: 99, resetSeconds: 60 };
       },
+      ready: async () => true,
       close: async () => {},
     };
     const api = new ApiRouter({

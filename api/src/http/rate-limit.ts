@@ -16,6 +16,11 @@ export interface RateLimitDecision {
 
 export interface RateLimiter {
   consume(kind: "user" | "anonymous", key: string): Promise<RateLimitDecision>;
+  /**
+   * Whether the store answers, waiting up to `timeoutMs` for it: a Redis store refuses to queue
+   * commands while it connects (a request then gets 503), so the API listens once it is ready.
+   */
+  ready(timeoutMs: number): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -53,6 +58,20 @@ export function createRateLimiter(opts: {
         }
         throw err; // the store is down: the error middleware answers 503
       }
+    },
+    async ready(timeoutMs) {
+      if (!redis || redis.status === "ready") return true;
+      return new Promise<boolean>((resolve) => {
+        const onReady = () => {
+          clearTimeout(timer);
+          resolve(true);
+        };
+        const timer = setTimeout(() => {
+          redis.off("ready", onReady);
+          resolve(false);
+        }, timeoutMs);
+        redis.once("ready", onReady);
+      });
     },
     async close() {
       if (redis) await redis.quit().catch(() => redis.disconnect());

@@ -95,6 +95,7 @@ export async function seedPlatform(target: SeedTarget, counts: SeedCounts, optio
   try {
     // A tag of this run keeps usernames and emails unique across runs on one database.
     const run = randomBytes(3).toString("hex");
+    const chain = seedChain(db, target);
     let t = Date.now();
     const users = await seedUsers(db, target, run, counts.users, chunk);
     seconds.users = lap(t);
@@ -102,7 +103,7 @@ export async function seedPlatform(target: SeedTarget, counts: SeedCounts, optio
 
     t = Date.now();
     const artists = users.filter((u) => u.role === "artist");
-    const { artworks, transactions } = await seedArtworks(db, target, artists, counts.artworks, { ...options, chunk, log });
+    const { artworks, transactions } = await seedArtworks(db, target, chain, artists, counts.artworks, { ...options, chunk, log });
     seconds.artworks = lap(t);
     log(`${artworks.length} artworks certified in ${transactions} transactions, ${seconds.artworks} s`);
 
@@ -117,7 +118,7 @@ export async function seedPlatform(target: SeedTarget, counts: SeedCounts, optio
 
     t = Date.now();
     // The last artworks of the run (the first ones are listed): a listed artwork is not also fractionalized.
-    const fractional = await seedFractional(db, target, artworks.slice(listings).slice(-counts.fractional), { ...options, chunk });
+    const fractional = await seedFractional(db, target, chain, artworks.slice(listings).slice(-counts.fractional), { ...options, chunk });
     seconds.fractional = lap(t);
     log(`${fractional} fractionalized artworks in ${seconds.fractional} s`);
 
@@ -137,6 +138,17 @@ export async function seedPlatform(target: SeedTarget, counts: SeedCounts, optio
   } finally {
     await db.destroy();
   }
+}
+
+interface SeedChain {
+  publicClient: ReturnType<typeof createChainClients>["publicClient"];
+  relayer: Relayer;
+}
+
+/** The chain clients and the API's Relayer every on-chain step of a run sends through (nonces shared with running workers through the database). */
+function seedChain(db: Db, target: SeedTarget): SeedChain {
+  const { publicClient, relayerAccount, chain } = createChainClients({ rpcUrl: target.rpcUrl, chainId: target.chainId, relayerPrivateKey: target.relayerPrivateKey, timeoutMs: 60_000 });
+  return { publicClient, relayer: new Relayer({ publicClient, account: relayerAccount, chain, sharedNonces: db, receiptTimeoutMs: 300_000 }) };
 }
 
 interface SeededUser {
@@ -190,6 +202,7 @@ interface SeededArtwork {
 async function seedArtworks(
   db: Db,
   target: SeedTarget,
+  { publicClient, relayer }: SeedChain,
   artists: SeededUser[],
   count: number,
   options: SeedOptions & { chunk: number; log: (line: string) => void },
@@ -200,8 +213,6 @@ async function seedArtworks(
   const sha256 = createHash("sha256").update(PIXEL_PNG).digest("hex");
   const imageKey = `artworks/seed/${sha256}.png`;
   await new LocalDiskStorage(target.storageDir).put(imageKey, PIXEL_PNG, "image/png");
-  const { publicClient, relayerAccount, chain } = createChainClients({ rpcUrl: target.rpcUrl, chainId: target.chainId, relayerPrivateKey: target.relayerPrivateKey, timeoutMs: 60_000 });
-  const relayer = new Relayer({ publicClient, account: relayerAccount, chain, sharedNonces: db, receiptTimeoutMs: 300_000 });
   const links = new ArtworkLinks(() => target.publicBaseUrl.replace(/\/$/, ""));
   const artworks: SeededArtwork[] = [];
   let transactions = 0;
@@ -343,12 +354,10 @@ async function seedListings(db: Db, artworks: SeededArtwork[], count: number, ch
  * the artworks marked fractionalized: what FractionalService writes once a class is on-chain. The
  * artist holds each certificate, so it is the proceeds' recipient.
  */
-async function seedFractional(db: Db, target: SeedTarget, artworks: SeededArtwork[], options: SeedOptions & { chunk: number }): Promise<number> {
+async function seedFractional(db: Db, target: SeedTarget, { relayer }: SeedChain, artworks: SeededArtwork[], options: SeedOptions & { chunk: number }): Promise<number> {
   if (artworks.length === 0) return 0;
   const artShares = target.artShares;
   if (!artShares) throw new Error("fractional artworks need the ArtShares address (SeedTarget.artShares)");
-  const { publicClient, relayerAccount, chain } = createChainClients({ rpcUrl: target.rpcUrl, chainId: target.chainId, relayerPrivateKey: target.relayerPrivateKey, timeoutMs: 60_000 });
-  const relayer = new Relayer({ publicClient, account: relayerAccount, chain, sharedNonces: db, receiptTimeoutMs: 300_000 });
   const classes: { artwork: SeededArtwork; totalShares: number; priceCents: number; txHash: string }[] = [];
   let next = 0;
   const sender = async () => {

@@ -4,6 +4,7 @@ pragma solidity 0.8.34;
 import {AccessControlDefaultAdminRules} from "@openzeppelin/contracts/access/extensions/AccessControlDefaultAdminRules.sol";
 import {IERC2981} from "@openzeppelin/contracts/interfaces/IERC2981.sol";
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
+import {IERC20Metadata} from "@openzeppelin/contracts/token/ERC20/extensions/IERC20Metadata.sol";
 import {SafeERC20} from "@openzeppelin/contracts/token/ERC20/utils/SafeERC20.sol";
 import {IERC721} from "@openzeppelin/contracts/token/ERC721/IERC721.sol";
 import {ECDSA} from "@openzeppelin/contracts/utils/cryptography/ECDSA.sol";
@@ -36,6 +37,7 @@ contract ArtExchange is IArtExchange, AccessControlDefaultAdminRules, EIP712 {
 
     address private immutable _certificate;
     IERC20 private immutable _paymentToken;
+    uint256 private immutable _unitsPerCent;
     address private _treasury;
     uint16 private _feeBps;
     mapping(bytes32 orderHash => OrderStatus) private _orderStatus;
@@ -43,7 +45,7 @@ contract ArtExchange is IArtExchange, AccessControlDefaultAdminRules, EIP712 {
     /// @param admin The account granted `DEFAULT_ADMIN_ROLE`; it can hand the role over with
     /// `beginDefaultAdminTransfer`, accepted by the new admin after 3 days.
     /// @param certificate_ The `ArtCertificate` contract (ERC-721 + ERC-2981) whose tokens are sold.
-    /// @param paymentToken_ The ERC-20 token prices are paid in: a USD stablecoin with 6 decimals.
+    /// @param paymentToken_ The ERC-20 token prices are paid in: a USD stablecoin (6 decimals; at least 2).
     /// @param treasury_ The account paid the platform's fee.
     /// @param feeBps_ The platform's fee in basis points, at most `MAX_FEE_BPS`.
     constructor(address admin, address certificate_, address paymentToken_, address treasury_, uint16 feeBps_)
@@ -53,6 +55,9 @@ contract ArtExchange is IArtExchange, AccessControlDefaultAdminRules, EIP712 {
         if (certificate_ == address(0) || paymentToken_ == address(0)) revert ArtExchangeZeroAddress();
         _certificate = certificate_;
         _paymentToken = IERC20(paymentToken_);
+        uint8 decimals = IERC20Metadata(paymentToken_).decimals();
+        if (decimals < 2) revert ArtExchangeUnsupportedDecimals(decimals);
+        _unitsPerCent = 10 ** (decimals - 2);
         _setFee(treasury_, feeBps_);
     }
 
@@ -134,6 +139,11 @@ contract ArtExchange is IArtExchange, AccessControlDefaultAdminRules, EIP712 {
         return _feeBps;
     }
 
+    /// @inheritdoc IArtExchange
+    function unitsPerCent() external view returns (uint256) {
+        return _unitsPerCent;
+    }
+
     /// @notice ERC-165: AccessControl (+ default admin rules) and IArtExchange.
     function supportsInterface(bytes4 interfaceId) public view override returns (bool) {
         return interfaceId == type(IArtExchange).interfaceId || super.supportsInterface(interfaceId);
@@ -152,7 +162,10 @@ contract ArtExchange is IArtExchange, AccessControlDefaultAdminRules, EIP712 {
         (address royaltyReceiver, uint256 royalty) = IERC2981(_certificate).royaltyInfo(order.tokenId, order.price);
         // The artist selling its own certificate owes itself nothing: all of it is proceeds, as the API counts it.
         if (royaltyReceiver == order.seller) royalty = 0;
-        uint256 fee = order.price * _feeBps / 10_000;
+        // In whole cents, rounded as a card sale's split is (the royalty down, the fee half up), so that
+        // the platform's ledger in cents says exactly what moved, whichever way the buyer paid.
+        royalty -= royalty % _unitsPerCent;
+        uint256 fee = (order.price * _feeBps / 10_000 + _unitsPerCent / 2) / _unitsPerCent * _unitsPerCent;
 
         if (royalty != 0) _paymentToken.safeTransferFrom(msg.sender, royaltyReceiver, royalty);
         if (fee != 0) _paymentToken.safeTransferFrom(msg.sender, _treasury, fee);

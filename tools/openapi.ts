@@ -1,7 +1,7 @@
 /**
  * Writes the OpenAPI document the API serves at /v1/openapi.json, built from the route
- * declarations without starting anything, to docs/openapi.json (or the path given), and the error
- * codes' guide beside it (docs/errors.md):
+ * declarations without starting anything, to docs/openapi.json (or the path given), the error
+ * codes' guide beside it (docs/errors.md) and the moves' matrix of docs/ownership-and-money.md:
  *
  *   npm run openapi                 (docs/openapi.json, committed: the SDK's types come from it)
  *   npx tsx tools/openapi.ts out.json
@@ -14,6 +14,7 @@ import { fileURLToPath } from "node:url";
 import { describeApi } from "../api/src/app.ts";
 import { type Config, loadConfig } from "../api/src/config.ts";
 import { modules } from "../api/src/modules/index.ts";
+import { writeMovesDoc } from "./docs/moves.ts";
 import { errorsMarkdown } from "./errors-doc.ts";
 
 export const DOCUMENTED_SERVER = "http://127.0.0.1:3000";
@@ -47,4 +48,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const errors = path.join(path.dirname(out), "errors.md");
   writeFileSync(errors, errorsMarkdown());
   console.log(`wrote ${path.relative(process.cwd(), errors)}`);
+  // And the moves' matrix of the ownership guide, from the table every move passes.
+  writeMovesDoc();
+  console.log("wrote the moves section of docs/ownership-and-money.md");
 }

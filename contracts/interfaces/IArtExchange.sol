@@ -5,7 +5,7 @@ pragma solidity ^0.8.24;
 /// @notice Sales paid on-chain in a USD stablecoin: a buyer fills an EIP-712 order for one certificate in
 /// one call, which takes the price from the buyer and moves the certificate to them atomically. The price is
 /// split, straight from the buyer, between the certificate's ERC-2981 royalty receiver, the platform's
-/// treasury (its fee) and the seller. An order is signed by the platform's order key (`ORDER_SIGNER_ROLE`) or
+/// treasury (its fee) and the seller, in whole cents of the currency as a card sale is split. An order is signed by the platform's order key (`ORDER_SIGNER_ROLE`) or
 /// by its seller, is valid only before its expiry, and fills once unless cancelled before.
 interface IArtExchange {
     /// @notice A certificate offered for sale at a fixed price, as signed (EIP-712 type `Order`, domain name
@@ -58,6 +58,8 @@ interface IArtExchange {
     error ArtExchangeFeeTooHigh(uint16 feeBps, uint16 maxFeeBps);
     /// @notice An admin, certificate, payment token or treasury of the zero address.
     error ArtExchangeZeroAddress();
+    /// @notice A payment token of `decimals` decimals has no cent to split in (at least 2 are needed).
+    error ArtExchangeUnsupportedDecimals(uint8 decimals);
 
     /// @notice Emitted once per order, right after certificate `tokenId` moved from `seller` to `buyer` (after
     /// the ERC-20 and ERC-721 `Transfer`s of the same transaction). `price` (in `currency`) was paid by `buyer`:
@@ -83,8 +85,9 @@ interface IArtExchange {
 
     /// @notice Buys the certificate of `order` as the caller: in one transaction, takes `order.price` of
     /// `paymentToken()` from the caller (who approved this contract for at least that much), pays the
-    /// certificate's `royaltyInfo(tokenId, price)` to its receiver (none when the receiver is the seller),
-    /// `price * feeBps / 10_000` to the treasury and the rest to the seller, and moves the certificate from
+    /// certificate's `royaltyInfo(tokenId, price)` rounded down to a whole cent to its receiver (none when
+    /// the receiver is the seller), `price * feeBps / 10_000` rounded half up to a whole cent to the
+    /// treasury, and the rest to the seller (a card sale of the same price is split the same), and moves the certificate from
     /// the seller (who approved this contract) to the caller, without the ERC-721 receiver callback.
     /// Reverts with `ArtExchangeOrderFilled`, `ArtExchangeOrderCancelled`, `ArtExchangeOrderExpired`,
     /// `ArtExchangeWrongBuyer`, `ArtExchangeUnsupportedCurrency`, `ArtExchangeFeeChanged`,
@@ -122,6 +125,10 @@ interface IArtExchange {
 
     /// @notice The platform's fee in basis points of the price.
     function feeBps() external view returns (uint16);
+
+    /// @notice A cent of `paymentToken()` in its smallest unit (10⁴ for 6 decimals): the royalty and the fee
+    /// are whole multiples of it.
+    function unitsPerCent() external view returns (uint256);
 
     /// @notice The highest fee `setFee` accepts, in basis points (10%).
     function MAX_FEE_BPS() external view returns (uint16);

@@ -158,7 +158,8 @@ describe("rewards", () => {
       Array.from({ length: 25 }, (_, i): OutboxEvent => {
         const id = newId("webhookEvent");
         if (i % 5 === 4) return { id, type: "artwork.certified", payload: { artwork_id: artworkId }, audience: [], createdAt: new Date() };
-        const [buyer, seller] = [users[(c + i) % 4]!, users[(c + 2 * i + 1) % 4]!];
+        // Never one user on both sides: a sale whose buyer's account is its seller's earns nothing (docs/rewards.md).
+        const [buyer, seller] = [users[(c + i) % 4]!, users[(c + i + 1 + (i % 3)) % 4]!];
         earn(buyer.id, 1 + i);
         earn(seller.id, 1 + i);
         return { id, type: "payment.completed", payload: { tx_id: `txn_${id}`, buyer_id: buyer.id, seller_id: seller.id, amount_usd: 1 + i + 0.99 }, audience: [], createdAt: new Date() };

@@ -203,6 +203,9 @@ contract ArtExchangeInvariantTest is Test {
         vm.assertEq(_stablecoin.balanceOf(address(_exchange)), 0, "the exchange kept funds");
         vm.assertEq(_stablecoin.balanceOf(_handler.ARTIST()), _handler.totalRoyalties(), "royalties from elsewhere");
         vm.assertEq(_stablecoin.balanceOf(_handler.TREASURY()), _handler.totalFees(), "fees from elsewhere");
+        // Every royalty and fee is in whole cents (10⁴ units of a 6-decimal token), as the API's ledger keeps them.
+        vm.assertEq(_handler.totalRoyalties() % 1e4, 0, "royalties in fractions of a cent");
+        vm.assertEq(_handler.totalFees() % 1e4, 0, "fees in fractions of a cent");
         uint256 held = _stablecoin.balanceOf(_handler.ARTIST()) + _stablecoin.balanceOf(_handler.TREASURY());
         for (uint256 i = 0; i < _handler.TRADERS(); ++i) held += _stablecoin.balanceOf(_handler.trader(i));
         vm.assertEq(held, _stablecoin.totalSupply(), "funds left the parties");

@@ -36,7 +36,7 @@ contract ArtExchangeFuzzTest is Test {
         _stablecoin.approve(address(_exchange), type(uint256).max);
     }
 
-    function testFuzz_fill_splitsThePriceExactly(uint256 priceCents, uint96 royaltyBps, uint16 feeBps) public {
+    function testFuzz_fill_splitsThePriceInWholeCentsAsACardSaleIs(uint256 priceCents, uint96 royaltyBps, uint16 feeBps) public {
         // Up to ten billion dollars, any royalty the certificate allows, any fee the exchange allows.
         priceCents = bound(priceCents, 0, 1e12);
         royaltyBps = uint96(bound(royaltyBps, 0, _certificate.MAX_ROYALTY_BPS()));
@@ -56,11 +56,12 @@ contract ArtExchangeFuzzTest is Test {
         uint256 fee = _stablecoin.balanceOf(TREASURY);
         vm.assertEq(_stablecoin.balanceOf(BUYER), 0, "the buyer did not pay the price");
         vm.assertEq(royalty + fee + _stablecoin.balanceOf(_seller), price, "payouts differ from the price");
-        vm.assertEq(royalty, price * royaltyBps / 10_000, "royalty");
-        vm.assertEq(fee, price * feeBps / 10_000, "fee");
-        // In whole cents × 10⁴ units, a royalty or fee in basis points is exact: nothing was rounded away.
-        vm.assertEq(royalty * 10_000, price * royaltyBps, "royalty rounded");
-        vm.assertEq(fee * 10_000, price * feeBps, "fee rounded");
+        // The API's card split (payments.platformFeeCents, ArtMarket's royaltyInfo in cents): the royalty
+        // rounded down, the fee half up, both in whole cents (10⁴ units).
+        vm.assertEq(royalty, priceCents * royaltyBps / 10_000 * 1e4, "royalty");
+        vm.assertEq(fee, (priceCents * feeBps + 5_000) / 10_000 * 1e4, "fee");
+        vm.assertEq(royalty % 1e4, 0, "royalty in fractions of a cent");
+        vm.assertEq(fee % 1e4, 0, "fee in fractions of a cent");
         vm.assertEq(_certificate.ownerOf(1), BUYER, "token not moved");
     }
 

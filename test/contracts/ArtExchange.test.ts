@@ -119,8 +119,9 @@ describe("ArtExchange", () => {
       const signature = await sign(orderKey, order, exchange.address);
 
       const hash = await exchange.write.fill([order, signature], { account: carol.account });
-      // 5 % royalty and 2.5 % fee of 12,345,670,000 units: exact, nothing rounded.
-      const [royalty, fee, proceeds] = [617_283_500n, 308_641_750n, 11_419_744_750n];
+      // 5 % royalty and 2.5 % fee of 12,345,670,000 units ($12,345.67), in whole cents as a card sale's:
+      // the royalty $617.2835 rounded down to $617.28, the fee $308.64175 rounded half up to $308.64.
+      const [royalty, fee, proceeds] = [617_280_000n, 308_640_000n, 11_419_750_000n];
       assert.equal(royalty + fee + proceeds, PRICE);
       const orderHash = await exchange.read.hashOrder([order]);
       await viem.assertions.emitWithArgs(hash, exchange, "OrderFilled", [
@@ -393,7 +394,7 @@ describe("ArtExchange", () => {
     it("test_fill_paysNoRoyaltyWithoutOneOrToTheArtistSelling", async () => {
       const deployed = await networkHelpers.loadFixture(deployExchange);
       const { exchange } = deployed;
-      const fee = 308_641_750n;
+      const fee = 308_640_000n;
       // Certificate 2 has no royalty: the seller gets the price less the fee.
       const withoutRoyalty = await orderOf(deployed, { tokenId: 2n, listingId: "lst_2" });
       const hash = await exchange.write.fill([withoutRoyalty, await sign(orderKey, withoutRoyalty, exchange.address)], {

@@ -329,6 +329,13 @@ export class ChainOperations {
     return db.selectFrom("chain_operations").selectAll().where("key", "=", key).executeTakeFirst();
   }
 
+  /** Which of `keys` are confirmed (their chain write is done, as the indexer or the chain shows it). */
+  async confirmedOf(db: Db, keys: readonly string[]): Promise<Set<string>> {
+    if (keys.length === 0) return new Set();
+    const rows = await db.selectFrom("chain_operations").select("key").where("key", "in", [...keys]).where("status", "=", "confirmed").execute();
+    return new Set(rows.map((r) => r.key));
+  }
+
   /** The job of an earlier version: one attempt of its operation, if it is still on its way. */
   readonly task: Task = async (payload) => {
     const key = (payload as { key?: unknown }).key;

@@ -22,8 +22,36 @@ export interface ProblemType {
 const FIELD_ERRORS = "Per-field problems: `field` (a dotted path, `dimensions.width`), `code` (`too_small`, `invalid_type`, `unknown_field`, `required`...) and `message`.";
 const RETRY_AFTER = "The `Retry-After` header gives the seconds to wait.";
 
-/** The rules a 409 `invalid_state` names in `reason` (docs/ownership-and-money.md). */
-const REFUSAL_REASONS = ["listed", "disputed", "shares_issued", "withdrawing", "resold", "external_wallet", "paid_onchain", "seller_not_approved", "insufficient_balance", "own_artwork", "owner_unknown", "hold_limit", "free_ticket_limit", "below_minimum_charge"];
+/**
+ * The rules a 409 `invalid_state` names in `reason` (docs/ownership-and-money.md): the artwork's
+ * states and party rules of its moves' table (artwork-moves.ts; a test checks this list covers it),
+ * then the other modules' rules.
+ */
+export const REFUSAL_REASONS = [
+  "uncertified",
+  "removed",
+  "listing_closed",
+  "listed",
+  "selling",
+  "token_moved",
+  "order_fillable",
+  "disputed",
+  "refunding",
+  "shares_issued",
+  "withdrawing",
+  "resold",
+  "external_wallet",
+  "owner_unknown",
+  "own_listing",
+  "own_artwork",
+  "not_fractionalized",
+  "paid_onchain",
+  "seller_not_approved",
+  "insufficient_balance",
+  "hold_limit",
+  "free_ticket_limit",
+  "below_minimum_charge",
+];
 
 export const PROBLEM_TYPES = {
   validation_failed: {
@@ -140,7 +168,7 @@ export const PROBLEM_TYPES = {
     status: 409,
     title: "Invalid state",
     when: "The resource's state refuses the move: a listing that is no longer active, an offer already answered, an event that has ended, an artwork under dispute. `reason` names the rule when one of the ownership and money rules refused.",
-    whatToDo: "Read the resource again (its `status`) and act on what it is now; `detail` says what the state requires. docs/ownership-and-money.md explains each `reason`.",
+    whatToDo: "Read the resource again (its `status`) and act on what it is now; `detail` says what the state requires. docs/ownership-and-money.md explains each `reason`. With `Retry-After`, the state is a chain effect under way (a sale's transfer, an order's cancellation, a withdrawal, a refund) that ends by itself: the move may succeed after that many seconds.",
     detail: "The artwork cannot be fractionalized: it is listed for sale (lst_01JD3Y5V0Q3G7W7J6T4N4C2X1M, active); cancel the listing first",
     members: {
       reason: `Which rule refused: ${REFUSAL_REASONS.map((r) => `\`${r}\``).join(", ")}`,

@@ -72,6 +72,11 @@ export function lockAny(trx: Transaction<Database>, id: string): Promise<Artwork
   return trx.selectFrom("artworks").selectAll().where("id", "=", id).forUpdate().executeTakeFirst();
 }
 
+/** Row lock that other shared locks do not wait for, only exclusive ones (a move that needs the artwork to stand still). */
+export function lockShared(trx: Transaction<Database>, id: string): Promise<Artwork | undefined> {
+  return trx.selectFrom("artworks").selectAll().where("id", "=", id).forShare().executeTakeFirst();
+}
+
 export function update(db: Db, id: string, changes: Updateable<ArtworksTable>): Promise<Artwork | undefined> {
   return db
     .updateTable("artworks")

@@ -327,11 +327,9 @@ export class ArtworksService {
   async update(actor: Actor, id: string, patch: ArtworkPatch) {
     const immutable = IMMUTABLE_FIELDS.filter((f) => f in patch);
     const { db, ownership } = this.deps;
-    // Read outside the transaction: the chain answers who holds the certificate.
-    await ownership.requireRights(actor, await this.findLive(id), "update");
+    if (!isId("artwork", id)) throw ApiError.notFound("Artwork");
     return db.transaction().execute(async (trx) => {
-      const a = isId("artwork", id) ? await repo.lockAny(trx, id) : undefined;
-      if (!a || a.deleted_at) throw ApiError.notFound("Artwork");
+      const a = found(await ownership.decide(trx, id, "edit", actor), "Artwork").artwork;
       if (immutable.length > 0) {
         const errors: FieldError[] = immutable.map((field) => ({ field, code: "immutable_field", message: "is part of the certificate and cannot change" }));
         throw new ApiError(409, "immutable_field", `${immutable.join(", ")} ${immutable.length > 1 ? "are" : "is"} part of the artwork's certificate and cannot change`, { errors });
@@ -360,16 +358,15 @@ export class ArtworksService {
   }
 
   /**
-   * Soft delete by the owner or an admin: the record leaves the catalogue; its certificate,
-   * provenance and media stay. Refused while it is listed, disputed or fractionalized (its
-   * listing, dispute or shareholders hang off it).
+   * Soft delete by the owner or an admin (the move `remove`): the record leaves the catalogue; its
+   * certificate stays withdrawable and its provenance readable. Refused while anything hangs off it
+   * (a listing, a sale or an order under way, a dispute, shares, a withdrawal).
    */
   async remove(actor: Actor, id: string) {
     const { db, ownership } = this.deps;
-    await ownership.requireRights(actor, await this.findLive(id), "delete");
+    if (!isId("artwork", id)) throw ApiError.notFound("Artwork");
     return db.transaction().execute(async (trx) => {
-      const a = await ownership.lockFor(trx, id, "remove");
-      if (!a || a.deleted_at) throw ApiError.notFound("Artwork");
+      const a = found(await ownership.decide(trx, id, "remove", actor), "Artwork").artwork;
       const deleted = (await repo.update(trx, a.id, { deleted_at: new Date(), for_sale: false }))!;
       await repo.insertProvenance(trx, { artwork_id: a.id, event: "deleted", actor_id: actor.userId, occurred_at: deleted.deleted_at! });
       return { deleted: true as const, id: a.id, certificate_preserved: true as const, deleted_at: iso(deleted.deleted_at!) };
@@ -406,12 +403,6 @@ export class ArtworksService {
     await trx.updateTable("artworks").set({ fractionalized_at: fractionalized ? new Date() : null }).where("id", "=", artworkId).execute();
   }
 
-  /** An artwork in the catalogue (not deleted), or 404. */
-  private async findLive(id: string): Promise<Artwork> {
-    const a = isId("artwork", id) ? await repo.findAny(this.deps.db, id) : undefined;
-    if (!a || a.deleted_at) throw ApiError.notFound("Artwork");
-    return a;
-  }
 
   /**
    * Admin override: certifies a pending or failed artwork through the same pipeline, recording who

@@ -38,9 +38,7 @@ export class PostsService {
     const id = newId("post");
     return this.withImages(id, files, (images) =>
       transact(async (trx) => {
-        const created = await repo.insertPost(trx, { id, type: input.type, author_id: actor.userId, content: input.content, tags: input.tags, artwork_id: input.artwork_id ?? null, images: JSON.stringify(images) });
-        // Internal (not a webhook event): what the author did, for rewards.
-        await recordEvent(trx, "post.created", { post_id: created.id, author_id: actor.userId, type: created.type, created_at: iso(created.created_at) }, [actor.userId]);
+        const created = await this.insertPost(trx, { id, type: input.type, author_id: actor.userId, content: input.content, tags: input.tags, artwork_id: input.artwork_id ?? null, images: JSON.stringify(images) });
         // The answer, not the row: with an Idempotency-Key it is stored as this transaction commits.
         return this.toPost(created, actor);
       }),
@@ -68,9 +66,15 @@ export class PostsService {
     }
   }
 
-  /** Inserts a post made by another part of the module (a discussion's, a submission's) in its transaction. */
-  insertPost(db: Db, post: Insertable<CommunityPostsTable>): Promise<Post> {
-    return repo.insertPost(db, post);
+  /**
+   * Inserts a post in the caller's transaction, whatever made it (POST /v1/community/posts, a
+   * discussion, a challenge submission), with `post.created` for its author: an internal event (no
+   * webhook), what rewards earn on (docs/rewards.md: an artwork share or a discussion).
+   */
+  async insertPost(db: Db, post: Insertable<CommunityPostsTable>): Promise<Post> {
+    const created = await repo.insertPost(db, post);
+    await recordEvent(db, "post.created", { post_id: created.id, author_id: created.author_id, type: created.type, created_at: iso(created.created_at) }, [created.author_id]);
+    return created;
   }
 
   /** Removes a post in the caller's transaction (a withdrawn submission's). */

@@ -37,7 +37,7 @@ export const fractionalModule = defineModule<
       purchaseWaitMs: config.fractional.purchaseWaitMs,
     });
     purchases.register(fractional.purchaseKind);
-    ownership.registerEncumbrances({ name: "fractional", locksOf: (trx, artworkId) => fractional.locksOf(trx, artworkId) });
+    ownership.registerStates({ name: "fractional", statesOf: (trx, artworkId) => fractional.statesOf(trx, artworkId) });
     return { fractional };
   },
   routes: ({ api }, { fractional }) => registerFractionalRoutes(api, fractional),

@@ -15,7 +15,8 @@ import { centsToUsd, usdToCents } from "../../lib/money.ts";
 import { type Page, paginated } from "../../lib/pagination.ts";
 import { iso, isoOrNull } from "../../lib/time.ts";
 import type { ArtworksService } from "../artworks/artworks.service.ts";
-import type { ArtworkLock, OwnershipService } from "../artworks/ownership.ts";
+import type { StateFact } from "../artworks/artwork-moves.ts";
+import type { OwnershipService } from "../artworks/ownership.ts";
 import type { Actor } from "../../lib/actor.ts";
 import type { LedgerService } from "../ledger/ledger.service.ts";
 import type { PaymentFailure } from "../payments/charge-step.ts";
@@ -74,26 +75,27 @@ export class FractionalService {
 
   // ---- fractionalize ----
 
+  /**
+   * The move `fractionalize`, decided under the artwork's lock in the class's transaction
+   * (docs/ownership-and-money.md#moves): the certificate's holder (or an admin) asks; the proceeds
+   * of its shares go to that holder. Unknown artwork: 400.
+   */
   async fractionalize(actor: Actor, input: { artwork_id: string; total_shares: number; price_per_share_usd: number }, transact: Transact) {
     const { artworks, ownership, users, operations } = this.deps;
     this.requireContract();
-    const artwork = isId("artwork", input.artwork_id) ? await artworks.findAny(input.artwork_id) : undefined;
-    if (!artwork || artwork.deleted_at) throw ApiError.validation([{ field: "artwork_id", code: "not_found", message: "no such artwork" }]);
-    if (artwork.status !== "certified" || artwork.token_id === null) throw ApiError.conflict("invalid_state", `The artwork is not certified on-chain (status ${artwork.status})`);
-    const holder = await ownership.requireRights(actor, artwork, "fractionalize");
-    const owner = holder.user;
-    if (!owner) throw ApiError.conflict("invalid_state", "The certificate is held by a wallet no user of the platform has: its proceeds would have no recipient");
-    const tokenId = artwork.token_id;
-    const details = { title: artwork.title, artist_id: artwork.artist_id, display_name: (await users.get(artwork.artist_id)).display_name };
+    const noSuchArtwork = ApiError.validation([{ field: "artwork_id", code: "not_found", message: "no such artwork" }]);
+    if (!isId("artwork", input.artwork_id)) throw noSuchArtwork;
     const created = await transact(async (trx) => {
-      const locked = (await ownership.lockFor(trx, artwork.id, "fractionalize"))!;
+      const decided = await ownership.decide(trx, input.artwork_id, "fractionalize", actor);
+      if (!decided) throw noSuchArtwork;
+      const { artwork, holder } = decided;
+      const tokenId = artwork.token_id!;
+      // A class whose creation failed for good may be asked for again (with new terms); any other is `shares_issued`.
       const existing = await repo.find(trx, artwork.id);
-      // A class whose creation failed for good may be asked for again (with new terms); anything else stands.
-      if (locked.fractionalized_at || (existing && existing.status !== "failed")) throw ApiError.conflict("conflict", "The artwork is fractionalized already");
       await artworks.markFractionalized(trx, artwork.id);
       const terms = {
         token_id: tokenId,
-        owner_id: owner.id,
+        owner_id: holder.user!.id,
         created_by: actor.userId,
         total_shares: input.total_shares,
         price_per_share_cents: usdToCents(input.price_per_share_usd),
@@ -101,7 +103,8 @@ export class FractionalService {
       };
       const row = existing ? await repo.renew(trx, artwork.id, terms) : await repo.insert(trx, artwork.id, terms);
       await operations.request(trx, { key: classKey(artwork.id), kind: CREATE_CLASS_OPERATION, payload: { artwork_id: artwork.id, token_id: tokenId.toString(), cap: String(input.total_shares) } });
-      return toFractionalArtwork(row, details);
+      const artist = await users.getIn(trx, artwork.artist_id);
+      return toFractionalArtwork(row, { title: artwork.title, artist_id: artwork.artist_id, display_name: artist.display_name });
     });
     await operations.waitFor(classKey(created.artwork_id), async () => (await this.findArtwork(created.artwork_id))?.status !== "pending", this.deps.purchaseWaitMs);
     return this.get(created.artwork_id);
@@ -158,10 +161,10 @@ export class FractionalService {
     });
   }
 
-  /** What of this module hangs off an artwork: its share class, once asked for (shareholders may hold parts of it). */
-  async locksOf(db: Db, artworkId: string): Promise<ArtworkLock[]> {
+  /** This module's state of an artwork: `shares_issued` once its share class is asked for (shareholders may hold parts of it). */
+  async statesOf(db: Db, artworkId: string): Promise<StateFact[]> {
     const fa = await repo.openClassOf(db, artworkId);
-    return fa ? [{ reason: "shares_issued", detail: `it is fractionalized into ${fa.total_shares} shares (${fa.status}); shareholders hold parts of it` }] : [];
+    return fa ? [{ state: "shares_issued", detail: `it is fractionalized into ${fa.total_shares} shares (${fa.status}); shareholders hold parts of it` }] : [];
   }
 
   // ---- reads ----
@@ -246,16 +249,12 @@ export class FractionalService {
     this.requireContract();
     const seen = found(await this.findArtwork(artworkId), "Fractional artwork");
     payments.requireChargeable(seen.price_per_share_cents * BigInt(input.shares_quantity), "shares_quantity", `${input.shares_quantity} share(s) at ${centsToUsd(seen.price_per_share_cents)} USD`);
-    // The proceeds go to whoever holds the certificate now (the chain's answer), never to oneself.
-    const [buyer, method, holder] = await Promise.all([
-      users.get(actor.userId),
-      payments.resolvePaymentMethod(actor.userId, input.payment_method_id),
-      this.deps.ownership.holderOfCertificate(artworkId, seen.token_id),
-    ]);
-    const owner = holder.user;
-    if (!owner) throw ApiError.refused("owner_unknown", "The artwork's certificate is held by a wallet no user of the platform has: a purchase would pay nobody");
-    if (owner.id === buyer.id) throw ApiError.refused("own_artwork", "You hold this artwork's certificate: you cannot buy its shares");
+    const [buyer, method] = await Promise.all([users.get(actor.userId), payments.resolvePaymentMethod(actor.userId, input.payment_method_id)]);
     const created = await transact(async (trx) => {
+      // The move `buy_shares` (a shared lock: purchases do not wait for each other). The proceeds go to
+      // whoever holds the certificate now, the chain's answer, never to the buyer's own account.
+      const { holder } = (await this.deps.ownership.decide(trx, artworkId, "buy_shares", actor))!;
+      const owner = holder.user!;
       const fa = await repo.find(trx, artworkId);
       if (!fa) throw ApiError.notFound("Fractional artwork");
       if (fa.status !== "active") throw ApiError.conflict("invalid_state", `The artwork's shares are ${fa.status === "pending" ? "not on-chain yet; retry shortly" : "not for sale (its share class could not be created)"}`);

@@ -47,8 +47,9 @@ export class DisputesService {
     if (!seen || (actor.role !== "admin" && seen.buyer_id !== actor.userId && seen.seller_id !== actor.userId)) throw ApiError.notFound("Transaction");
     if (seen.buyer_id !== actor.userId) throw ApiError.forbidden("Only the buyer may dispute a sale");
     return transact(async (trx) => {
-      // The artwork's lock first: the last sale's dispute is never opened beside a listing of the artwork (its refund could not unwind a resale).
-      if ((await sales.lastSaleIdOf(trx, seen.artwork_id)) === seen.id) await ownership.lockFor(trx, seen.artwork_id, "dispute");
+      // The move `dispute` on the artwork's last sale, under the artwork's lock: never beside a listing
+      // or a sale under way (its refund could not unwind a resale). An earlier sale's locks nothing.
+      if ((await sales.lastSaleIdOf(trx, seen.artwork_id)) === seen.id) await ownership.decide(trx, seen.artwork_id, "dispute", actor);
       const sale = (await sales.lock(trx, transactionId))!;
       if (sale.status !== "completed") throw ApiError.conflict("invalid_state", `The sale is ${sale.status}: only a completed sale can be disputed`);
       const deadline = sale.completed_at!.getTime() + DISPUTE_WINDOW_DAYS * 86_400_000;
@@ -94,7 +95,7 @@ export class DisputesService {
    * says to refund without the return (the note then required, and recorded in the ledger).
    */
   async resolve(admin: Actor, id: string, input: { resolution: "refund" | "reject"; note?: string | undefined; force?: boolean | undefined }, transact: Transact) {
-    const { db, ledger, ownership, purchases, users } = this.deps;
+    const { db, ledger, ownership, purchases } = this.deps;
     if (!isId("dispute", id)) throw ApiError.notFound("Dispute");
     const force = input.force === true;
     if (force && input.resolution !== "refund") throw ApiError.validation([{ field: "force", code: "invalid_value", message: "force applies to a refund only" }]);
@@ -105,13 +106,10 @@ export class DisputesService {
     if (input.resolution === "refund" && sale.payment_method === "onchain") {
       throw ApiError.refused("paid_onchain", `The sale was paid on-chain by the wallet ${sale.buyer_wallet}: the platform holds no card charge to refund; the seller can send the payment token back, and the dispute can be resolved with reject`);
     }
-    // Read before the transaction: where the certificate is now, on the chain.
-    const unwind = input.resolution === "refund" && !force ? await this.unwindRefusal(sale, await users.get(seen.buyer_id)) : null;
     return transact(async (trx) => {
-      if (input.resolution === "refund" && !force) {
-        if (unwind) throw unwind;
-        await ownership.lockFor(trx, sale.artwork_id, "return", FORCE_HINT);
-      }
+      // The move `refund`, under the artwork's lock: the certificate can go back only from the buyer's
+      // custodial wallet, with nothing hanging off the artwork or on its way.
+      if (input.resolution === "refund" && !force) await ownership.decide(trx, sale.artwork_id, "refund", admin, { sale }, { hint: FORCE_HINT });
       const dispute = await trx.selectFrom("disputes").selectAll().where("id", "=", id).forUpdate().executeTakeFirst();
       if (!dispute) throw ApiError.notFound("Dispute");
       if (dispute.status !== "open") throw ApiError.conflict("invalid_state", `The dispute is ${dispute.status} already`);
@@ -143,16 +141,6 @@ export class DisputesService {
       });
       return toDispute(resolved);
     });
-  }
-
-  /** Why a refund of the sale could not give the seller the certificate back, read from the chain now; null when it can. */
-  private async unwindRefusal(sale: Sale, buyer: User): Promise<ApiError | null> {
-    const { wallet } = await this.deps.ownership.walletHolding(sale.artwork_id, sale.token_id);
-    if (wallet !== sale.buyer_wallet) return ApiError.refused("resold", `The certificate is no longer in the buyer's wallet (it is held by ${wallet}): it cannot go back to the seller${FORCE_HINT}`);
-    if (buyer.wallet_kind !== "custodial" || buyer.wallet_address.toLowerCase() !== sale.buyer_wallet) {
-      return ApiError.refused("external_wallet", `The certificate is in the buyer's own wallet ${sale.buyer_wallet}: the platform cannot sign its return to the seller${FORCE_HINT}`);
-    }
-    return null;
   }
 
   /**

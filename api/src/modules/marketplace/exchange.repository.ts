@@ -45,3 +45,19 @@ export function close(trx: Transaction<Database>, orderHash: string, status: "fi
     .returningAll()
     .executeTakeFirst();
 }
+
+/**
+ * The artwork's orders that were closed here as `cancelled` while a wallet may still fill them on-chain
+ * (before their `fillable_until`): each one's cancellation is a chain operation that may not be mined yet.
+ */
+export function cancelledFillableOfArtwork(db: Db, artworkId: string): Promise<ExchangeOrder[]> {
+  return db
+    .selectFrom("exchange_orders")
+    .innerJoin("listings", "listings.id", "exchange_orders.listing_id")
+    .selectAll("exchange_orders")
+    .where("listings.artwork_id", "=", artworkId)
+    .where("exchange_orders.status", "=", "cancelled")
+    .where("exchange_orders.fillable_until", ">", sql<Date>`now()`)
+    .orderBy("exchange_orders.fillable_until", "desc")
+    .execute();
+}

@@ -7,15 +7,16 @@ import { isRevertWith } from "../../chain/errors.ts";
 import { type ExchangeOrder, exchangeDomain, ORDER_TYPES, UNITS_PER_CENT } from "../../chain/exchange.ts";
 import { type ChainOperationKind, ChainOperationFailure, type ChainOperations, type KeyedFacts } from "../../chain/operations.ts";
 import type { Relayer } from "../../chain/relayer.ts";
-import type { Database } from "../../db/database.ts";
+import type { Database, Db } from "../../db/database.ts";
 import { ApiError, found } from "../../lib/errors.ts";
 import { isId } from "../../lib/ids.ts";
 import { centsToUsd } from "../../lib/money.ts";
 import { iso } from "../../lib/time.ts";
+import type { OwnershipService } from "../artworks/ownership.ts";
 import type { UsersService } from "../users/users.service.ts";
 import * as orders from "./exchange.repository.ts";
 import * as listings from "./marketplace.repository.ts";
-import type { ExchangeOrder as OrderRow, Listing } from "./marketplace.tables.ts";
+import type { Listing, ExchangeOrder as OrderRow } from "./marketplace.tables.ts";
 import type { SettlementViews } from "./settlement-views.ts";
 
 /** The chain operation that has a custodial seller's wallet approve ArtExchange (once per wallet). */
@@ -54,10 +55,10 @@ export interface ExchangeDeps {
   /** Signs orders: its account holds ArtExchange's ORDER_SIGNER_ROLE (the platform's order key) and sends cancellations. */
   relayer: Relayer;
   chain: { id: number; certificate: Address | null; exchange: Address | null; paymentToken: Address | null };
+  /** Decides the move `fill` (an order handed to a wallet) under the artwork's lock. */
+  ownership: OwnershipService;
   /** Has a custodial wallet approve an operator through the forwarder (SalesService.approveForCustodial). */
   approveForCustodial(owner: Address, custodyIndex: number, operator: Address, onSubmitted: (hash: Hex) => Promise<void>): Promise<void>;
-  /** Refuses (409) a listing whose certificate left the seller's wallet (SalesService.requireHeldBySeller). */
-  requireHeldBySeller(listing: Listing): Promise<void>;
 }
 
 interface ApprovalPayload {
@@ -94,11 +95,12 @@ export class ExchangeService {
   }
 
   /**
-   * What `buyer` sends to buy the listing on-chain: the steps, and the order they fill. Refusals: no
-   * exchange on this chain (503), an unknown listing (404), one not active or the buyer's own (409),
-   * a certificate no longer in the seller's wallet (409), a seller's own wallet that has not approved
-   * the exchange (409 reason `seller_not_approved`); a custodial seller's first approval still on its
-   * way (503, Retry-After).
+   * What `buyer` sends to buy the listing on-chain: the steps, and the order they fill. The move
+   * `fill`, decided under the artwork's lock with the order's signing (docs/ownership-and-money.md#moves:
+   * refused for an unknown listing (404), one not active, or one of the buyer's own account, by any
+   * of its wallets (409)). Besides: no exchange on this chain (503), a seller's own wallet that has
+   * not approved the exchange (409 reason `seller_not_approved`); a custodial seller's first approval
+   * still on its way (503, Retry-After).
    */
   async steps(listingId: string, buyerInput: string) {
     const { db, publicClient } = this.deps;
@@ -106,15 +108,19 @@ export class ExchangeService {
     const { exchange, paymentToken } = this.requireExchange();
     const buyer = getAddress(buyerInput);
     const seen = found(await listings.find(db, listingId), "Listing");
-    requireBuyable(seen, buyer);
-    await this.deps.requireHeldBySeller(seen);
-    await this.requireSellerApproval(seen);
     // The order's expiry is the chain's: ArtExchange compares it with block.timestamp, whatever our clock says.
     const [feeBps, head] = await Promise.all([
       publicClient.readContract({ address: exchange, abi: artExchangeAbi, functionName: "feeBps" }),
       publicClient.getBlock({ blockTag: "latest" }),
+      this.requireWholeCentSplits(exchange),
     ]);
-    const order = await this.openOrder(seen.id, buyer, feeBps, head.timestamp);
+    let order = await this.openOrder(seen.artwork_id, seen.id, buyer, feeBps, head.timestamp);
+    if (order === "approving") {
+      // Listed before the exchange existed here: the custodial wallet's approval was requested now, and is waited for a while.
+      const approved = () => this.isApproved(seen.seller_wallet);
+      if (await this.deps.operations.waitFor(approvalKey(seen.seller_wallet), approved, APPROVAL_WAIT_MS)) order = await this.openOrder(seen.artwork_id, seen.id, buyer, feeBps, head.timestamp);
+      if (order === "approving") throw new ApiError(503, "service_unavailable", "The seller's wallet is approving the exchange contract on-chain; retry in a few seconds", { headers: { "Retry-After": "5" } });
+    }
     const struct = structOf(order);
     const allowance = await publicClient.readContract({ address: paymentToken, abi: erc20Abi, functionName: "allowance", args: [buyer, exchange] });
     const steps: Step[] = [];
@@ -139,7 +145,7 @@ export class ExchangeService {
         exchange,
         currency: paymentToken,
         price: struct.price.toString(),
-        price_usd: centsToUsd(seen.price_cents),
+        price_usd: centsToUsd(order.price_units / UNITS_PER_CENT),
         fee_bps: order.fee_bps,
         seller: getAddress(order.seller_wallet),
         token_id: struct.tokenId.toString(),
@@ -153,14 +159,27 @@ export class ExchangeService {
   /**
    * The listing's open order at its price and the exchange's fee that has time left on the chain's
    * clock (`chainNow`, the latest block's timestamp), or a new one signed now to expire ORDER_TTL_S
-   * after it; under the listing's row lock, so that it is never handed out after the listing closed
-   * (closing cancels the open orders in the same lock order).
+   * after it; the move `fill` decided first, under the artwork's lock, so that an order is never
+   * handed out after the listing closed (closing cancels the open orders under the same lock).
+   * `approving`: the custodial seller's approval of the exchange was requested in this transaction.
    */
-  private async openOrder(listingId: string, buyer: Address, feeBps: number, chainNow: bigint): Promise<OrderRow> {
+  private async openOrder(artworkId: string, listingId: string, buyer: Address, feeBps: number, chainNow: bigint): Promise<OrderRow | "approving"> {
     const { db, relayer, chain } = this.deps;
     return db.transaction().execute(async (trx) => {
-      const listing = found(await listings.lock(trx, listingId), "Listing");
-      requireBuyable(listing, buyer);
+      let listing!: Listing;
+      await this.deps.ownership.decide(trx, artworkId, "fill", null, async () => ({ listing: (listing = (await listings.lock(trx, listingId))!), wallet: buyer }));
+      if (!(await this.isApproved(listing.seller_wallet))) {
+        const seller = await this.deps.users.findByWallet(trx, listing.seller_wallet);
+        const custodyIndex = seller && seller.wallet_kind === "custodial" && seller.wallet_address.toLowerCase() === listing.seller_wallet ? seller.custody_index : null;
+        if (custodyIndex === null) {
+          throw ApiError.refused(
+            "seller_not_approved",
+            `The seller's wallet ${listing.seller_wallet} has not approved the exchange contract ${chain.exchange} on the certificate contract: the listing can be bought by card, or on-chain once the seller calls setApprovalForAll(${chain.exchange}, true)`,
+          );
+        }
+        await this.prepareSeller(trx, listing.seller_wallet, custodyIndex);
+        return "approving" as const;
+      }
       const priceUnits = listing.price_cents * UNITS_PER_CENT;
       const reusable = await orders.reusableOrder(trx, listing.id, priceUnits, feeBps, dateOf(chainNow + ORDER_REUSE_MIN_S));
       if (reusable) return reusable;
@@ -197,6 +216,31 @@ export class ExchangeService {
     });
   }
 
+  /**
+   * The sales' ledger keeps cents: an exchange that splits in fractions of a cent (deployed before
+   * ArtExchange rounded its royalty and fee to whole cents) would pay what the ledger cannot say, so
+   * no order is handed out for it (503). Asked once per process.
+   */
+  private requireWholeCentSplits(exchange: Address): Promise<void> {
+    this.wholeCents ??= this.deps.publicClient.readContract({ address: exchange, abi: artExchangeAbi, functionName: "unitsPerCent" }).then(
+      (units) => units === UNITS_PER_CENT,
+      () => false,
+    );
+    return this.wholeCents.then((ok) => {
+      if (ok) return;
+      this.wholeCents = null;
+      throw new ApiError(503, "service_unavailable", `The exchange contract ${exchange} on this chain splits sales in fractions of a cent (it predates whole-cent splits): on-chain purchases are off until it is redeployed (locally: npm start -- --fresh)`);
+    });
+  }
+
+  private wholeCents: Promise<boolean> | null = null;
+
+  /** Whether the seller's wallet has approved the exchange on the certificate contract, read from the chain now. */
+  private isApproved(sellerWallet: string): Promise<boolean> {
+    const { publicClient, chain } = this.deps;
+    return publicClient.readContract({ address: chain.certificate!, abi: artCertificateAbi, functionName: "isApprovedForAll", args: [getAddress(sellerWallet), chain.exchange!] });
+  }
+
   // ---- the seller's approval of the exchange ----
 
   /**
@@ -206,24 +250,6 @@ export class ExchangeService {
   async prepareSeller(trx: Transaction<Database>, wallet: string, custodyIndex: number | null): Promise<void> {
     if (!this.configured || custodyIndex === null) return;
     await this.deps.operations.request(trx, { key: approvalKey(wallet), kind: EXCHANGE_APPROVAL_OPERATION, payload: { owner: getAddress(wallet), custody_index: custodyIndex } });
-  }
-
-  private async requireSellerApproval(listing: Listing): Promise<void> {
-    const { db, publicClient, users, operations, chain } = this.deps;
-    const approved = () => publicClient.readContract({ address: chain.certificate!, abi: artCertificateAbi, functionName: "isApprovedForAll", args: [getAddress(listing.seller_wallet), chain.exchange!] });
-    if (await approved()) return;
-    const seller = await users.findByWallet(db, listing.seller_wallet);
-    const custodyIndex = seller && seller.wallet_kind === "custodial" && seller.wallet_address.toLowerCase() === listing.seller_wallet ? seller.custody_index : null;
-    if (custodyIndex === null) {
-      throw ApiError.refused(
-        "seller_not_approved",
-        `The seller's wallet ${listing.seller_wallet} has not approved the exchange contract ${chain.exchange} on the certificate contract: the listing can be bought by card, or on-chain once the seller calls setApprovalForAll(${chain.exchange}, true)`,
-      );
-    }
-    // Listed before the exchange existed here: the approval is requested now, and waited for a while.
-    await db.transaction().execute((trx) => this.prepareSeller(trx, listing.seller_wallet, custodyIndex));
-    if (await operations.waitFor(approvalKey(listing.seller_wallet), approved, APPROVAL_WAIT_MS)) return;
-    throw new ApiError(503, "service_unavailable", "The seller's wallet is approving the exchange contract on-chain; retry in a few seconds", { headers: { "Retry-After": "5" } });
   }
 
   readonly approvalKind: ChainOperationKind<{ owner: string }> = {
@@ -280,6 +306,18 @@ export class ExchangeService {
     );
   }
 
+  /**
+   * An order of the artwork's closed listing that a wallet can still fill, if any: closed here as
+   * cancelled, its time not up, and its cancellation not yet confirmed on-chain (the artwork is
+   * `order_fillable` meanwhile: docs/ownership-and-money.md#moves). The latest to stop being fillable.
+   */
+  async fillableAfterClosing(db: Db, artworkId: string): Promise<OrderRow | undefined> {
+    const closed = await orders.cancelledFillableOfArtwork(db, artworkId);
+    if (closed.length === 0) return undefined;
+    const confirmed = await this.deps.operations.confirmedOf(db, closed.map((o) => cancelKey(o.order_hash)));
+    return closed.find((o) => !confirmed.has(cancelKey(o.order_hash)));
+  }
+
   /** A fill's order is closed, in the fill's transaction: the sale that recorded it. */
   async markFilled(trx: Transaction<Database>, orderHash: string, saleId: string): Promise<void> {
     await orders.close(trx, orderHash, "filled", saleId);
@@ -322,15 +360,6 @@ export class ExchangeService {
     }
     return { exchange, paymentToken };
   }
-}
-
-/** A listing a wallet may buy now: active, and not the buyer's own. */
-function requireBuyable(listing: Listing, buyer: Address): void {
-  if (listing.status !== "active") {
-    const why = listing.status === "pending_payment" ? " (a card purchase of it is under way)" : "";
-    throw ApiError.conflict("invalid_state", `The listing is ${listing.status}${why}: only an active listing can be bought`);
-  }
-  if (listing.seller_wallet === buyer.toLowerCase()) throw ApiError.conflict("invalid_state", "The buyer's wallet is the seller's: you cannot buy your own listing");
 }
 
 /** A chain timestamp (unix seconds) as a date. */

@@ -31,7 +31,7 @@ export const marketplaceModule = defineModule<
   create: ({ db, config, logger, users, artworks, ownership, payments, purchases, ledger, chainOperations, publicClient, relayer, custody }) => {
     const views = new SettlementViews(db, config.indexer.viewsSchema);
     const chain = { id: config.chain.id, certificate: config.chain.artCertificateAddress, market: config.chain.artMarketAddress };
-    // The exchange's steps and cancellations ask the sales for what they own (the seller's hold, a custodial approval).
+    // The exchange's steps ask the sales for a custodial wallet's approval (the sales own that path).
     let sales: SalesService;
     const exchange = new ExchangeService({
       db,
@@ -42,8 +42,8 @@ export const marketplaceModule = defineModule<
       publicClient,
       relayer,
       chain: { id: config.chain.id, certificate: config.chain.artCertificateAddress, exchange: config.chain.artExchangeAddress, paymentToken: config.chain.paymentTokenAddress },
+      ownership,
       approveForCustodial: (owner, custodyIndex, operator, onSubmitted) => sales.approveForCustodial(owner, custodyIndex, operator, onSubmitted),
-      requireHeldBySeller: (listing) => sales.requireHeldBySeller(listing),
     });
     sales = new SalesService({
       db,
@@ -63,7 +63,7 @@ export const marketplaceModule = defineModule<
       chain,
       purchaseWaitMs: config.marketplace.purchaseWaitMs,
     });
-    const offers = new OffersService({ db, users, payments, sales, ledger });
+    const offers = new OffersService({ db, users, payments, sales, ownership, ledger });
     const disputes = new DisputesService({ db, users, ownership, purchases, sales, ledger });
     const marketplace = new MarketplaceService({
       db,
@@ -76,7 +76,7 @@ export const marketplaceModule = defineModule<
       viewsSchema: config.indexer.viewsSchema,
       logger,
     });
-    ownership.registerEncumbrances({ name: "marketplace", locksOf: (trx, artworkId) => marketplace.locksOf(trx, artworkId) });
+    ownership.registerStates({ name: "marketplace", statesOf: (trx, artworkId) => marketplace.statesOf(trx, artworkId) });
     // A sale's refund is a dispute's: its rules (the sale refunded, the certificate's return) are the disputes'.
     purchases.register({ ...sales.purchaseKind, onRefunded: (trx, purchase, refund, cause) => disputes.onRefunded(trx, purchase, refund, cause) });
     return { marketplace, sales, offers, disputes, exchange };

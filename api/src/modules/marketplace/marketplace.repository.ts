@@ -38,10 +38,10 @@ export function openListingOf(db: Db, artworkId: string): Promise<Listing | unde
  * (the money or the certificate on its way back), if any. A dispute of an earlier sale locks
  * nothing: the work has been sold on since, so its refund could not bring it back anyway.
  */
-export function unsettledDisputeOf(db: Db, artworkId: string): Promise<{ id: string; transaction_id: string } | undefined> {
+export function unsettledDisputeOf(db: Db, artworkId: string): Promise<{ id: string; transaction_id: string; status: "open" | "resolved" } | undefined> {
   return db
     .selectFrom("disputes")
-    .select(["disputes.id", "disputes.transaction_id"])
+    .select(["disputes.id", "disputes.transaction_id", "disputes.status"])
     .where("disputes.transaction_id", "=", (eb) =>
       eb.selectFrom("sales").select("id").where("artwork_id", "=", artworkId).where("status", "in", ["completed", "refunded"]).orderBy("completed_at", "desc").limit(1),
     )

@@ -1,4 +1,4 @@
-import { type Kysely, sql } from "kysely";
+import { type Kysely, sql, type Transaction } from "kysely";
 import type { Logger } from "pino";
 import { IndexerNotReadyError } from "../../chain/certificates.ts";
 import type { Database, Db } from "../../db/database.ts";
@@ -10,12 +10,14 @@ import { type Page, paginated } from "../../lib/pagination.ts";
 import { iso } from "../../lib/time.ts";
 import type { ArtworksService } from "../artworks/artworks.service.ts";
 import type { Actor } from "../../lib/actor.ts";
-import type { ArtworkLock, OwnershipService } from "../artworks/ownership.ts";
+import type { StateFact } from "../artworks/artwork-moves.ts";
+import { isCustodialHolding, type OwnershipService } from "../artworks/ownership.ts";
 import * as repo from "./marketplace.repository.ts";
 import type { ExchangeService } from "./exchange.service.ts";
 import type { OffersService } from "./offers.service.ts";
 import type { SettlementViews } from "./settlement-views.ts";
 import type { ListingCreate, ListingsQuery } from "./marketplace.schemas.ts";
+import type { Listing } from "./marketplace.tables.ts";
 
 /**
  * Marketplace listings. Who may list is the chain's answer, not a column: the seller's wallet must
@@ -38,34 +40,28 @@ export class MarketplaceService {
   ) {}
 
   /**
-   * Lists a certified artwork for its on-chain owner. Refusals: unknown artwork (400), not certified
-   * on-chain (409 invalid_state), not the owner (403), an external wallet that has not approved
-   * ArtMarket on-chain yet (409 invalid_state, saying what to sign), an open listing already (409
-   * conflict, also under races: the partial unique index decides).
+   * Lists a certified artwork for its on-chain owner: the move `list`, decided under the artwork's
+   * lock in the listing's transaction (docs/ownership-and-money.md#moves). Refusals besides the
+   * move's: unknown artwork (400), an external wallet that has not approved ArtMarket on-chain yet
+   * (409 invalid_state, saying what to sign); the partial unique index keeps one open listing.
    */
   async createListing(actor: Actor, input: ListingCreate, transact: Transact = transactOn(this.deps.db)) {
     const { artworks, ownership } = this.deps;
-    const artwork = await artworks.findAny(input.artwork_id);
-    if (!artwork || artwork.deleted_at) throw ApiError.validation([{ field: "artwork_id", code: "not_found", message: "no such artwork" }]);
-    if (artwork.status !== "certified" || artwork.token_id === null) {
-      throw ApiError.conflict("invalid_state", `The artwork is not certified on-chain (status ${artwork.status}): only certified artworks can be listed`);
-    }
-    const holder = await ownership.holderOf(artwork);
-    if (!holder.user || holder.user.id !== actor.userId) {
-      throw ApiError.forbidden(`Only the holder of the artwork's certificate (token ${holder.tokenId}) may list it; your wallet does not hold it`);
-    }
-    const seller = holder.user;
-    // The platform approves for its custodial wallets; a wallet of the seller's own (signed in with, or linked) approves itself.
-    const custodial = seller.wallet_kind === "custodial" && seller.wallet_address.toLowerCase() === holder.wallet;
-    if (!custodial) await this.requireMarketApproval(holder.wallet!);
+    const noSuchArtwork = ApiError.validation([{ field: "artwork_id", code: "not_found", message: "no such artwork" }]);
+    if (!isId("artwork", input.artwork_id)) throw noSuchArtwork;
     return transact(async (trx) => {
-      // The artwork's row lock orders this listing with a fractionalization, a dispute or a removal.
-      await ownership.lockFor(trx, artwork.id, "list");
+      const decided = await ownership.decide(trx, input.artwork_id, "list", actor);
+      if (!decided) throw noSuchArtwork;
+      const { artwork, holder } = decided;
+      const seller = holder.user!;
+      // The platform approves for its custodial wallets; a wallet of the seller's own (signed in with, or linked) approves itself.
+      const custodial = isCustodialHolding(holder);
+      if (!custodial) await this.requireMarketApproval(holder.wallet, trx);
       const created = await repo.insertUnlessOpen(trx, {
         id: newId("listing"),
         artwork_id: artwork.id,
         seller_id: seller.id,
-        seller_wallet: holder.wallet!,
+        seller_wallet: holder.wallet,
         token_id: artwork.token_id!,
         price_cents: usdToCents(input.price_usd),
         currency: "USD",
@@ -77,19 +73,31 @@ export class MarketplaceService {
         throw ApiError.conflict("conflict", `The artwork already has an open listing${open ? ` (${open.id}, ${open.status})` : ""}; cancel it first`);
       }
       // A custodial wallet approves the exchange (once), so that wallets can buy its listings on-chain.
-      await this.deps.exchange.prepareSeller(trx, holder.wallet!, custodial ? seller.custody_index : null);
+      await this.deps.exchange.prepareSeller(trx, holder.wallet, custodial ? seller.custody_index : null);
       await artworks.recordMarketplaceProvenance(trx, { artworkId: artwork.id, event: "listed", actorId: actor.userId, details: { listing_id: created.id, price_usd: centsToUsd(created.price_cents) }, at: created.created_at });
       return toListing({ ...created, title: artwork.title });
     });
   }
 
-  /** What of the marketplace hangs off an artwork: its open listing, a dispute of its sale still unwinding. */
-  async locksOf(db: Db, artworkId: string): Promise<ArtworkLock[]> {
-    const [listing, dispute] = await Promise.all([repo.openListingOf(db, artworkId), repo.unsettledDisputeOf(db, artworkId)]);
-    const locks: ArtworkLock[] = [];
-    if (listing) locks.push({ reason: "listed", detail: `it is listed for sale (${listing.id}, ${listing.status}); cancel the listing first` });
-    if (dispute) locks.push({ reason: "disputed", detail: `its sale ${dispute.transaction_id} is disputed (${dispute.id}) until the dispute is resolved and any refund has unwound` });
-    return locks;
+  /**
+   * The marketplace's states of an artwork (docs/ownership-and-money.md#moves): its open listing
+   * (`listed`, or `selling` while a card sale of it is under way), orders of a closed listing a
+   * wallet can still fill (`order_fillable`), and its last sale's dispute (`disputed` while open,
+   * `refunding` while its refund or the certificate's return is under way).
+   */
+  async statesOf(trx: Transaction<Database>, artworkId: string): Promise<StateFact[]> {
+    const states: StateFact[] = [];
+    const listing = await repo.openListingOf(trx, artworkId);
+    if (listing?.status === "active") states.push({ state: "listed", detail: `it is listed for sale (${listing.id}); cancel the listing first` });
+    if (listing?.status === "pending_payment") states.push({ state: "selling", detail: `a card sale of its listing ${listing.id} is under way (the buyer being charged, or the certificate's transfer being mined)` });
+    const fillable = await this.deps.exchange.fillableAfterClosing(trx, artworkId);
+    if (fillable) {
+      states.push({ state: "order_fillable", detail: `a wallet can still fill the on-chain order ${fillable.order_hash} of its closed listing ${fillable.listing_id} until the order's cancellation is mined (${iso(fillable.fillable_until)} at the latest)` });
+    }
+    const dispute = await repo.unsettledDisputeOf(trx, artworkId);
+    if (dispute?.status === "open") states.push({ state: "disputed", detail: `its sale ${dispute.transaction_id} is disputed (${dispute.id}) until the dispute is resolved` });
+    else if (dispute) states.push({ state: "refunding", detail: `its sale ${dispute.transaction_id} is being refunded (${dispute.id}): the money or the certificate is on its way back` });
+    return states;
   }
 
   /** Active listings of artworks that are not deleted; filters in dollars match cents inclusively. */
@@ -113,13 +121,18 @@ export class MarketplaceService {
     return toListing(found(isId("listing", id) ? await repo.find(this.deps.db, id) : undefined, "Listing"));
   }
 
-  /** Cancels an active listing: its seller or an admin (others 403: the listing is public, so it is not hidden). */
+  /**
+   * Cancels an active listing (the move `delist`): its seller or an admin (others 403: the listing is
+   * public, so it is not hidden). Its orders a wallet could fill are cancelled on-chain; until that
+   * is mined, the artwork is `order_fillable`.
+   */
   async cancel(actor: Actor, id: string) {
-    const { db, artworks } = this.deps;
+    const { db, artworks, ownership } = this.deps;
+    const seen = found(isId("listing", id) ? await repo.find(db, id) : undefined, "Listing");
     return db.transaction().execute(async (trx) => {
-      const listing = found(isId("listing", id) ? await repo.lock(trx, id) : undefined, "Listing");
-      if (actor.role !== "admin" && actor.userId !== listing.seller_id) throw ApiError.forbidden("Only the seller or an admin may cancel this listing");
-      if (listing.status !== "active") throw ApiError.conflict("invalid_state", `The listing is ${listing.status}: only an active listing can be cancelled`);
+      // The artwork's lock, then the listing's: the order of every move on a listing.
+      let listing!: Listing;
+      await ownership.decide(trx, seen.artwork_id, "delist", actor, async () => ({ listing: (listing = (await repo.lock(trx, id))!) }));
       const cancelled = await repo.cancel(trx, listing.id, actor.userId);
       await this.deps.offers.rejectForCancelledListing(trx, listing.id, actor.userId);
       await this.deps.exchange.cancelOpenOrders(trx, listing.id);
@@ -133,12 +146,12 @@ export class MarketplaceService {
    * it on the certificate contract; the platform cannot sign for it. Until the indexer shows that
    * approval, listing is refused with what to sign.
    */
-  private async requireMarketApproval(wallet: string): Promise<void> {
+  private async requireMarketApproval(wallet: string, trx: Transaction<Database>): Promise<void> {
     const { chain, views } = this.deps;
     if (!chain.market || !chain.certificate) throw new ApiError(503, "service_unavailable", "The marketplace's settlement contract is not configured (ART_MARKET_ADDRESS)");
     let approved: boolean;
     try {
-      approved = await views.isApprovedForAll(wallet, chain.market);
+      approved = await views.isApprovedForAll(wallet, chain.market, trx);
     } catch (err) {
       if (err instanceof IndexerNotReadyError) throw new ApiError(503, "service_unavailable", "The chain indexer is not ready yet; retry shortly", { headers: { "Retry-After": "5" } });
       throw err;
@@ -185,6 +198,8 @@ export class MarketplaceService {
       // The indexer may lag behind a new owner's listing: only the chain's answer cancels.
       if (!seen || (await ownership.walletHolding(seen.artwork_id, seen.token_id)).wallet === seen.seller_wallet) continue;
       await db.transaction().execute(async (trx) => {
+        // A transfer mined: a chain fact, written under the artwork's lock as every move is.
+        await ownership.lockForChainFact(trx, seen.artwork_id);
         const listing = await repo.lock(trx, id);
         if (!listing || listing.status !== "active") return;
         const done = await repo.cancel(trx, listing.id, null);

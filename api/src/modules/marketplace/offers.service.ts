@@ -12,7 +12,8 @@ import type { LedgerService } from "../ledger/ledger.service.ts";
 import type { PaymentsService } from "../payments/payments.service.ts";
 import type { UsersService } from "../users/users.service.ts";
 import * as listings from "./marketplace.repository.ts";
-import type { Offer } from "./marketplace.tables.ts";
+import type { Listing, Offer } from "./marketplace.tables.ts";
+import type { OwnershipService } from "../artworks/ownership.ts";
 import * as repo from "./offers.repository.ts";
 import type { OfferCreate, OffersQuery } from "./offers.schemas.ts";
 import { offerLedgerEntry, recordOfferEvent, type SalesService } from "./sales.service.ts";
@@ -34,6 +35,7 @@ export class OffersService {
       users: UsersService;
       payments: PaymentsService;
       sales: SalesService;
+      ownership: OwnershipService;
       ledger: LedgerService;
     },
   ) {}
@@ -43,11 +45,12 @@ export class OffersService {
     const buyer = await users.get(actor.userId);
     // Checked now (404 for a method that is not the caller's); charged only if the seller accepts.
     const method = await payments.resolvePaymentMethod(buyer.id, input.payment_method_id);
+    const seen = isId("listing", input.listing_id) ? await listings.find(this.deps.db, input.listing_id) : undefined;
+    if (!seen) throw ApiError.validation([{ field: "listing_id", code: "not_found", message: "no such listing" }]);
     return transact(async (trx) => {
-      const listing = isId("listing", input.listing_id) ? await listings.lock(trx, input.listing_id) : undefined;
-      if (!listing) throw ApiError.validation([{ field: "listing_id", code: "not_found", message: "no such listing" }]);
-      if (listing.seller_id === buyer.id) throw ApiError.conflict("invalid_state", "You cannot make an offer on your own listing");
-      if (listing.status !== "active") throw ApiError.conflict("invalid_state", `The listing is ${listing.status}: offers are made on active listings`);
+      // The move `offer`, under the artwork's lock, then the listing's.
+      let listing!: Listing;
+      await this.deps.ownership.decide(trx, seen.artwork_id, "offer", actor, async () => ({ listing: (listing = (await listings.lock(trx, seen.id))!) }));
       if (!listing.accepts_offers) throw ApiError.conflict("invalid_state", "The listing does not accept offers: buy it at its price instead");
       const offer = await repo.insertUnlessPending(trx, {
         id: newId("offer"),
@@ -90,10 +93,7 @@ export class OffersService {
     // Reads outside the transaction come first: a transaction never waits for a second connection.
     const seen = isId("offer", id) ? await repo.find(db, id) : undefined;
     const buyer = seen ? await users.get(seen.buyer_id) : undefined;
-    const listing = seen ? await listings.find(db, seen.listing_id) : undefined;
-    if (seen && listing?.status === "active" && seen.seller_id === actor.userId) await sales.requireHeldBySeller(listing);
-    return this.decide(actor, id, "seller", transact, async (trx, offer, listing) => {
-      if (listing.status !== "active") throw ApiError.conflict("invalid_state", `The listing is ${listing.status}: an offer can be accepted only on an active listing`);
+    return this.decide(actor, id, "seller", transact, { move: "accept_offer" }, async (trx, offer, listing) => {
       const sale = await sales.startSale(trx, { listing, buyer: buyer!, paymentMethodId: offer.payment_method_id, priceCents: offer.amount_cents, offerId: offer.id }, { chargeInRequest: false });
       const accepted = (await repo.move(trx, offer.id, "pending", "accepted", { decidedBy: actor.userId, transactionId: sale.id }))!;
       await removeJobs(trx, [expireJobKey(offer.id)]);
@@ -104,7 +104,7 @@ export class OffersService {
   }
 
   async reject(actor: Actor, id: string, transact: Transact) {
-    return this.decide(actor, id, "seller", transact, async (trx, offer) => {
+    return this.decide(actor, id, "seller", transact, null, async (trx, offer) => {
       const rejected = (await repo.move(trx, offer.id, "pending", "rejected", { decidedBy: actor.userId }))!;
       await removeJobs(trx, [expireJobKey(offer.id)]);
       await recordOfferEvent(trx, "offer.rejected", rejected, { reason: "seller_rejected" });
@@ -114,7 +114,7 @@ export class OffersService {
   }
 
   async withdraw(actor: Actor, id: string, transact: Transact) {
-    return this.decide(actor, id, "buyer", transact, async (trx, offer) => {
+    return this.decide(actor, id, "buyer", transact, null, async (trx, offer) => {
       const withdrawn = (await repo.move(trx, offer.id, "pending", "withdrawn", { decidedBy: actor.userId }))!;
       await removeJobs(trx, [expireJobKey(offer.id)]);
       await this.deps.ledger.append(trx, offerLedgerEntry("offer.withdrawn", withdrawn, actor.userId));
@@ -132,6 +132,7 @@ export class OffersService {
     id: string,
     party: "buyer" | "seller",
     transact: Transact,
+    artworkMove: { move: "accept_offer" } | null,
     move: (trx: Parameters<Parameters<Transact>[0]>[0], offer: Offer, listing: NonNullable<Awaited<ReturnType<typeof listings.lock>>>) => Promise<Offer>,
   ) {
     const { db } = this.deps;
@@ -143,7 +144,11 @@ export class OffersService {
       throw ApiError.forbidden(party === "seller" ? "Only the seller may accept or reject an offer" : "Only the buyer may withdraw an offer");
     }
     const decided = await transact(async (trx) => {
-      const listing = (await listings.lock(trx, seen.listing_id))!;
+      let listing!: Listing;
+      const lockListing = async () => (listing = (await listings.lock(trx, seen.listing_id))!);
+      // Accepting starts a sale: a move on the artwork, decided under its lock before the listing's.
+      if (artworkMove) await this.deps.ownership.decide(trx, (await listings.find(trx, seen.listing_id))!.artwork_id, artworkMove.move, actor, async () => ({ listing: await lockListing() }));
+      else await lockListing();
       const offer = (await repo.lock(trx, id))!;
       if (offer.status !== "pending") throw ApiError.conflict("invalid_state", `The offer is ${offer.status}: only a pending offer can be ${party === "seller" ? "accepted or rejected" : "withdrawn"}`);
       if (offer.expires_at.getTime() <= Date.now()) throw ApiError.conflict("invalid_state", `The offer expired at ${iso(offer.expires_at)}`);

@@ -109,11 +109,10 @@ export class SalesService {
     const method = await payments.resolvePaymentMethod(buyer.id, input.payment_method_id);
     // Reads outside the transaction come first: a transaction never waits for a second connection.
     const seen = found(await listings.find(this.deps.db, listingId), "Listing");
-    if (seen.status === "active") await this.requireHeldBySeller(seen);
     const started = await transact(async (trx) => {
-      const listing = found(await listings.lock(trx, listingId), "Listing");
-      if (listing.seller_id === buyer.id) throw ApiError.conflict("invalid_state", "You cannot buy your own listing");
-      if (listing.status !== "active") throw ApiError.conflict("invalid_state", `The listing is ${listing.status}: only an active listing can be bought`);
+      // The move `buy`, under the artwork's lock, then the listing's (the order every move on a listing takes them in).
+      let listing!: Listing;
+      await this.deps.ownership.decide(trx, seen.artwork_id, "buy", actor, async () => ({ listing: (listing = (await listings.lock(trx, listingId))!) }));
       const sale = await this.startSale(trx, { listing, buyer, paymentMethodId: method.id, priceCents: listing.price_cents, offerId: null }, { chargeInRequest: true });
       return toTransaction((await findTransaction(trx, sale.id))!);
     });
@@ -125,8 +124,7 @@ export class SalesService {
    * Starts the sale of a locked, active listing in `trx`: its purchase (pending, charged by the
    * request after the commit or, for an accepted offer, by its job at once), the sale row
    * (`pending_payment`: the partial unique index allows one live sale per listing) and the listing in
-   * `pending_payment`. Only `trx` is used (callers check the seller still holds the token before
-   * opening it, with requireHeldBySeller).
+   * `pending_payment`. Only `trx` is used (callers decided the move under the artwork's lock first).
    */
   async startSale(
     trx: Transaction<Database>,
@@ -170,18 +168,6 @@ export class SalesService {
     // Wallets could fill the listing's orders meanwhile: they are cancelled (a fill mined first still wins, and this sale is refunded).
     await this.deps.exchange.cancelOpenOrders(trx, listing.id);
     return sale;
-  }
-
-  /**
-   * Refuses (409) a sale of a token that left the seller's wallet on-chain since it was listed (the
-   * sweep is cancelling that listing). Call it before the sale's transaction: it reads the chain.
-   * The transfer itself checks again, on-chain.
-   */
-  async requireHeldBySeller(listing: Pick<Listing, "artwork_id" | "token_id" | "seller_wallet">): Promise<void> {
-    const { wallet } = await this.deps.ownership.walletHolding(listing.artwork_id, listing.token_id);
-    if (wallet !== listing.seller_wallet) {
-      throw ApiError.conflict("invalid_state", "The seller's wallet no longer holds the artwork's certificate on-chain; the listing is being cancelled");
-    }
   }
 
   private requireChain(): void {
@@ -499,8 +485,11 @@ export class SalesService {
 
   private async recordFill(trx: Transaction<Database>, fill: Fill, appends: LedgerAppend[]): Promise<void> {
     const { users, purchases, exchange } = this.deps;
-    // A card sale under way first, then the listing: the order every sale's transfer locks them in (a
-    // card sale's settlement failing at this very block takes the same locks).
+    const seen = isId("listing", fill.listingId) ? await listings.find(trx, fill.listingId) : undefined;
+    // A fill mined is a chain fact: nothing refuses it, but it is written under the artwork's lock as
+    // every move is. Then a card sale under way, then the listing: the order every sale's transfer
+    // locks them in (a card sale's settlement failing at this very block takes the same locks).
+    if (seen) await this.deps.ownership.lockForChainFact(trx, seen.artwork_id);
     const liveSale = () => trx.selectFrom("sales").selectAll().where("listing_id", "=", fill.listingId).where("status", "in", ["pending_payment", "paid"]).forUpdate().executeTakeFirst();
     let live = isId("listing", fill.listingId) ? await liveSale() : undefined;
     const listing = isId("listing", fill.listingId) ? await listings.lock(trx, fill.listingId) : undefined;
@@ -519,6 +508,10 @@ export class SalesService {
     }
     if (live) appends.push(await this.loseToFill(trx, live, fill));
 
+    // ArtExchange splits in whole cents (its royalty and fee rounded as a card sale's): the cents below are exact.
+    if ([fill.price, fill.fee, fill.royalty].some((units) => units % UNITS_PER_CENT !== 0n)) {
+      this.log.error({ order_hash: fill.orderHash, tx_hash: fill.txHash }, "a fill split in fractions of a cent (an exchange deployed before whole-cent splits): the sale's cents are rounded down");
+    }
     const priceCents = fill.price / UNITS_PER_CENT;
     const feeCents = fill.fee / UNITS_PER_CENT;
     const royaltyApplies = fill.royalty > 0n && fill.royaltyReceiver !== fill.seller;

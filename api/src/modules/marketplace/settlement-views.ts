@@ -89,7 +89,10 @@ export interface Settlement {
 export class SettlementViews {
   private readonly views: Kysely<Views>;
 
-  constructor(db: Kysely<any>, viewsSchema: string) {
+  constructor(
+    db: Kysely<any>,
+    private readonly viewsSchema: string,
+  ) {
     this.views = db.withTables<Views>().withSchema(viewsSchema) as unknown as Kysely<Views>;
   }
 
@@ -155,10 +158,11 @@ export class SettlementViews {
     return rows.map((r) => r.owner);
   }
 
-  /** Whether `owner` has approved `operator` for all its certificates, as indexed. */
-  async isApprovedForAll(owner: string, operator: string): Promise<boolean> {
+  /** Whether `owner` has approved `operator` for all its certificates, as indexed; read on `db` when given (a move's transaction). */
+  async isApprovedForAll(owner: string, operator: string, db?: Kysely<any>): Promise<boolean> {
+    const views = db ? (db.withTables<Views>().withSchema(this.viewsSchema) as unknown as Kysely<Views>) : this.views;
     const row = await read(() =>
-      this.views
+      views
         .selectFrom("certificate_approval")
         .select("approved")
         .where("owner", "=", owner.toLowerCase())

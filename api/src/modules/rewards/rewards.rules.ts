@@ -24,6 +24,8 @@ export interface EarningRule {
   points: Points;
   /** Payload conditions: a post earns only as an artwork share or a discussion. */
   only?: { field: string; in: readonly string[] };
+  /** Two payload fields that must differ: a sale earns nothing when its buyer's account is its seller's (a wallet of the seller's own bought it). */
+  distinct?: readonly [string, string];
   /** The outbox events that say the source stopped standing (same source id field, same earner field). */
   reversedBy: readonly string[];
   reversedWhen: string;
@@ -31,8 +33,30 @@ export interface EarningRule {
 
 export const EARNING_RULES: readonly EarningRule[] = [
   { rule: "certified", source: "certification", event: "artwork.certified", sourceId: "artwork_id", earner: "artist_id", who: "the artist", points: { fixed: 50 }, reversedBy: [], reversedWhen: "never" },
-  { rule: "bought", source: "sale", event: "payment.completed", sourceId: "tx_id", earner: "buyer_id", who: "the buyer of a marketplace sale", points: { perUsd: ["amount_usd"] }, reversedBy: ["sale.refunded"], reversedWhen: "the sale is refunded" },
-  { rule: "sold", source: "sale", event: "payment.completed", sourceId: "tx_id", earner: "seller_id", who: "the seller of a marketplace sale", points: { perUsd: ["amount_usd"] }, reversedBy: ["sale.refunded"], reversedWhen: "the sale is refunded" },
+  {
+    rule: "bought",
+    source: "sale",
+    event: "payment.completed",
+    sourceId: "tx_id",
+    earner: "buyer_id",
+    who: "the buyer of a marketplace sale, unless the buyer's account is the seller's",
+    points: { perUsd: ["amount_usd"] },
+    distinct: ["buyer_id", "seller_id"],
+    reversedBy: ["sale.refunded"],
+    reversedWhen: "the sale is refunded",
+  },
+  {
+    rule: "sold",
+    source: "sale",
+    event: "payment.completed",
+    sourceId: "tx_id",
+    earner: "seller_id",
+    who: "the seller of a marketplace sale, unless the buyer's account is the seller's",
+    points: { perUsd: ["amount_usd"] },
+    distinct: ["buyer_id", "seller_id"],
+    reversedBy: ["sale.refunded"],
+    reversedWhen: "the sale is refunded",
+  },
   {
     rule: "shares",
     source: "share_purchase",
@@ -129,6 +153,7 @@ export function earningsOf(event: OutboxEvent, ctx: EarningContext): Earning[] {
   for (const r of EARNING_RULES) {
     if (r.event !== event.type) continue;
     if (r.only && !r.only.in.includes(String(p[r.only.field]))) continue;
+    if (r.distinct && str(p[r.distinct[0]]) !== null && p[r.distinct[0]] === p[r.distinct[1]]) continue;
     if ("byPlace" in r.points) {
       for (const w of Array.isArray(p.winners) ? (p.winners as Record<string, unknown>[]) : []) {
         const place = typeof w.rank === "number" ? w.rank : 0;

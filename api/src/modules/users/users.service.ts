@@ -27,6 +27,11 @@ export class UsersService {
     return user;
   }
 
+  /** `get`, read on `db` (a caller's transaction). */
+  async getIn(db: Db, id: string): Promise<User> {
+    return found(await repo.findById(db, id), "User");
+  }
+
   /** The user with what profiles add (`artworks_count`), for GET /v1/users/:id and /v1/users/me. */
   async profile(id: string): Promise<UserProfile> {
     return found(isId("user", id) ? await repo.findProfile(this.db, id) : undefined, "User");

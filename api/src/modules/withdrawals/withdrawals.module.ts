@@ -27,7 +27,7 @@ export const withdrawalsModule = defineModule<{ withdrawals: WithdrawalsService 
       viewsSchema: config.indexer.viewsSchema,
       chain: { id: config.chain.id, certificate: config.chain.artCertificateAddress, shares: config.chain.artSharesAddress, paymentToken: config.chain.paymentTokenAddress },
     });
-    ownership.registerEncumbrances({ name: "withdrawals", locksOf: (db, artworkId) => withdrawals.locksOf(db, artworkId) });
+    ownership.registerStates({ name: "withdrawals", statesOf: (trx, artworkId) => withdrawals.statesOf(trx, artworkId) });
     return { withdrawals };
   },
   routes: ({ api }, { withdrawals }) => registerWithdrawalsRoutes(api, withdrawals),

@@ -21,7 +21,8 @@ import { centsToUsd, usdToCents } from "../../lib/money.ts";
 import { type Page, paginated } from "../../lib/pagination.ts";
 import { iso, isoOrNull } from "../../lib/time.ts";
 import type { ArtworksService } from "../artworks/artworks.service.ts";
-import type { ArtworkLock, OwnershipService } from "../artworks/ownership.ts";
+import type { StateFact } from "../artworks/artwork-moves.ts";
+import type { OwnershipService } from "../artworks/ownership.ts";
 import type { UsersService } from "../users/users.service.ts";
 import * as repo from "./withdrawals.repository.ts";
 import type { WithdrawalCreate } from "./withdrawals.schemas.ts";
@@ -111,34 +112,24 @@ export class WithdrawalsService {
   async create(actor: Actor, input: WithdrawalCreate, transact: Transact = transactOn(this.deps.db)) {
     if (input.asset === "payment_token") return this.createPaymentToken(actor, input, transact);
     if (input.asset === "shares") return this.createShares(actor, input, transact);
-    const { artworks, ownership, operations } = this.deps;
+    const { ownership, operations } = this.deps;
     const misplaced = input.amount !== undefined ? [{ field: "amount", code: "not_allowed", message: "only a payment_token withdrawal has an amount" }] : [];
     if (input.artwork_id === undefined) misplaced.push({ field: "artwork_id", code: "required", message: "a certificate withdrawal names its artwork" });
     if (input.quantity !== undefined && input.quantity !== 1) misplaced.push({ field: "quantity", code: "invalid", message: "a certificate withdrawal moves 1" });
     if (misplaced.length > 0) throw ApiError.validation(misplaced);
     const to = await this.linkedTarget(actor.userId, input.to);
-    const artwork = await artworks.findAny(input.artwork_id!);
-    if (!artwork || artwork.deleted_at) throw ApiError.validation([{ field: "artwork_id", code: "not_found", message: "no such artwork" }]);
-    if (artwork.status !== "certified" || artwork.token_id === null) {
-      throw ApiError.conflict("invalid_state", `The artwork is not certified on-chain (status ${artwork.status}): only a certificate can be withdrawn`);
-    }
     if (!this.deps.chain.certificate) throw new ApiError(503, "service_unavailable", "The certificate contract is not configured (ART_CERTIFICATE_ADDRESS)");
-    // Counted before the holder is read: a withdrawal asked for since (and perhaps done already, so
-    // that the holder read was stale) shows as another count under the lock.
-    const seen = await repo.countOf(this.deps.db, artwork.id);
-    // The head before the holder is read: the transfer this withdrawal asks for is mined after it.
+    const noSuchArtwork = ApiError.validation([{ field: "artwork_id", code: "not_found", message: "no such artwork" }]);
+    if (!isId("artwork", input.artwork_id!)) throw noSuchArtwork;
+    // The head before the holder is read (under the lock below): the transfer this withdrawal asks for is mined after it.
     const afterBlock = await this.deps.publicClient.getBlockNumber({ cacheTime: 0 });
-    const holder = await ownership.holderOf(artwork);
-    if (!holder.user || holder.user.id !== actor.userId) {
-      throw ApiError.forbidden(`Only the holder of the artwork's certificate (token ${holder.tokenId}) may withdraw it; your wallets do not hold it`);
-    }
-    const user = holder.user;
-    if (user.wallet_kind !== "custodial" || user.custody_index === null || user.wallet_address.toLowerCase() !== holder.wallet) {
-      throw ApiError.conflict("invalid_state", `The certificate is in your own wallet ${holder.wallet} already: only what your custodial wallet holds is withdrawn`);
-    }
     return transact(async (trx) => {
-      await ownership.lockFor(trx, artwork.id, "withdraw");
-      if ((await repo.countOf(trx, artwork.id)) !== seen) throw ApiError.refused("withdrawing", "The certificate cannot be withdrawn: another withdrawal of it was asked for meanwhile");
+      // The move `withdraw`, under the artwork's lock: the holder is read there, after every pending
+      // state (another withdrawal of it still under way refuses this one; one done shows as the new holder).
+      const decided = await ownership.decide(trx, input.artwork_id!, "withdraw", actor);
+      if (!decided) throw noSuchArtwork;
+      const { artwork, holder } = decided;
+      const user = holder.user!;
       const withdrawal = await repo.insert(trx, {
         id: newId("withdrawal"),
         user_id: user.id,
@@ -146,7 +137,7 @@ export class WithdrawalsService {
         asset: "certificate",
         token_id: artwork.token_id!,
         quantity: 1,
-        from_wallet: holder.wallet!,
+        from_wallet: holder.wallet,
         to_wallet: to,
         after_block: afterBlock,
       });
@@ -257,10 +248,10 @@ export class WithdrawalsService {
     return toWithdrawal(w);
   }
 
-  /** What of withdrawals hangs off an artwork: a certificate on its way out. */
-  async locksOf(db: Db, artworkId: string): Promise<ArtworkLock[]> {
+  /** This module's state of an artwork: `withdrawing` while its certificate is on its way out. */
+  async statesOf(db: Db, artworkId: string): Promise<StateFact[]> {
     const pending = await repo.pendingCertificateOf(db, artworkId);
-    return pending ? [{ reason: "withdrawing", detail: `its certificate is being withdrawn to ${pending.to_wallet} (${pending.id})` }] : [];
+    return pending ? [{ state: "withdrawing", detail: `its certificate is being withdrawn to ${pending.to_wallet} (${pending.id})` }] : [];
   }
 
   // ---- the transfer (a chain operation) ----

@@ -2267,7 +2267,7 @@ export interface components {
                 code: string;
                 message: string;
             }[];
-            /** @description 409 `invalid_state`: Which rule refused: `listed`, `disputed`, `shares_issued`, `withdrawing`, `resold`, `external_wallet`, `paid_onchain`, `seller_not_approved`, `insufficient_balance`, `own_artwork`, `owner_unknown`, `hold_limit`, `free_ticket_limit`, `below_minimum_charge` */
+            /** @description 409 `invalid_state`: Which rule refused: `uncertified`, `removed`, `listing_closed`, `listed`, `selling`, `token_moved`, `order_fillable`, `disputed`, `refunding`, `shares_issued`, `withdrawing`, `resold`, `external_wallet`, `owner_unknown`, `own_listing`, `own_artwork`, `not_fractionalized`, `paid_onchain`, `seller_not_approved`, `insufficient_balance`, `hold_limit`, `free_ticket_limit`, `below_minimum_charge` */
             reason?: string;
             /** @description 409 `invalid_state`: `hold_limit`: the seats the buyer holds unpaid now */
             held?: number;
@@ -2931,6 +2931,14 @@ export interface components {
             block_number: number;
             document_url: string;
             verify_url: string;
+            /**
+             * Format: date-time
+             * @description When the artwork was removed from the catalogue (DELETE /v1/artworks/:id); its certificate and provenance stay readable here
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            removed_at: string | null;
+            /** @description The artwork's provenance, as its detail shows it: off-chain entries and the certificate's transfers on-chain, in time order */
+            provenance: components["schemas"]["ProvenanceEntry"][];
         };
         /** @description The canonical certificate document, served as its exact RFC 8785 bytes: keccak256 of the body is the certificate hash. */
         CertificateDocument: {

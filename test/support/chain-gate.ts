@@ -1,5 +1,9 @@
-import { createServer, type IncomingMessage } from "node:http";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { afterAll, afterEach, beforeAll } from "vitest";
+import { type ArtworkPlatform, useArtworkPlatform } from "./artworks.ts";
+import { testEnvironment } from "./environment.ts";
+import { readBody } from "./rpc-proxy.ts";
 
 /** One JSON-RPC call as the platform sent it. */
 export interface RpcCall {
@@ -104,11 +108,25 @@ export async function startChainGate(upstreamUrl: string): Promise<ChainGate> {
   };
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.on("error", reject);
+/**
+ * A test file's platform whose chain writes pass a gate of its own (started before it, closed after
+ * it, released after each test so that a test that failed holding it does not hold the next one).
+ */
+export function useGatedPlatform(overrides: Record<string, string> = {}): { platform: ArtworkPlatform; gate: ChainGate } {
+  let gate: ChainGate | undefined;
+  beforeAll(async () => {
+    gate = await startChainGate(testEnvironment().rpcUrl);
   });
+  afterEach(() => gate?.release());
+  afterAll(async () => {
+    await gate?.close();
+  });
+  const platform = useArtworkPlatform(() => ({ CHAIN_RPC_URL: gate!.url, ...overrides }));
+  const current = new Proxy({} as ChainGate, {
+    get(_target, property) {
+      if (!gate) throw new Error("The chain gate runs only inside tests (after beforeAll)");
+      return Reflect.get(gate, property);
+    },
+  });
+  return { platform, gate: current };
 }

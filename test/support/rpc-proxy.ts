@@ -45,7 +45,8 @@ export async function startJsonRpcProxy(upstreamUrl: string, inspect: (calls: Js
   };
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
+/** A request's body, whole. */
+export function readBody(req: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { createWalletClient, erc20Abi, getAddress, type Hex, http, parseEther, toHex } from "viem";
-import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
+import { generatePrivateKey, nonceManager, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { createSiweMessage } from "viem/siwe";
 import type { TestApi } from "../api/helpers.ts";
 import { publicClient } from "./artworks.ts";
@@ -66,10 +66,12 @@ export function tokenBalance(owner: string): Promise<bigint> {
 
 /**
  * A wallet of its own key (no account on the platform), funded with test ETH and `usd` dollars of the
- * local payment token (MockStablecoin's open mint): a buyer on-chain. `client` sends its transactions.
+ * local payment token (MockStablecoin's open mint): a buyer on-chain. `client` sends its transactions;
+ * `concurrentSends` when it sends several at once.
  */
-export async function stablecoinBuyer(usd: number) {
-  const account = privateKeyToAccount(generatePrivateKey());
+export async function stablecoinBuyer(usd: number, options: { concurrentSends?: boolean } = {}) {
+  // A nonce manager hands out nonces in turn when the wallet sends several transactions at once.
+  const account = privateKeyToAccount(generatePrivateKey(), options.concurrentSends ? { nonceManager } : {});
   const client = createWalletClient({ account, transport: http(testEnvironment().rpcUrl) });
   await publicClient().request({ method: "hardhat_setBalance", params: [account.address, toHex(parseEther("1"))] } as never);
   const hash = await client.writeContract({ chain: null, address: testEnvironment().paymentTokenAddress, abi: stablecoinAbi, functionName: "mint", args: [account.address, BigInt(Math.round(usd * 100)) * 10_000n] });

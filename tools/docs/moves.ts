@@ -19,6 +19,12 @@ const PARTY: Record<Party, string> = {
   anyone: "anyone",
 };
 
+/** What a move leaves the artwork in, as the matrix's first column ends. */
+function leaves(move: ArtworkMove): string {
+  const left = ARTWORK_MOVES[move].leaves;
+  return left.length === 0 ? "" : `; leaves it ${left.map((s) => `\`${s}\``).join(", ")}`;
+}
+
 /** The generated section: the states, the matrix of moves by states, and what the chain does on its own. */
 export function movesMarkdown(): string {
   const states = Object.keys(ARTWORK_STATES) as ArtworkState[];
@@ -40,7 +46,7 @@ export function movesMarkdown(): string {
     "",
     `| move | who | ${states.map((s) => `\`${s}\``).join(" | ")} |`,
     `|---|---|${states.map(() => ":-:").join("|")}|`,
-    ...moves.map((m) => `| \`${m}\`: ${ARTWORK_MOVES[m].does}${ARTWORK_MOVES[m].starts ? `; starts \`${ARTWORK_MOVES[m].starts}\`` : ""} | ${ARTWORK_MOVES[m].byModule ?? PARTY[ARTWORK_MOVES[m].by]} | ${states.map((s) => cell(m, s)).join(" | ")} |`),
+    ...moves.map((m) => `| \`${m}\`: ${ARTWORK_MOVES[m].does}${leaves(m)} | ${ARTWORK_MOVES[m].byModule ?? PARTY[ARTWORK_MOVES[m].by]} | ${states.map((s) => cell(m, s)).join(" | ")} |`),
     "",
     "What the chain does on its own refuses nothing. A wallet's fill or transfer is still written under the artwork's lock; the end of a pending state needs none (the chain shows it by then, and a move reads the holder after the states):",
     "",

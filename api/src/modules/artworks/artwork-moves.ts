@@ -96,9 +96,27 @@ export interface MoveRule {
    * for moves that only need it to stand still (share purchases: many at once, none changes it).
    */
   lock: "exclusive" | "shared";
-  /** The pending state the move starts, if any (the guide's text). */
-  starts?: ArtworkState;
+  /**
+   * The states the move leaves the artwork in once it is allowed, a pending one first (a withdrawal
+   * is `withdrawing`, then the certificate is in an `external_wallet`): until another move or the
+   * chain ends them, they refuse what their rows say. The guide's text, and what the race tests check.
+   */
+  leaves: readonly ArtworkState[];
 }
+
+/**
+ * What hangs off an artwork: while any of these stands (a sale or an order under way, a dispute or
+ * its refund, shares, a withdrawal), its holder cannot list it, fractionalize it, withdraw it or
+ * remove it; each of those rows adds its own.
+ */
+const HANGING: MoveRule["refusedBy"] = {
+  selling: "invalid_state",
+  order_fillable: "invalid_state",
+  disputed: "invalid_state",
+  refunding: "invalid_state",
+  shares_issued: "invalid_state",
+  withdrawing: "invalid_state",
+};
 
 /** What a move must not meet while a sale of the artwork is open: the listing moves share it. */
 const LISTING_MOVE: MoveRule["refusedBy"] = {
@@ -110,6 +128,8 @@ const LISTING_MOVE: MoveRule["refusedBy"] = {
   refunding: "invalid_state",
   shares_issued: "invalid_state",
   withdrawing: "invalid_state",
+  // Not `order_fillable`: with a listing active, an order still fillable is its own (a declined card
+  // sale's cancellation on its way), and a fill of it is this listing's sale, beating a card sale.
 };
 
 export const ARTWORK_MOVES: Readonly<Record<ArtworkMove, MoveRule>> = {
@@ -117,26 +137,18 @@ export const ARTWORK_MOVES: Readonly<Record<ArtworkMove, MoveRule>> = {
     does: "list it for sale (POST /v1/marketplace/listings)",
     refused: "The artwork cannot be listed",
     by: "holder",
-    refusedBy: {
-      uncertified: "invalid_state",
-      removed: "invalid_state",
-      listed: "conflict",
-      selling: "invalid_state",
-      order_fillable: "invalid_state",
-      disputed: "invalid_state",
-      refunding: "invalid_state",
-      shares_issued: "invalid_state",
-      withdrawing: "invalid_state",
-    },
+    refusedBy: { uncertified: "invalid_state", removed: "invalid_state", listed: "conflict", ...HANGING },
     lock: "exclusive",
+    leaves: ["listed"],
   },
   delist: {
     does: "cancel its listing (DELETE /v1/marketplace/listings/:id); orders a wallet could fill are cancelled on-chain",
     refused: "The listing cannot be cancelled",
     by: "seller_or_admin",
-    refusedBy: { listing_closed: "invalid_state", selling: "invalid_state" },
+    // A listing whose certificate already left the seller's wallet is sold (a fill) or being cancelled (a transfer): the chain decided.
+    refusedBy: { listing_closed: "invalid_state", selling: "invalid_state", token_moved: "invalid_state" },
     lock: "exclusive",
-    starts: "order_fillable",
+    leaves: ["listing_closed", "order_fillable"],
   },
   buy: {
     does: "buy its listing by card (POST /v1/marketplace/listings/:id/purchase)",
@@ -144,7 +156,7 @@ export const ARTWORK_MOVES: Readonly<Record<ArtworkMove, MoveRule>> = {
     by: "not_seller",
     refusedBy: LISTING_MOVE,
     lock: "exclusive",
-    starts: "selling",
+    leaves: ["selling", "listing_closed"],
   },
   offer: {
     does: "make an offer on its listing (POST /v1/marketplace/offers)",
@@ -152,6 +164,7 @@ export const ARTWORK_MOVES: Readonly<Record<ArtworkMove, MoveRule>> = {
     by: "not_seller",
     refusedBy: LISTING_MOVE,
     lock: "exclusive",
+    leaves: [],
   },
   accept_offer: {
     does: "accept an offer on its listing (POST /v1/marketplace/offers/:id/accept): a card sale starts",
@@ -160,7 +173,7 @@ export const ARTWORK_MOVES: Readonly<Record<ArtworkMove, MoveRule>> = {
     byModule: "the offer's seller",
     refusedBy: LISTING_MOVE,
     lock: "exclusive",
-    starts: "selling",
+    leaves: ["selling", "listing_closed"],
   },
   fill: {
     does: "hand a wallet an order of its listing to fill on-chain (POST /v1/marketplace/listings/:id/onchain-purchase)",
@@ -168,25 +181,15 @@ export const ARTWORK_MOVES: Readonly<Record<ArtworkMove, MoveRule>> = {
     by: "not_seller",
     refusedBy: LISTING_MOVE,
     lock: "exclusive",
+    leaves: [],
   },
   fractionalize: {
     does: "fractionalize it into shares (POST /v1/fractional/artworks)",
     refused: "The artwork cannot be fractionalized",
     by: "holder_or_admin",
-    refusedBy: {
-      uncertified: "invalid_state",
-      removed: "invalid_state",
-      listed: "invalid_state",
-      selling: "invalid_state",
-      order_fillable: "invalid_state",
-      disputed: "invalid_state",
-      refunding: "invalid_state",
-      shares_issued: "conflict",
-      withdrawing: "invalid_state",
-      owner_unknown: "invalid_state",
-    },
+    refusedBy: { uncertified: "invalid_state", removed: "invalid_state", listed: "invalid_state", ...HANGING, shares_issued: "conflict", owner_unknown: "invalid_state" },
     lock: "exclusive",
-    starts: "shares_issued",
+    leaves: ["shares_issued"],
   },
   buy_shares: {
     does: "buy some of its shares (POST /v1/fractional/:artwork_id/purchase)",
@@ -195,32 +198,25 @@ export const ARTWORK_MOVES: Readonly<Record<ArtworkMove, MoveRule>> = {
     requires: { state: "shares_issued", reason: "not_fractionalized", missing: "it is not fractionalized" },
     refusedBy: { removed: "invalid_state", withdrawing: "invalid_state", owner_unknown: "invalid_state" },
     lock: "shared",
+    leaves: [],
   },
   withdraw: {
     does: "withdraw its certificate to a linked wallet (POST /v1/withdrawals)",
     refused: "The certificate cannot be withdrawn",
     by: "holder",
-    refusedBy: {
-      uncertified: "invalid_state",
-      listed: "invalid_state",
-      selling: "invalid_state",
-      order_fillable: "invalid_state",
-      disputed: "invalid_state",
-      refunding: "invalid_state",
-      shares_issued: "invalid_state",
-      withdrawing: "invalid_state",
-      external_wallet: "invalid_state",
-    },
+    // Not `removed`: a removed artwork's certificate stays its holder's to take.
+    refusedBy: { uncertified: "invalid_state", listed: "invalid_state", ...HANGING, external_wallet: "invalid_state" },
     lock: "exclusive",
-    starts: "withdrawing",
+    leaves: ["withdrawing", "external_wallet"],
   },
   dispute: {
     does: "open a dispute on its last sale (POST /v1/marketplace/transactions/:id/disputes)",
     refused: "The sale cannot be disputed",
     by: "anyone",
     byModule: "the sale's buyer",
-    refusedBy: { listed: "invalid_state", selling: "invalid_state", order_fillable: "invalid_state" },
+    refusedBy: { listed: "invalid_state", selling: "invalid_state", order_fillable: "invalid_state", disputed: "conflict", refunding: "invalid_state" },
     lock: "exclusive",
+    leaves: ["disputed"],
   },
   refund: {
     does: "refund a disputed sale, the certificate going back to its seller (POST /v1/admin/disputes/:id/resolve)",
@@ -230,29 +226,22 @@ export const ARTWORK_MOVES: Readonly<Record<ArtworkMove, MoveRule>> = {
       listed: "invalid_state",
       selling: "invalid_state",
       order_fillable: "invalid_state",
+      refunding: "invalid_state",
       shares_issued: "invalid_state",
       withdrawing: "invalid_state",
       resold: "invalid_state",
       external_wallet: "invalid_state",
     },
     lock: "exclusive",
-    starts: "refunding",
+    leaves: ["refunding"],
   },
   remove: {
     does: "remove it from the catalogue (DELETE /v1/artworks/:id); its certificate stays withdrawable",
     refused: "The artwork cannot be removed from the catalogue",
     by: "holder_or_admin",
-    refusedBy: {
-      removed: "not_found",
-      listed: "invalid_state",
-      selling: "invalid_state",
-      order_fillable: "invalid_state",
-      disputed: "invalid_state",
-      refunding: "invalid_state",
-      shares_issued: "invalid_state",
-      withdrawing: "invalid_state",
-    },
+    refusedBy: { removed: "not_found", listed: "invalid_state", ...HANGING },
     lock: "exclusive",
+    leaves: ["removed"],
   },
   edit: {
     does: "change its price, description or for_sale (PATCH /v1/artworks/:id)",
@@ -260,6 +249,7 @@ export const ARTWORK_MOVES: Readonly<Record<ArtworkMove, MoveRule>> = {
     by: "holder_or_admin",
     refusedBy: { removed: "not_found" },
     lock: "exclusive",
+    leaves: [],
   },
 };
 

@@ -32,16 +32,18 @@ export function findActive(db: Db, id: string): Promise<(Artwork & { artist_name
 }
 
 /**
- * An active artwork with its artist's name, its off-chain provenance (in time order) and, when
- * `transfersOf` is given, its certificate's transfers (the indexer's subquery for the artwork's
- * token id), in one statement: the detail page's reads without a round trip per part.
+ * An active artwork (a removed one too with `includeRemoved`) with its artist's name, its off-chain
+ * provenance (in time order) and, when `transfersOf` is given, its certificate's transfers (the
+ * indexer's subquery for the artwork's token id), in one statement: the detail page's reads
+ * without a round trip per part.
  */
-export async function findActiveWithProvenance<T = never>(
+export async function findWithProvenance<T = never>(
   db: Db,
   id: string,
   transfersOf?: (tokenId: RawBuilder<bigint | null>) => RawBuilder<T[]>,
+  options: { includeRemoved?: boolean } = {},
 ): Promise<(Artwork & { artist_name: string; provenance: ArtworkProvenance[]; transfers: T[] }) | undefined> {
-  const row = await db
+  let query = db
     .selectFrom("artworks")
     .innerJoin("user_directory as u", "u.id", "artworks.artist_id")
     .selectAll("artworks")
@@ -53,9 +55,9 @@ export async function findActiveWithProvenance<T = never>(
         from artwork_provenance p where p.artwork_id = artworks.id)`.as("provenance_json"),
     )
     .select((transfersOf ? transfersOf(sql<bigint | null>`artworks.token_id`) : sql<T[]>`'[]'::json`).as("transfers"))
-    .where("artworks.id", "=", id)
-    .where("artworks.deleted_at", "is", null)
-    .executeTakeFirst();
+    .where("artworks.id", "=", id);
+  if (!options.includeRemoved) query = query.where("artworks.deleted_at", "is", null);
+  const row = await query.executeTakeFirst();
   if (!row) return undefined;
   const { provenance_json, ...artwork } = row;
   return { ...artwork, provenance: provenance_json.map((p) => ({ ...p, id: BigInt(p.id), occurred_at: new Date(p.occurred_at) })) } as Artwork & {

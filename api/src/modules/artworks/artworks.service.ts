@@ -259,13 +259,22 @@ export class ArtworksService {
     };
   }
 
+  /**
+   * The provenance of an artwork, a removed one too (its certificate and history outlive the
+   * catalogue's record): the off-chain entries and the chain's transfers, in time order. Unknown: undefined.
+   */
+  async provenance(id: string) {
+    const a = isId("artwork", id) ? await this.findWithProvenance(id, { includeRemoved: true }) : undefined;
+    return a && provenanceOf(a.provenance, a.token_id === null ? [] : transfersFromJson(a.token_id, a.transfers));
+  }
+
   /** The artwork, its off-chain provenance and its certificate's transfers in one statement; before the indexer publishes its views, without transfers. */
-  private async findWithProvenance(id: string) {
+  private async findWithProvenance(id: string, options: { includeRemoved?: boolean } = {}) {
     try {
-      return await readViews(() => repo.findActiveWithProvenance(this.deps.db, id, (tokenId) => this.deps.certificates.transfersJson(tokenId)));
+      return await readViews(() => repo.findWithProvenance(this.deps.db, id, (tokenId) => this.deps.certificates.transfersJson(tokenId), options));
     } catch (err) {
       if (!(err instanceof IndexerNotReadyError)) throw err;
-      return repo.findActiveWithProvenance<TransferJson>(this.deps.db, id);
+      return repo.findWithProvenance<TransferJson>(this.deps.db, id, undefined, options);
     }
   }
 

@@ -1,4 +1,5 @@
 import { idParam, timestamp } from "../../lib/schema.ts";
+import { provenanceEntrySchema } from "../artworks/artworks.schemas.ts";
 import { z } from "../../openapi/zod.ts";
 
 const hash32 = z.string().openapi({ example: "0x3f1c9b6a0d2e4f8a7c5b1e9d0a6f3c2b8e7d4a1f0c9b8e7d6a5f4e3d2c1b0a9f" });
@@ -26,6 +27,8 @@ export const certificateSchema = z
     block_number: z.number().int(),
     document_url: z.string(),
     verify_url: z.string(),
+    removed_at: timestamp.nullable().openapi({ description: "When the artwork was removed from the catalogue (DELETE /v1/artworks/:id); its certificate and provenance stay readable here" }),
+    provenance: z.array(provenanceEntrySchema).openapi({ description: "The artwork's provenance, as its detail shows it: off-chain entries and the certificate's transfers on-chain, in time order" }),
   })
   .openapi("Certificate", { description: "Read from the indexed chain data (the chain is the source of truth)." });
 

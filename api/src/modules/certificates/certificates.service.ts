@@ -4,7 +4,7 @@ import { artCertificateAbi } from "../../chain/abi/ArtCertificate.ts";
 import { type IndexedCertificate, type IndexedCertificates, IndexerNotReadyError } from "../../chain/certificates.ts";
 import type { Config } from "../../config.ts";
 import { ApiError, found } from "../../lib/errors.ts";
-import { iso } from "../../lib/time.ts";
+import { iso, isoOrNull } from "../../lib/time.ts";
 import type { ArtworksService } from "../artworks/artworks.service.ts";
 import { type LiveCertificate, type VerifyPageFacts, renderVerifyPage } from "./verify-page.ts";
 import { withDeadline } from "../../lib/deadline.ts";
@@ -46,6 +46,8 @@ export class CertificatesService {
       block_number: Number(certificate.blockNumber),
       document_url: this.deps.artworks.links.document(artworkId),
       verify_url: this.deps.artworks.links.verify(artworkId),
+      removed_at: isoOrNull(artwork.deleted_at),
+      provenance: (await this.deps.artworks.provenance(artworkId)) ?? [],
     };
   }
 

@@ -96,9 +96,9 @@ class AlreadyWithdrawn extends Error {
 
 /**
  * Withdrawals (docs/wallets.md#taking-your-assets-to-your-own-wallet): a custodial user's
- * certificate leaves the wallet the platform holds for a wallet the user linked. The request locks the
- * artwork (OwnershipService.lockFor, move `withdraw`: not while listed, disputed, fractionalized or
- * being withdrawn), records the withdrawal and requests its chain operation in one transaction. The
+ * certificate leaves the wallet the platform holds for a wallet the user linked. The move `withdraw`
+ * is decided under the artwork's lock (OwnershipService.decide: not while anything hangs off it; a
+ * removed artwork's certificate too), and the withdrawal and its chain operation recorded in that transaction. The
  * operation has the custodial key sign `safeTransferFrom(custodial, linked, tokenId)` as an ERC-2771
  * request that the relayer submits through ArtForwarder (ArtCertificate trusts it: the custodial
  * wallet needs no ETH), as the approvals of custodial sales are. The withdrawal is `completed` when

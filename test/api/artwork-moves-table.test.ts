@@ -33,9 +33,15 @@ describe("the table of moves on an artwork", () => {
           expect(got, `${move} in ${state}`).toBeNull();
           continue;
         }
-        const expected = { invalid_state: { status: 409, code: "invalid_state", reason: state }, conflict: { status: 409, code: "conflict", reason: null }, not_found: { status: 404, code: "not_found", reason: null } }[how];
-        expect(got, `${move} in ${state}`).toMatchObject({ ...expected, pending: how === "not_found" ? false : ARTWORK_STATES[state].pending === true });
-        if (how !== "not_found") expect(got!.detail).toBe(`${ARTWORK_MOVES[move].refused}: the ${state} detail`);
+        const expected = {
+          invalid_state: { status: 409, code: "invalid_state", reason: state },
+          conflict: { status: 409, code: "conflict", reason: null },
+          not_found: { status: 404, code: "not_found", reason: null },
+          no_such_artwork: { status: 400, code: "validation_failed", reason: null },
+        }[how];
+        const gone = how === "not_found" || how === "no_such_artwork";
+        expect(got, `${move} in ${state}`).toMatchObject({ ...expected, pending: gone ? false : ARTWORK_STATES[state].pending === true });
+        if (!gone) expect(got!.detail).toBe(`${ARTWORK_MOVES[move].refused}: the ${state} detail`);
       }
     }
   });
@@ -54,6 +60,7 @@ describe("the table of moves on an artwork", () => {
     expect(decideMove("fractionalize", [], admin)).toBeNull();
     expect(decideMove("withdraw", [], admin)).toMatchObject({ status: 403 });
     expect(decideMove("remove", [fact("removed")], stranger)).toMatchObject({ status: 404, code: "not_found" });
+    expect(decideMove("list", [fact("removed")], stranger)).toMatchObject({ status: 400, code: "validation_failed" });
     expect(decideMove("edit", [fact("removed")], stranger)).toMatchObject({ status: 404, code: "not_found" });
     expect(decideMove("remove", [], stranger)).toMatchObject({ status: 403 });
     expect(decideMove("delist", [], stranger)).toMatchObject({ status: 403 });

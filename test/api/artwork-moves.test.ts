@@ -50,6 +50,11 @@ const expectRefused = (res: TestResponse, reason: string, pending: boolean) => {
   expect(res.body.reason, res.text).toBe(reason);
   expect(res.headers.get("retry-after"), `Retry-After of a ${reason} refusal`).toBe(pending ? "5" : null);
 };
+/** A body naming a removed artwork: out of the catalogue, so no such artwork to list or fractionalize (400, as an unknown id). */
+const expectNoSuchArtwork = (res: TestResponse) => {
+  expectProblem(res, 400, "validation_failed");
+  expect(res.body.errors, res.text).toEqual([{ field: "artwork_id", code: "not_found", message: expect.stringMatching(/^no such artwork \(it was removed/) }]);
+};
 const pointsOf = async (userId: string) => (await p.db.selectFrom("reward_balances").select("service_points").where("user_id", "=", userId).executeTakeFirst())?.service_points ?? 0;
 /** Every outbox event recorded so far handed to its handlers (rewards among them). */
 const outboxDrained = () => waitFor(async () => (await p.db.selectFrom("outbox_events").select("id").where("dispatched_at", "is", null).execute()).length === 0, { what: "the outbox drained" });
@@ -150,13 +155,13 @@ describe("moves on an artwork that meet", () => {
       () => req("POST", "/v1/marketplace/listings", ada.token, { artwork_id: removedFirst, price_usd: 100, accepts_offers: false }),
     ]);
     expect(removed!.status, removed!.text).toBe(200);
-    expectRefused(listed!, "removed", false);
+    expectNoSuchArtwork(listed!);
     expect(await p.db.selectFrom("listings").select("id").where("artwork_id", "=", removedFirst).execute()).toEqual([]);
 
     const removedBeforeShares = await certifiedArtwork(p, ada);
     const [removedToo, split] = await inLockOrder(removedBeforeShares, [() => req("DELETE", `/v1/artworks/${removedBeforeShares}`, ada.token), () => fractionalize(ada, removedBeforeShares)]);
     expect(removedToo!.status).toBe(200);
-    expectRefused(split!, "removed", false);
+    expectNoSuchArtwork(split!);
     expect(await p.db.selectFrom("fractional_artworks").select("artwork_id").where("artwork_id", "=", removedBeforeShares).execute()).toEqual([]);
 
     // Listing first: the removal is refused as `listed`, and the listing stays on a work that is in the catalogue.
@@ -238,7 +243,7 @@ describe("moves on an artwork that meet", () => {
     expect(certificate.body.removed_at).toEqual(expect.stringMatching(/Z$/));
     expect(certificate.body.provenance.map((e: { event: string }) => e.event)).toEqual(expect.arrayContaining(["created", "certified", "listed", "sold", "deleted", "transferred"]));
     // Still out of the catalogue: it is not listed again.
-    expectRefused(await req("POST", "/v1/marketplace/listings", bob.token, { artwork_id: artworkId, price_usd: 100, accepts_offers: false }), "removed", false);
+    expectNoSuchArtwork(await req("POST", "/v1/marketplace/listings", bob.token, { artwork_id: artworkId, price_usd: 100, accepts_offers: false }));
   });
 
   it("6. a second withdrawal is refused even when the first completes while it reads the certificate's holder", async () => {

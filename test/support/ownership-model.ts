@@ -175,10 +175,10 @@ const lockRefusals = (m: OwnershipModel, art: ArtworkState, move: LockedMove) =>
 
 export function predictListing(m: OwnershipModel, actor: number, art: ArtworkState, priceCents: bigint): Expected {
   if (!withinChargeLimits(priceCents)) return refused(VALIDATION);
+  // A removed artwork is out of the catalogue: no such artwork to list (its certificate stays withdrawable).
+  if (art.deleted) return refused(VALIDATION);
   if (!isOwner(art, actor)) return refused(FORBIDDEN);
   const answers: Refusal[] = lockRefusals(m, art, "list").map((reason) => ({ status: 409, code: "invalid_state", reason }));
-  // A removed artwork is out of the catalogue: not listed again (its certificate stays withdrawable).
-  if (art.deleted) answers.push({ status: 409, code: "invalid_state", reason: "removed" });
   // One open listing per artwork.
   if (art.listing) answers.push({ status: 409, code: "conflict" });
   return answers.length > 0 ? refused(...answers) : ok(201);
@@ -196,9 +196,9 @@ export function predictOffer(m: OwnershipModel, listing: ListingState, buyer: nu
 }
 
 export function predictFractionalize(m: OwnershipModel, actor: Actor, art: ArtworkState): Expected {
+  if (art.deleted) return refused(VALIDATION);
   if (!isOwner(art, actor)) return refused(FORBIDDEN);
   const answers: Refusal[] = lockRefusals(m, art, "fractionalize").map((reason) => ({ status: 409, code: "invalid_state", reason }));
-  if (art.deleted) answers.push({ status: 409, code: "invalid_state", reason: "removed" });
   if (art.shares) answers.push({ status: 409, code: "conflict" });
   return answers.length > 0 ? refused(...answers) : ok(201, 202);
 }

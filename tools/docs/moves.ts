@@ -33,7 +33,7 @@ export function movesMarkdown(): string {
     const rule = ARTWORK_MOVES[move];
     if (rule.requires?.state === state) return `needed (\`${rule.requires.reason}\`)`;
     const how = rule.refusedBy[state];
-    return how === undefined ? "" : how === "invalid_state" ? "✗" : how === "conflict" ? "409 conflict" : "404";
+    return how === undefined ? "" : { invalid_state: "✗", conflict: "409 conflict", not_found: "404", no_such_artwork: "400" }[how];
   };
   return [
     BEGIN,
@@ -42,7 +42,7 @@ export function movesMarkdown(): string {
     "|---|---|---|",
     ...states.map((s) => `| \`${s}\`${ARTWORK_STATES[s].pending ? " (pending)" : ""} | ${ARTWORK_STATES[s].source} | ${ARTWORK_STATES[s].means} |`),
     "",
-    `A ✗ is \`409 invalid_state\` with that state as \`reason\`; a pending state's refusal also carries \`Retry-After\`. Who may make each move is checked first (403, or the \`reason\` named).`,
+    `A ✗ is \`409 invalid_state\` with that state as \`reason\`; a pending state's refusal also carries \`Retry-After\`. An artwork that is not there for a move answers first: 404 for the path's artwork, 400 \`validation_failed\` on the body's \`artwork_id\` (as an unknown id). Then who may make the move (403, or the \`reason\` named).`,
     "",
     `| move | who | ${states.map((s) => `\`${s}\``).join(" | ")} |`,
     `|---|---|${states.map(() => ":-:").join("|")}|`,

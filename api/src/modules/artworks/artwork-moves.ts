@@ -76,8 +76,12 @@ export type ArtworkMove =
  */
 export type Party = "holder" | "holder_or_admin" | "seller_or_admin" | "not_seller" | "not_holder" | "admin" | "anyone";
 
-/** How a state refuses a move: 409 invalid_state with the state as `reason` (the default), 409 conflict, or 404 (the artwork is not there for it). */
-export type Refusal = "invalid_state" | "conflict" | "not_found";
+/**
+ * How a state refuses a move: 409 invalid_state with the state as `reason` (the default), 409
+ * conflict, or the artwork not there for it: 404 when the path names it, 400 on the body's
+ * `artwork_id` when the body does (as an unknown id is).
+ */
+export type Refusal = "invalid_state" | "conflict" | "not_found" | "no_such_artwork";
 
 export interface MoveRule {
   /** What the move does, and where (the guide's text). */
@@ -137,7 +141,7 @@ export const ARTWORK_MOVES: Readonly<Record<ArtworkMove, MoveRule>> = {
     does: "list it for sale (POST /v1/marketplace/listings)",
     refused: "The artwork cannot be listed",
     by: "holder",
-    refusedBy: { uncertified: "invalid_state", removed: "invalid_state", listed: "conflict", ...HANGING },
+    refusedBy: { uncertified: "invalid_state", removed: "no_such_artwork", listed: "conflict", ...HANGING },
     lock: "exclusive",
     leaves: ["listed"],
   },
@@ -187,7 +191,7 @@ export const ARTWORK_MOVES: Readonly<Record<ArtworkMove, MoveRule>> = {
     does: "fractionalize it into shares (POST /v1/fractional/artworks)",
     refused: "The artwork cannot be fractionalized",
     by: "holder_or_admin",
-    refusedBy: { uncertified: "invalid_state", removed: "invalid_state", listed: "invalid_state", ...HANGING, shares_issued: "conflict", owner_unknown: "invalid_state" },
+    refusedBy: { uncertified: "invalid_state", removed: "no_such_artwork", listed: "invalid_state", ...HANGING, shares_issued: "conflict", owner_unknown: "invalid_state" },
     lock: "exclusive",
     leaves: ["shares_issued"],
   },
@@ -283,8 +287,8 @@ export interface MoveParties {
 }
 
 export interface Refused {
-  status: 403 | 404 | 409;
-  code: "forbidden" | "not_found" | "invalid_state" | "conflict";
+  status: 400 | 403 | 404 | 409;
+  code: "validation_failed" | "forbidden" | "not_found" | "invalid_state" | "conflict";
   /** The problem's `reason`: the state, or the party rule (own_listing, own_artwork). */
   reason: string | null;
   detail: string;
@@ -294,14 +298,16 @@ export interface Refused {
 
 /**
  * Whether `move` may happen now: null when it may, else the refusal. An artwork that is not there
- * for the move first (404), then the party rule (who may make it), then what it requires, then the
- * first state that refuses it, in the order of ARTWORK_STATES.
+ * for the move first (404, or 400 for the body's artwork_id), then the party rule (who may make it),
+ * then what it requires, then the first state that refuses it, in the order of ARTWORK_STATES.
  */
 export function decideMove(move: ArtworkMove, facts: readonly StateFact[], parties: MoveParties): Refused | null {
   const rule = ARTWORK_MOVES[move];
   const present = STATE_ORDER.flatMap((state) => facts.filter((f) => f.state === state));
   const refusing = present.filter((f) => rule.refusedBy[f.state] !== undefined);
   if (refusing.some((f) => rule.refusedBy[f.state] === "not_found")) return { status: 404, code: "not_found", reason: null, detail: "Artwork not found", pending: false };
+  const gone = refusing.find((f) => rule.refusedBy[f.state] === "no_such_artwork");
+  if (gone) return { status: 400, code: "validation_failed", reason: null, detail: `no such artwork (${gone.detail})`, pending: false };
   const party = refusedParty(rule, parties);
   if (party) return party;
   if (rule.requires && !present.some((f) => f.state === rule.requires!.state)) {

@@ -204,6 +204,7 @@ function holderStates(holder: Holder, subject: MoveSubject): StateFact[] {
 function toApiError(r: Refused, hint: string): ApiError {
   const headers = r.pending ? { headers: { "Retry-After": String(PENDING_RETRY_AFTER_S) } } : {};
   if (r.status === 404) return ApiError.notFound("Artwork");
+  if (r.status === 400) return ApiError.validation([{ field: "artwork_id", code: "not_found", message: r.detail }]);
   if (r.status === 403) return ApiError.forbidden(r.detail);
   if (r.code === "conflict") return new ApiError(409, "conflict", `${r.detail}${hint}`, headers);
   return new ApiError(409, "invalid_state", `${r.detail}${hint}`, { reason: r.reason, ...headers });

@@ -41,6 +41,13 @@ module.exports = {
       to: { path: "^api/src/modules/" },
     },
     {
+      name: "no-circular",
+      severity: "error",
+      comment: "No import cycles: a file that needs what another needs of it shares a third, smaller one (a channel, a type, a table of notes).",
+      from: {},
+      to: { circular: true },
+    },
+    {
       name: "source-on-tests-or-tools",
       severity: "error",
       comment: "What production runs never imports tests or development tools.",

@@ -90,5 +90,18 @@ export function notifyLocally(channel: string, payload: string): void {
   localNotifications.emit(channel, payload);
 }
 
+/**
+ * The channel on which a user's credentials changed (a role, a status, a key; the payload is the
+ * user's id): the tables' triggers NOTIFY it (migration 2026_11_25_0019), and the auth module's
+ * credential cache forgets the user on it. Here, below both the users and the auth modules, which
+ * both say it.
+ */
+export const CREDENTIALS_CHANGED = "credentials_changed";
+
+/** Tells every process that `userId`'s credentials changed (this one at once; others by the triggers' NOTIFY). */
+export function credentialsChanged(userId: string): void {
+  notifyLocally(CREDENTIALS_CHANGED, userId);
+}
+
 const MIN_RETRY_MS = 250;
 const MAX_RETRY_MS = 10_000;

@@ -5,7 +5,7 @@ import { getAddress, type Hex, type PublicClient } from "viem";
 import type { Logger } from "pino";
 import type { Config } from "../../config.ts";
 import type { Database, Db } from "../../db/database.ts";
-import { NotificationListener, notifyLocally } from "../../db/notifications.ts";
+import { CREDENTIALS_CHANGED, credentialsChanged, NotificationListener } from "../../db/notifications.ts";
 import { GroupedWrites } from "../../db/grouped-writes.ts";
 import { type Transact, transactOn } from "../../db/transact.ts";
 import { ApiError } from "../../lib/errors.ts";
@@ -23,16 +23,10 @@ export const NONCE_TTL_MS = 10 * 60 * 1000;
 const SIWE_MAX_SKEW_MS = 5 * 60 * 1000;
 const SIWE_MAX_AGE_MS = NONCE_TTL_MS;
 const NONCE_REFUSED = "the nonce is unknown, expired or already used";
-/** The channel the credential triggers NOTIFY (migration 2026_11_25_0019): a user's id. */
-export const CREDENTIALS_CHANGED = "credentials_changed";
 /** How long a resolved credential is reused (without a notification to forget it sooner). */
 const CREDENTIAL_CACHE_MS = 5_000;
 const CREDENTIAL_CACHE_ENTRIES = 10_000;
 
-/** Tells every process that `userId`'s credentials changed (this one at once; others by the triggers' NOTIFY). */
-export function credentialsChanged(userId: string): void {
-  notifyLocally(CREDENTIALS_CHANGED, userId);
-}
 
 /**
  * A bearer token as answered (and, under an Idempotency-Key, stored and replayed to the same

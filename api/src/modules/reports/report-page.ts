@@ -1,6 +1,6 @@
 import { escapeHtml } from "../../lib/html.ts";
 import type { Quarter } from "./quarters.ts";
-import { FIGURE_NOTES, type QuarterReport } from "./reports.service.ts";
+import { FIGURE_NOTES, type QuarterReport } from "./report-figures.ts";
 
 export interface ReportPageFacts {
   /** The quarters of the chart, oldest first; the last is the page's. */

@@ -6,7 +6,8 @@ import { VERIFY_PAGE_CSP } from "../certificates/verify-page.ts";
 import { toCsv } from "./report-csv.ts";
 import { renderReportPage } from "./report-page.ts";
 import * as s from "./reports.schemas.ts";
-import { FIGURE_NOTES, type ReportsService, toReportView } from "./reports.service.ts";
+import { FIGURE_NOTES } from "./report-figures.ts";
+import { type ReportsService, toReportView } from "./reports.service.ts";
 
 const PAGE_PATH = "/admin/reports";
 /** Browsers ask for credentials of this realm when the page answers 401. */

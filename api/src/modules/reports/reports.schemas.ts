@@ -2,7 +2,7 @@ import { timestamp } from "../../lib/schema.ts";
 import { usdValue } from "../../lib/money.ts";
 import { z } from "../../openapi/zod.ts";
 import { QUARTER_PATTERN } from "./quarters.ts";
-import { FIGURE_NOTES } from "./reports.service.ts";
+import { FIGURE_NOTES } from "./report-figures.ts";
 
 export const REPORT_FORMATS = ["json", "csv"] as const;
 

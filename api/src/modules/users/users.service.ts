@@ -1,4 +1,4 @@
-import { credentialsChanged } from "../auth/auth.service.ts";
+import { credentialsChanged } from "../../db/notifications.ts";
 import type { Kysely } from "kysely";
 import type { CustodyWallet } from "../../chain/custody.ts";
 import type { Database, Db } from "../../db/database.ts";

@@ -412,7 +412,6 @@ export class ArtworksService {
     await trx.updateTable("artworks").set({ fractionalized_at: fractionalized ? new Date() : null }).where("id", "=", artworkId).execute();
   }
 
-
   /**
    * Admin override: certifies a pending or failed artwork through the same pipeline, recording who
    * and why; answers once the chain has it (`certified`) or, after a bounded wait, with the pending

@@ -179,10 +179,14 @@ export class OwnershipService {
   }
 }
 
+/** The custody index of `wallet` when it is `user`'s custodial wallet (the platform signs for it); null for a wallet of the user's own, or no user. */
+export function custodyIndexOf(user: User | null | undefined, wallet: string): number | null {
+  return user && user.wallet_kind === "custodial" && user.custody_index !== null && user.wallet_address.toLowerCase() === wallet.toLowerCase() ? user.custody_index : null;
+}
+
 /** Whether the holder's wallet is its user's custodial one, which the platform signs for. */
 export function isCustodialHolding(holder: Holder): boolean {
-  const user = holder.user;
-  return user !== null && user.wallet_kind === "custodial" && user.custody_index !== null && user.wallet_address.toLowerCase() === holder.wallet;
+  return custodyIndexOf(holder.user, holder.wallet) !== null;
 }
 
 /** The states the certificate's holder gives a move: whose wallet it is, and whether it is where the move's listing or sale says. */

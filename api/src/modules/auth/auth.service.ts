@@ -27,7 +27,6 @@ const NONCE_REFUSED = "the nonce is unknown, expired or already used";
 const CREDENTIAL_CACHE_MS = 5_000;
 const CREDENTIAL_CACHE_ENTRIES = 10_000;
 
-
 /**
  * A bearer token as answered (and, under an Idempotency-Key, stored and replayed to the same
  * caller for 24 h, as Stripe replays what it answered: a retried exchange gets the same token).

@@ -12,11 +12,12 @@ import { ApiError, found } from "../../lib/errors.ts";
 import { isId } from "../../lib/ids.ts";
 import { centsToUsd } from "../../lib/money.ts";
 import { iso } from "../../lib/time.ts";
-import type { OwnershipService } from "../artworks/ownership.ts";
+import { custodyIndexOf, type OwnershipService } from "../artworks/ownership.ts";
 import type { UsersService } from "../users/users.service.ts";
 import * as orders from "./exchange.repository.ts";
 import * as listings from "./marketplace.repository.ts";
-import type { Listing, ExchangeOrder as OrderRow } from "./marketplace.tables.ts";
+import { decideListingMove } from "./listing-moves.ts";
+import type { ExchangeOrder as OrderRow } from "./marketplace.tables.ts";
 import type { SettlementViews } from "./settlement-views.ts";
 
 /** The chain operation that has a custodial seller's wallet approve ArtExchange (once per wallet). */
@@ -114,11 +115,11 @@ export class ExchangeService {
       publicClient.getBlock({ blockTag: "latest" }),
       this.requireWholeCentSplits(exchange),
     ]);
-    let order = await this.openOrder(seen.artwork_id, seen.id, buyer, feeBps, head.timestamp);
+    let order = await this.openOrder(seen.id, buyer, feeBps, head.timestamp);
     if (order === "approving") {
       // Listed before the exchange existed here: the custodial wallet's approval was requested now, and is waited for a while.
       const approved = () => this.isApproved(seen.seller_wallet);
-      if (await this.deps.operations.waitFor(approvalKey(seen.seller_wallet), approved, APPROVAL_WAIT_MS)) order = await this.openOrder(seen.artwork_id, seen.id, buyer, feeBps, head.timestamp);
+      if (await this.deps.operations.waitFor(approvalKey(seen.seller_wallet), approved, APPROVAL_WAIT_MS)) order = await this.openOrder(seen.id, buyer, feeBps, head.timestamp);
       if (order === "approving") throw new ApiError(503, "service_unavailable", "The seller's wallet is approving the exchange contract on-chain; retry in a few seconds", { headers: { "Retry-After": "5" } });
     }
     const struct = structOf(order);
@@ -163,14 +164,13 @@ export class ExchangeService {
    * handed out after the listing closed (closing cancels the open orders under the same lock).
    * `approving`: the custodial seller's approval of the exchange was requested in this transaction.
    */
-  private async openOrder(artworkId: string, listingId: string, buyer: Address, feeBps: number, chainNow: bigint): Promise<OrderRow | "approving"> {
+  private async openOrder(listingId: string, buyer: Address, feeBps: number, chainNow: bigint): Promise<OrderRow | "approving"> {
     const { db, relayer, chain } = this.deps;
     return db.transaction().execute(async (trx) => {
-      let listing!: Listing;
-      await this.deps.ownership.decide(trx, artworkId, "fill", null, async () => ({ listing: (listing = (await listings.lock(trx, listingId))!), wallet: buyer }));
+      const listing = found(await decideListingMove(this.deps.ownership, trx, listingId, "fill", null, buyer), "Listing");
       if (!(await this.isApproved(listing.seller_wallet))) {
         const seller = await this.deps.users.findByWallet(trx, listing.seller_wallet);
-        const custodyIndex = seller && seller.wallet_kind === "custodial" && seller.wallet_address.toLowerCase() === listing.seller_wallet ? seller.custody_index : null;
+        const custodyIndex = custodyIndexOf(seller, listing.seller_wallet);
         if (custodyIndex === null) {
           throw ApiError.refused(
             "seller_not_approved",

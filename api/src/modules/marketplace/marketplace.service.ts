@@ -14,10 +14,10 @@ import type { StateFact } from "../artworks/artwork-moves.ts";
 import { isCustodialHolding, type OwnershipService } from "../artworks/ownership.ts";
 import * as repo from "./marketplace.repository.ts";
 import type { ExchangeService } from "./exchange.service.ts";
+import { decideListingMove } from "./listing-moves.ts";
 import type { OffersService } from "./offers.service.ts";
 import type { SettlementViews } from "./settlement-views.ts";
 import type { ListingCreate, ListingsQuery } from "./marketplace.schemas.ts";
-import type { Listing } from "./marketplace.tables.ts";
 
 /**
  * Marketplace listings. Who may list is the chain's answer, not a column: the seller's wallet must
@@ -128,11 +128,9 @@ export class MarketplaceService {
    */
   async cancel(actor: Actor, id: string) {
     const { db, artworks, ownership } = this.deps;
-    const seen = found(isId("listing", id) ? await repo.find(db, id) : undefined, "Listing");
+    if (!isId("listing", id)) throw ApiError.notFound("Listing");
     return db.transaction().execute(async (trx) => {
-      // The artwork's lock, then the listing's: the order of every move on a listing.
-      let listing!: Listing;
-      await ownership.decide(trx, seen.artwork_id, "delist", actor, async () => ({ listing: (listing = (await repo.lock(trx, id))!) }));
+      const listing = found(await decideListingMove(ownership, trx, id, "delist", actor), "Listing");
       const cancelled = await repo.cancel(trx, listing.id, actor.userId);
       await this.deps.offers.rejectForCancelledListing(trx, listing.id, actor.userId);
       await this.deps.exchange.cancelOpenOrders(trx, listing.id);

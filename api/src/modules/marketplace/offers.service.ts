@@ -12,7 +12,8 @@ import type { LedgerService } from "../ledger/ledger.service.ts";
 import type { PaymentsService } from "../payments/payments.service.ts";
 import type { UsersService } from "../users/users.service.ts";
 import * as listings from "./marketplace.repository.ts";
-import type { Listing, Offer } from "./marketplace.tables.ts";
+import { decideListingMove } from "./listing-moves.ts";
+import type { Offer } from "./marketplace.tables.ts";
 import type { OwnershipService } from "../artworks/ownership.ts";
 import * as repo from "./offers.repository.ts";
 import type { OfferCreate, OffersQuery } from "./offers.schemas.ts";
@@ -45,12 +46,11 @@ export class OffersService {
     const buyer = await users.get(actor.userId);
     // Checked now (404 for a method that is not the caller's); charged only if the seller accepts.
     const method = await payments.resolvePaymentMethod(buyer.id, input.payment_method_id);
-    const seen = isId("listing", input.listing_id) ? await listings.find(this.deps.db, input.listing_id) : undefined;
-    if (!seen) throw ApiError.validation([{ field: "listing_id", code: "not_found", message: "no such listing" }]);
+    const noSuchListing = ApiError.validation([{ field: "listing_id", code: "not_found", message: "no such listing" }]);
+    if (!isId("listing", input.listing_id)) throw noSuchListing;
     return transact(async (trx) => {
-      // The move `offer`, under the artwork's lock, then the listing's.
-      let listing!: Listing;
-      await this.deps.ownership.decide(trx, seen.artwork_id, "offer", actor, async () => ({ listing: (listing = (await listings.lock(trx, seen.id))!) }));
+      const listing = await decideListingMove(this.deps.ownership, trx, input.listing_id, "offer", actor);
+      if (!listing) throw noSuchListing;
       if (!listing.accepts_offers) throw ApiError.conflict("invalid_state", "The listing does not accept offers: buy it at its price instead");
       const offer = await repo.insertUnlessPending(trx, {
         id: newId("offer"),
@@ -144,11 +144,8 @@ export class OffersService {
       throw ApiError.forbidden(party === "seller" ? "Only the seller may accept or reject an offer" : "Only the buyer may withdraw an offer");
     }
     const decided = await transact(async (trx) => {
-      let listing!: Listing;
-      const lockListing = async () => (listing = (await listings.lock(trx, seen.listing_id))!);
       // Accepting starts a sale: a move on the artwork, decided under its lock before the listing's.
-      if (artworkMove) await this.deps.ownership.decide(trx, (await listings.find(trx, seen.listing_id))!.artwork_id, artworkMove.move, actor, async () => ({ listing: await lockListing() }));
-      else await lockListing();
+      const listing = artworkMove ? (await decideListingMove(this.deps.ownership, trx, seen.listing_id, artworkMove.move, actor))! : (await listings.lock(trx, seen.listing_id))!;
       const offer = (await repo.lock(trx, id))!;
       if (offer.status !== "pending") throw ApiError.conflict("invalid_state", `The offer is ${offer.status}: only a pending offer can be ${party === "seller" ? "accepted or rejected" : "withdrawn"}`);
       if (offer.expires_at.getTime() <= Date.now()) throw ApiError.conflict("invalid_state", `The offer expired at ${iso(offer.expires_at)}`);

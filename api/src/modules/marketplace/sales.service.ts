@@ -18,7 +18,7 @@ import type { Page } from "../../lib/pagination.ts";
 import { paginated } from "../../lib/pagination.ts";
 import { iso } from "../../lib/time.ts";
 import type { ArtworksService } from "../artworks/artworks.service.ts";
-import type { OwnershipService } from "../artworks/ownership.ts";
+import { custodyIndexOf, type OwnershipService } from "../artworks/ownership.ts";
 import type { Actor } from "../../lib/actor.ts";
 import type { LedgerAppend, LedgerService } from "../ledger/ledger.service.ts";
 import type { PaymentsService } from "../payments/payments.service.ts";
@@ -39,6 +39,7 @@ import * as offers from "./offers.repository.ts";
 import * as repo from "./sales.repository.ts";
 import { UNITS_PER_CENT } from "../../chain/exchange.ts";
 import type { ExchangeService } from "./exchange.service.ts";
+import { decideListingMove } from "./listing-moves.ts";
 import type { Fill, Settlement, SettlementViews } from "./settlement-views.ts";
 
 /** The chain operation that moves a certificate through ArtMarket.settle, once per sale id. */
@@ -107,12 +108,8 @@ export class SalesService {
     this.requireChain();
     const buyer = await users.get(actor.userId);
     const method = await payments.resolvePaymentMethod(buyer.id, input.payment_method_id);
-    // Reads outside the transaction come first: a transaction never waits for a second connection.
-    const seen = found(await listings.find(this.deps.db, listingId), "Listing");
     const started = await transact(async (trx) => {
-      // The move `buy`, under the artwork's lock, then the listing's (the order every move on a listing takes them in).
-      let listing!: Listing;
-      await this.deps.ownership.decide(trx, seen.artwork_id, "buy", actor, async () => ({ listing: (listing = (await listings.lock(trx, listingId))!) }));
+      const listing = found(await decideListingMove(this.deps.ownership, trx, listingId, "buy", actor), "Listing");
       const sale = await this.startSale(trx, { listing, buyer, paymentMethodId: method.id, priceCents: listing.price_cents, offerId: null }, { chargeInRequest: true });
       return toTransaction((await findTransaction(trx, sale.id))!);
     });
@@ -239,7 +236,7 @@ export class SalesService {
       from: sale.seller_wallet as Address,
       to: sale.buyer_wallet as Address,
       price_cents: sale.price_cents.toString(),
-      from_custody_index: seller ? custodyIndexOf(seller, sale.seller_wallet) : null,
+      from_custody_index: custodyIndexOf(seller, sale.seller_wallet),
     };
     return { ...payload };
   }
@@ -695,10 +692,6 @@ function payloadOf(op: ChainOperation): SettlePayload {
   return op.payload as unknown as SettlePayload;
 }
 
-/** The custody index of `wallet` when it is `user`'s custodial wallet (the platform signs for it); null for an external wallet. */
-function custodyIndexOf(user: User, wallet: string): number | null {
-  return user.wallet_kind === "custodial" && user.custody_index !== null && user.wallet_address.toLowerCase() === wallet.toLowerCase() ? user.custody_index : null;
-}
 
 
 /** An offer's webhook event, to its buyer and seller only. */

@@ -22,14 +22,13 @@ export class UsersService {
     private readonly custody: CustodyWallet,
   ) {}
 
-  async get(id: string): Promise<User> {
-    const user = found(isId("user", id) ? await repo.findById(this.db, id) : undefined, "User");
-    return user;
+  get(id: string): Promise<User> {
+    return this.getIn(this.db, id);
   }
 
   /** `get`, read on `db` (a caller's transaction). */
   async getIn(db: Db, id: string): Promise<User> {
-    return found(await repo.findById(db, id), "User");
+    return found(isId("user", id) ? await repo.findById(db, id) : undefined, "User");
   }
 
   /** The user with what profiles add (`artworks_count`), for GET /v1/users/:id and /v1/users/me. */

@@ -12,12 +12,6 @@ export function find(db: Db, id: string): Promise<Withdrawal | undefined> {
   return db.selectFrom("withdrawals").selectAll().where("id", "=", id).executeTakeFirst();
 }
 
-/** How many withdrawals of the artwork were ever asked for (they are only added under the artwork's row lock). */
-export async function countOf(db: Db, artworkId: string): Promise<number> {
-  const row = await db.selectFrom("withdrawals").select((eb) => eb.fn.countAll<string>().as("n")).where("artwork_id", "=", artworkId).executeTakeFirstOrThrow();
-  return Number(row.n);
-}
-
 export function pendingCertificateOf(db: Db, artworkId: string): Promise<Withdrawal | undefined> {
   return db.selectFrom("withdrawals").selectAll().where("artwork_id", "=", artworkId).where("asset", "=", "certificate").where("status", "=", "pending").executeTakeFirst();
 }

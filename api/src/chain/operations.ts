@@ -5,11 +5,10 @@ import { type Abi, type Hash, type PublicClient, TransactionNotFoundError } from
 import type { ChainOperation, Database, Db } from "../db/database.ts";
 import { NotificationListener } from "../db/notifications.ts";
 import type { Task } from "../jobs/queue.ts";
-import { IndexerNotReadyError } from "./certificates.ts";
+import { IndexerNotReadyError, readIndexerStatus } from "./indexer-views.ts";
 import { classifyChainError, PermanentChainError } from "./errors.ts";
 import type { IndexerLagState } from "./indexer-lag.ts";
 import { IndexerListener } from "./indexer-listener.ts";
-import { readIndexerStatus } from "./indexer-schema.ts";
 import type { Relayer } from "./relayer.ts";
 
 /**

@@ -1,8 +1,8 @@
 import type { Kysely, Transaction } from "kysely";
 import type { Logger } from "pino";
 import { type Address, type Chain, encodeFunctionData, erc20Abi, formatUnits, getAddress, type Hex, hashTypedData, type PublicClient, type Transport, zeroAddress } from "viem";
-import { artCertificateAbi } from "../../chain/abi/ArtCertificate.ts";
-import { artExchangeAbi } from "../../chain/abi/ArtExchange.ts";
+import { artCertificateAbi } from "../../../../contracts/abi/ArtCertificate.ts";
+import { artExchangeAbi } from "../../../../contracts/abi/ArtExchange.ts";
 import { isRevertWith } from "../../chain/errors.ts";
 import { type ExchangeOrder, exchangeDomain, ORDER_TYPES, UNITS_PER_CENT } from "../../chain/exchange.ts";
 import { type ChainOperationKind, ChainOperationFailure, type ChainOperations, type KeyedFacts } from "../../chain/operations.ts";

@@ -1,6 +1,6 @@
 import { type Kysely, sql, type Transaction } from "kysely";
 import type { Logger } from "pino";
-import { IndexerNotReadyError } from "../../chain/certificates.ts";
+import { IndexerNotReadyError } from "../../chain/indexer-views.ts";
 import type { Database, Db } from "../../db/database.ts";
 import { type Transact, transactOn } from "../../db/transact.ts";
 import { ApiError, found } from "../../lib/errors.ts";

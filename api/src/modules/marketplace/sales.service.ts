@@ -1,8 +1,8 @@
 import { type Kysely, sql, type Transaction } from "kysely";
 import type { Logger } from "pino";
 import { type Address, type Chain, decodeEventLog, type Hash, type PublicClient, type Transport } from "viem";
-import { artCertificateAbi } from "../../chain/abi/ArtCertificate.ts";
-import { artMarketAbi } from "../../chain/abi/ArtMarket.ts";
+import { artCertificateAbi } from "../../../../contracts/abi/ArtCertificate.ts";
+import { artMarketAbi } from "../../../../contracts/abi/ArtMarket.ts";
 import type { CustodyWallet } from "../../chain/custody.ts";
 import { isRevertWith } from "../../chain/errors.ts";
 import { relayForwarded, trustedForwarderOf } from "../../chain/forwarder.ts";

@@ -1,5 +1,5 @@
 import type { Kysely } from "kysely";
-import { readViews as read } from "../../chain/certificates.ts";
+import { readViews as read } from "../../chain/indexer-views.ts";
 
 /**
  * The indexer's projections the marketplace settles by (the views schema): ArtMarket's

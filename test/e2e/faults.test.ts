@@ -18,7 +18,7 @@ import { randomBytes } from "node:crypto";
 import { sql } from "kysely";
 import { type Address, keccak256, toBytes } from "viem";
 import { describe, expect, it } from "vitest";
-import { artSharesAbi } from "../../api/src/chain/abi/ArtShares.ts";
+import { artSharesAbi } from "../../contracts/abi/ArtShares.ts";
 import { loadConfig } from "../../api/src/config.ts";
 import { createDb } from "../../api/src/db/connection.ts";
 import { recordEvent } from "../../api/src/jobs/outbox.ts";

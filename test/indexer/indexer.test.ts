@@ -19,11 +19,12 @@ import {
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
-import { artMarketAbi } from "../../api/src/chain/abi/ArtMarket.ts";
-import { artSharesAbi } from "../../api/src/chain/abi/ArtShares.ts";
-import { auditAnchorAbi } from "../../api/src/chain/abi/AuditAnchor.ts";
-import { type IndexerViews, readIndexerStatus } from "../../api/src/chain/indexer-schema.ts";
+import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
+import { artMarketAbi } from "../../contracts/abi/ArtMarket.ts";
+import { artSharesAbi } from "../../contracts/abi/ArtShares.ts";
+import { auditAnchorAbi } from "../../contracts/abi/AuditAnchor.ts";
+import type { IndexerViews } from "../../api/src/chain/indexer-schema.ts";
+import { readIndexerStatus } from "../../api/src/chain/indexer-views.ts";
 import { createDb } from "../../api/src/db/connection.ts";
 import { freshRelayerKey, sendAsDeployer } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";

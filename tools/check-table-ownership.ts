@@ -66,7 +66,6 @@ export const ALLOWED_QUERIES: AllowedQueries[] = [
   { file: "api/src/http/idempotency.ts", reason: MOVING },
   { file: "api/src/http/public-read-cache.ts", reason: MOVING },
   { file: "api/src/modules/community/challenges.service.ts", reason: MOVING },
-  { file: "api/src/modules/payments/purchases.ts", reason: MOVING },
 ];
 
 export interface QueryOutsideRepository {

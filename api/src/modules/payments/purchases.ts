@@ -1,4 +1,4 @@
-import { type Kysely, sql, type Transaction, type UpdateObject } from "kysely";
+import type { Kysely, Transaction, UpdateObject } from "kysely";
 import type { Logger } from "pino";
 import type { Database, Db } from "../../db/database.ts";
 import { enqueue, type Task } from "../../jobs/queue.ts";
@@ -8,6 +8,7 @@ import { chargeStep, type PaymentFailure } from "./charge-step.ts";
 import type { ChargeResult, PaymentsService } from "./payments.service.ts";
 import type { Refund } from "./processor.ts";
 import type { PurchaseStage, TransactionRow, TransactionType } from "./payments.tables.ts";
+import * as repo from "./purchases.repository.ts";
 import { TRANSACTION_TYPES } from "./transactions.ts";
 
 /** The job that charges a purchase (payload `{ id, run? }`): the fallback of a request that charges itself, or the charge itself. */
@@ -133,25 +134,21 @@ export class Purchases {
   async start(trx: Transaction<Database>, input: PurchaseStart, options: { chargeInRequest: boolean }): Promise<Purchase> {
     this.kindOf(input.type);
     const id = input.id ?? newId("transaction");
-    const row = await trx
-      .insertInto("transactions")
-      .values({
-        id,
-        type: input.type,
-        status: "pending",
-        stage: "charging",
-        artwork_id: input.artworkId ?? null,
-        amount_cents: input.amountCents,
-        buyer_id: input.buyerId,
-        seller_id: input.sellerId ?? null,
-        recipient_id: input.recipientId ?? null,
-        recipient_wallet: input.recipientWallet ?? null,
-        reference_id: input.referenceId,
-        payment_method_id: input.paymentMethodId,
-        description: input.description,
-      })
-      .returningAll()
-      .executeTakeFirstOrThrow();
+    const row = await repo.insert(trx, {
+      id,
+      type: input.type,
+      status: "pending",
+      stage: "charging",
+      artwork_id: input.artworkId ?? null,
+      amount_cents: input.amountCents,
+      buyer_id: input.buyerId,
+      seller_id: input.sellerId ?? null,
+      recipient_id: input.recipientId ?? null,
+      recipient_wallet: input.recipientWallet ?? null,
+      reference_id: input.referenceId,
+      payment_method_id: input.paymentMethodId,
+      description: input.description,
+    });
     await enqueue(trx, PURCHASE_CHARGE_TASK, { id }, { jobKey: chargeJobKey(id), maxAttempts: 25, ...(options.chargeInRequest ? { runAt: new Date(Date.now() + FALLBACK_CHARGE_DELAY_MS) } : {}) });
     return row;
   }
@@ -181,7 +178,7 @@ export class Purchases {
         await db.transaction().execute((trx) => this.failPayment(trx, id, refusal));
         return;
       }
-      await db.updateTable("transactions").set({ charge_started_at: sql<Date>`now()`, updated_at: sql<Date>`now()` }).where("id", "=", id).where("charge_started_at", "is", null).execute();
+      await repo.markChargeStarted(db, id);
     }
     const step = await chargeStep(
       payments,
@@ -200,7 +197,7 @@ export class Purchases {
       this.log.info({ transaction_id: id, run, retry_in_ms: step.delayMs, err: step.error }, "charge failed transiently; retrying");
       await db.transaction().execute(async (trx) => {
         await enqueue(trx, PURCHASE_CHARGE_TASK, { id, run: step.attempt }, { jobKey: chargeJobKey(id), runAt: new Date(Date.now() + step.delayMs), maxAttempts: 25 });
-        await trx.updateTable("transactions").set({ charge_runs: step.attempt, updated_at: sql<Date>`now()` }).where("id", "=", id).execute();
+        await repo.update(trx, id, { charge_runs: step.attempt });
       });
       return;
     }
@@ -219,7 +216,7 @@ export class Purchases {
       // Failed meanwhile by an overlapping run (or its kind): the charge it did not see goes back.
       const now = (await this.lock(trx, id))!;
       if (now.status === "failed" && now.charge_id === null) {
-        await trx.updateTable("transactions").set({ stage: "refunding", charge_id: charge.chargeId, updated_at: sql<Date>`now()` }).where("id", "=", id).execute();
+        await repo.update(trx, id, { stage: "refunding", charge_id: charge.chargeId });
         await this.enqueueRefund(trx, id);
       }
       return;
@@ -240,7 +237,7 @@ export class Purchases {
 
   /** A final payment failure, in `trx`: the purchase fails, its kind releases what it reserved, the ledger says why. */
   private async failPayment(trx: Transaction<Database>, id: string, failure: PaymentFailure): Promise<void> {
-    const p = await this.move(trx, id, "charging", { status: "failed", stage: "done", failure_code: failure.code, failure_reason: failure.reason, failed_at: sql<Date>`now()` });
+    const p = await this.move(trx, id, "charging", { status: "failed", stage: "done", failure_code: failure.code, failure_reason: failure.reason }, "failed_at");
     if (!p) return;
     await this.kindOf(p.type).onPaymentFailed(trx, p, failure);
     await this.deps.ledger.append(trx, {
@@ -268,31 +265,27 @@ export class Purchases {
       ...(facts.royaltyCents !== undefined ? { royalty_cents: facts.royaltyCents } : {}),
       payout_cents: facts.payoutCents,
       ...(facts.chainTx !== undefined ? { chain_tx: facts.chainTx } : {}),
-      completed_at: sql<Date>`now()`,
-    });
+    }, "completed_at");
     if (!p) return undefined;
     for (const payout of facts.payouts ?? []) {
-      await trx
-        .insertInto("transactions")
-        .values({
-          id: newId("transaction"),
-          type: "royalty_payout",
-          status: "completed",
-          artwork_id: p.artwork_id,
-          amount_cents: payout.amountCents,
-          buyer_id: p.buyer_id,
-          seller_id: p.seller_id,
-          recipient_id: payout.recipientId,
-          recipient_wallet: payout.recipientWallet,
-          payment_method: p.payment_method,
-          buyer_wallet: p.buyer_wallet,
-          parent_id: p.id,
-          payout_cents: payout.amountCents,
-          charge_id: p.charge_id,
-          chain_tx: p.chain_tx,
-          completed_at: p.completed_at,
-        })
-        .execute();
+      await repo.insert(trx, {
+        id: newId("transaction"),
+        type: "royalty_payout",
+        status: "completed",
+        artwork_id: p.artwork_id,
+        amount_cents: payout.amountCents,
+        buyer_id: p.buyer_id,
+        seller_id: p.seller_id,
+        recipient_id: payout.recipientId,
+        recipient_wallet: payout.recipientWallet,
+        payment_method: p.payment_method,
+        buyer_wallet: p.buyer_wallet,
+        parent_id: p.id,
+        payout_cents: payout.amountCents,
+        charge_id: p.charge_id,
+        chain_tx: p.chain_tx,
+        completed_at: p.completed_at,
+      });
     }
     return p;
   }
@@ -311,26 +304,23 @@ export class Purchases {
   ): Promise<{ purchase: Purchase; ledger: LedgerAppend }> {
     this.kindOf(input.type);
     const id = input.id ?? newId("transaction");
-    await trx
-      .insertInto("transactions")
-      .values({
-        id,
-        type: input.type,
-        status: "pending",
-        stage: "effecting",
-        payment_method: "onchain",
-        artwork_id: input.artworkId ?? null,
-        amount_cents: input.amountCents,
-        fee_cents: input.feeCents,
-        buyer_id: input.buyerId,
-        buyer_wallet: input.buyerWallet,
-        seller_id: input.sellerId ?? null,
-        recipient_id: input.recipientId ?? null,
-        recipient_wallet: input.recipientWallet ?? null,
-        reference_id: input.referenceId,
-        chain_tx: facts.chainTx,
-      })
-      .execute();
+    await repo.insert(trx, {
+      id,
+      type: input.type,
+      status: "pending",
+      stage: "effecting",
+      payment_method: "onchain",
+      artwork_id: input.artworkId ?? null,
+      amount_cents: input.amountCents,
+      fee_cents: input.feeCents,
+      buyer_id: input.buyerId,
+      buyer_wallet: input.buyerWallet,
+      seller_id: input.sellerId ?? null,
+      recipient_id: input.recipientId ?? null,
+      recipient_wallet: input.recipientWallet ?? null,
+      reference_id: input.referenceId,
+      chain_tx: facts.chainTx,
+    });
     const purchase = (await this.complete(trx, id, facts))!;
     return {
       purchase,
@@ -369,17 +359,9 @@ export class Purchases {
    * False when the purchase was not completed (or is being refunded already).
    */
   async refund(trx: Transaction<Database>, id: string, cause: RefundCause): Promise<boolean> {
-    const p = await trx
-      .updateTable("transactions")
-      .set({ stage: "refunding", refund_cause: JSON.stringify(cause), updated_at: sql<Date>`now()` })
-      .where("id", "=", id)
-      .where("status", "=", "completed")
-      .where((eb) => eb.or([eb("stage", "=", "done"), eb("stage", "is", null)]))
-      .where("charge_id", "is not", null)
-      .returning("id")
-      .executeTakeFirst();
-    if (p) await this.enqueueRefund(trx, id);
-    return Boolean(p);
+    const started = await repo.startRefund(trx, id, JSON.stringify(cause));
+    if (started) await this.enqueueRefund(trx, id);
+    return started;
   }
 
   readonly refundTask: Task = async (payload) => {
@@ -404,20 +386,7 @@ export class Purchases {
       if (!p || p.stage !== "refunding") return;
       const cause = p.status === "completed" ? ((p.refund_cause ?? null) as RefundCause | null) : null;
       const note = `${p.failure_reason ?? "The purchase did not go through"}; the payment was refunded (${refund.id})`;
-      const moved =
-        p.status === "completed"
-          ? await trx
-              .updateTable("transactions")
-              .set({ status: "refunded", stage: "done", refund_id: refund.id, refunded_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
-              .where((eb) => eb.or([eb("id", "=", id), eb.and([eb("parent_id", "=", id), eb("status", "=", "completed")])]))
-              .returningAll()
-              .execute()
-          : await trx
-              .updateTable("transactions")
-              .set({ status: "failed", stage: "done", refund_id: refund.id, failure_reason: note, failed_at: sql<Date>`coalesce(failed_at, now())`, updated_at: sql<Date>`now()` })
-              .where("id", "=", id)
-              .returningAll()
-              .execute();
+      const moved = p.status === "completed" ? await repo.markRefunded(trx, id, refund.id) : await repo.markFailedRefunded(trx, id, refund.id, note);
       const refunded = moved.find((t) => t.id === id)!;
       const appends = (await kind.onRefunded?.(trx, refunded, refund, cause)) ?? [];
       await ledger.append(trx, {
@@ -444,18 +413,12 @@ export class Purchases {
   /** Charges and refunds whose step lost its process (its job sits behind a dead worker): started again. */
   async recoverStuck(): Promise<number> {
     const { db } = this.deps;
-    const stuck = await db
-      .selectFrom("transactions")
-      .select(["id", "stage"])
-      .where("stage", "in", ["charging", "refunding"])
-      .where("updated_at", "<", sql<Date>`now() - ${STUCK_MS} * interval '1 millisecond'`)
-      .limit(100)
-      .execute();
+    const stuck = await repo.stuck(db, STUCK_MS, 100);
     for (const { id, stage } of stuck) {
       await db.transaction().execute(async (trx) => {
         if (stage === "charging") await enqueue(trx, PURCHASE_CHARGE_TASK, { id }, { jobKey: `purchase_charge_recover:${id}`, maxAttempts: 25 });
         else await this.enqueueRefund(trx, id, "purchase_refund_recover");
-        await trx.updateTable("transactions").set({ updated_at: sql<Date>`now()` }).where("id", "=", id).execute();
+        await repo.update(trx, id, {});
       });
     }
     return stuck.length;
@@ -463,35 +426,21 @@ export class Purchases {
 
   /** Cents paid for purchases completed in [from, to) and not refunded since (the admin report's volume; a royalty is part of its sale). */
   async volumeCents(range: { from: Date; to: Date }): Promise<bigint> {
-    const row = await this.deps.db
-      .selectFrom("transactions")
-      .select(sql<string>`coalesce(sum(amount_cents), 0)`.as("cents"))
-      .where("status", "=", "completed")
-      .where("type", "in", PURCHASE_TYPES)
-      .where("completed_at", ">=", range.from)
-      .where("completed_at", "<", range.to)
-      .executeTakeFirstOrThrow();
-    return BigInt(row.cents);
+    return repo.volumeCents(this.deps.db, PURCHASE_TYPES, range);
   }
 
   /** Moves a pending purchase on from `stage` (only from there: a step another run took already changes nothing); the purchase moved. */
-  private move(trx: Transaction<Database>, id: string, stage: PurchaseStage, set: UpdateObject<Database, "transactions">): Promise<Purchase | undefined> {
-    return trx
-      .updateTable("transactions")
-      .set({ ...set, updated_at: sql<Date>`now()` })
-      .where("id", "=", id)
-      .where("status", "=", "pending")
-      .where("stage", "=", stage)
-      .returningAll()
-      .executeTakeFirst();
+  private move(trx: Transaction<Database>, id: string, stage: PurchaseStage, set: UpdateObject<Database, "transactions">, stamp?: "completed_at" | "failed_at"): Promise<Purchase | undefined> {
+    return repo.moveFrom(trx, id, stage, set, stamp);
   }
 
+  /** The purchase `id` (its transaction), read on `db`. */
   find(db: Db, id: string): Promise<Purchase | undefined> {
-    return db.selectFrom("transactions").selectAll().where("id", "=", id).executeTakeFirst();
+    return repo.find(db, id);
   }
 
   private lock(trx: Transaction<Database>, id: string): Promise<Purchase | undefined> {
-    return trx.selectFrom("transactions").selectAll().where("id", "=", id).forUpdate().executeTakeFirst();
+    return repo.lock(trx, id);
   }
 
   private enqueueRefund(trx: Transaction<Database>, id: string, prefix = "purchase_refund"): Promise<void> {

@@ -18,7 +18,7 @@ import { artworkInput, formFields, pngImage, postMultipart, startImageServer, us
 import { certifiedArtwork } from "../support/marketplace.ts";
 import { waitFor } from "../support/wait.ts";
 import { linkedWallet } from "../support/wallets.ts";
-import { createUser, expectProblem, type TestResponse, type TestUser } from "./helpers.ts";
+import { createUser, expectProblem, type TestResponse, type TestUser } from "../support/api.ts";
 
 const p = useArtworkPlatform();
 

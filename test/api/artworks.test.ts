@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import { sql } from "kysely";
 import { keccak256, stringToBytes } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type TestUser, adminToken, createUser, expectProblem, startTestApi } from "./helpers.ts";
+import { type TestUser, adminToken, createUser, expectProblem, startTestApi } from "../support/api.ts";
 import {
   artworkInput,
   filesUnder,

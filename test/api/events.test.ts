@@ -9,7 +9,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { useArtworkPlatform } from "../support/artworks.ts";
 import { holdCalls } from "../support/hold.ts";
 import { signalled, waitFor } from "../support/wait.ts";
-import { adminToken, createUser, expectProblem, type TestResponse, type TestUser } from "./helpers.ts";
+import { adminToken, createUser, expectProblem, type TestResponse, type TestUser } from "../support/api.ts";
 
 // One processor attempt per charge run, so that a transient failure reaches the order's own retry (its job).
 const p = useArtworkPlatform({ MARKETPLACE_CHARGE_ATTEMPTS: "2", PAYMENT_MAX_ATTEMPTS: "1", PAYMENT_RETRY_BASE_MS: "5", TICKET_HOLD_SECONDS: "5" });

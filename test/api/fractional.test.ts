@@ -12,7 +12,7 @@ import { artworkInput, publicClient, useArtworkPlatform } from "../support/artwo
 import { testEnvironment } from "../support/environment.ts";
 import { certifiedArtwork, indexedCertificate, walletClientOf, walletOf } from "../support/marketplace.ts";
 import { waitFor } from "../support/wait.ts";
-import { adminToken, createUser, expectProblem, send, testApiSettings, type TestUser } from "./helpers.ts";
+import { adminToken, createUser, expectProblem, send, testApiSettings, type TestUser } from "../support/api.ts";
 
 const p = useArtworkPlatform({ MARKETPLACE_SWEEP_INTERVAL_MS: "300", MARKETPLACE_CHARGE_ATTEMPTS: "2", PAYMENT_RETRY_BASE_MS: "5" });
 const env = () => testEnvironment();

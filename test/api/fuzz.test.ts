@@ -15,7 +15,7 @@ import { sql } from "kysely";
 import fc from "fast-check";
 import { privateKeyToAccount } from "viem/accounts";
 import { beforeAll, describe, expect, it } from "vitest";
-import { adminToken, createUser, type TestUser } from "./helpers.ts";
+import { adminToken, createUser, type TestUser } from "../support/api.ts";
 import { filesUnder, transactionCount, useArtworkPlatform } from "../support/artworks.ts";
 import { certifiedArtwork } from "../support/marketplace.ts";
 import { bytes, contextOf, expand, filler, type FuzzContext, idPrefix, type FuzzRequest, type OpenApiDocument, type Operation, operationsOf, requestsFor } from "../support/openapi-fuzz.ts";

@@ -13,8 +13,8 @@ import { binPath, childEnv, repoRoot } from "../../tools/stack/processes.ts";
 import { artworkInput, formFields, pngImage, postMultipart } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { waitFor } from "../support/wait.ts";
-import { createUser, send, startTestApi, type TestApi, testApiSettings } from "./helpers.ts";
-import { createIsolatedDatabase } from "./webhooks.support.ts";
+import { createUser, send, startTestApi, type TestApi, testApiSettings } from "../support/api.ts";
+import { createIsolatedDatabase } from "../support/webhooks.ts";
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterAll(async () => {

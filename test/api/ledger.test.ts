@@ -19,8 +19,8 @@ import * as merkle from "../../api/src/modules/ledger/merkle.ts";
 import { checkEntryAgainstChain, type ServedEntry } from "../../tools/ledger-verify.ts";
 import { useArtworkPlatform } from "../support/artworks.ts";
 import { waitFor } from "../support/wait.ts";
-import { adminToken, createUser, expectProblem, type TestUser } from "./helpers.ts";
-import { testEnvironment } from "./environment.ts";
+import { adminToken, createUser, expectProblem, type TestUser } from "../support/api.ts";
+import { testEnvironment } from "../support/environment.ts";
 
 const env = () => testEnvironment();
 const chain = () => createPublicClient({ transport: http(env().rpcUrl) });

@@ -42,7 +42,7 @@ import { testEnvironment } from "../support/environment.ts";
 import { certifiedArtwork, indexedCertificate, ownerOnChain, walletOf } from "../support/marketplace.ts";
 import { waitFor } from "../support/wait.ts";
 import { linkedWallet, sendStep, stablecoinBuyer } from "../support/wallets.ts";
-import { adminToken, createUser, type TestResponse, type TestUser } from "./helpers.ts";
+import { adminToken, createUser, type TestResponse, type TestUser } from "../support/api.ts";
 
 const env = process.env;
 const SEED = env.RACE_SEED === undefined ? randomInt(2 ** 31) : Number(env.RACE_SEED);

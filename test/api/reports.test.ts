@@ -14,9 +14,9 @@ import { newId } from "../../api/src/lib/ids.ts";
 import { VERIFY_PAGE_CSP } from "../../api/src/modules/certificates/verify-page.ts";
 import { toCsv } from "../../api/src/modules/reports/report-csv.ts";
 import { launchChromium } from "../support/browser.ts";
-import { testEnvironment } from "./environment.ts";
-import { ADMIN_API_KEY, adminToken, createUser, expectProblem, type TestResponse, type TestUser, uniqueName } from "./helpers.ts";
-import { useIsolatedTestApi } from "./webhooks.support.ts";
+import { testEnvironment } from "../support/environment.ts";
+import { ADMIN_API_KEY, adminToken, createUser, expectProblem, type TestResponse, type TestUser, uniqueName } from "../support/api.ts";
+import { useIsolatedTestApi } from "../support/webhooks.ts";
 
 // A database of its own: the seeded quarters hold exactly what this file writes.
 const api = useIsolatedTestApi();

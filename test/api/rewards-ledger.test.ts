@@ -21,7 +21,7 @@ import { useArtworkPlatform } from "../support/artworks.ts";
 import { certifiedArtwork } from "../support/marketplace.ts";
 import { databaseNow, type HistoryRow, outboxDrained, rewardsBalance, rewardsHistory, rowsOfSource } from "../support/rewards.ts";
 import { waitFor } from "../support/wait.ts";
-import { adminToken, createUser, expectProblem, type TestResponse, type TestUser } from "./helpers.ts";
+import { adminToken, createUser, expectProblem, type TestResponse, type TestUser } from "../support/api.ts";
 
 // A short hold: an order awaiting payment expires within the test.
 const p = useArtworkPlatform({ TICKET_HOLD_SECONDS: "2" });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createUser, expectProblem, useTestApi } from "./helpers.ts";
+import { createUser, expectProblem, useTestApi } from "../support/api.ts";
 
 const api = useTestApi();
 

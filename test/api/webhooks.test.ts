@@ -10,8 +10,8 @@ import { verifyWebhookSignature } from "../../api/src/modules/webhooks/signature
 import { MAX_SUBSCRIPTIONS_PER_USER } from "../../api/src/modules/webhooks/webhooks.service.ts";
 import { artworkInput } from "../support/artworks.ts";
 import { waitFor } from "../support/wait.ts";
-import { createUser, expectProblem, type TestApi, type TestUser } from "./helpers.ts";
-import { type ReceivedRequest, type Reply, useIsolatedTestApi, useReceiver } from "./webhooks.support.ts";
+import { createUser, expectProblem, type TestApi, type TestUser } from "../support/api.ts";
+import { type ReceivedRequest, type Reply, useIsolatedTestApi, useReceiver } from "../support/webhooks.ts";
 
 // Test scale: retries after about 1 s each (three of them), attempts time out after 2 s.
 const RETRY_SCHEDULE_SECONDS = [1, 1, 1];

@@ -23,7 +23,7 @@ import { migrateToLatest } from "../../api/src/db/migrate.ts";
 import type { Database } from "../../api/src/db/database.ts";
 import type { IndexerTarget } from "../../tools/stack/indexer.ts";
 import { dropDatabase, ensureDatabase, withDatabase } from "../../tools/stack/postgres.ts";
-import { startTestApi, type TestApi, type TestResponse } from "../api/helpers.ts";
+import { startTestApi, type TestApi, type TestResponse } from "./api.ts";
 import { testEnvironment } from "./environment.ts";
 import { startIndexerForTest, type TestIndexer } from "./indexer.ts";
 

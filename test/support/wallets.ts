@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { createWalletClient, erc20Abi, getAddress, type Hex, http, parseEther, toHex } from "viem";
 import { generatePrivateKey, nonceManager, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { createSiweMessage } from "viem/siwe";
-import type { TestApi } from "../api/helpers.ts";
+import type { TestApi } from "./api.ts";
 import { publicClient } from "./artworks.ts";
 import { testEnvironment } from "./environment.ts";
 

@@ -3,7 +3,7 @@ import { afterAll, beforeAll } from "vitest";
 import { type Config, loadConfig } from "../../api/src/config.ts";
 import { createDb } from "../../api/src/db/connection.ts";
 import { type RunningPlatform, startPlatform } from "../../api/src/platform.ts";
-import { custodyMnemonic } from "../support/custody.ts";
+import { custodyMnemonic } from "./custody.ts";
 import { testEnvironment } from "./environment.ts";
 
 /** Every API test server shares this admin key (the first server to start bootstraps the admin). */

@@ -3,9 +3,9 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll } from "vitest";
 import { dropDatabase, ensureDatabase, withDatabase } from "../../tools/stack/postgres.ts";
-import { waitFor } from "../support/wait.ts";
+import { waitFor } from "./wait.ts";
 import { testEnvironment } from "./environment.ts";
-import { startTestApi, type TestApi } from "./helpers.ts";
+import { startTestApi, type TestApi } from "./api.ts";
 
 /**
  * A database of its own, migrated by the first server that starts on it. Webhook tests need one:

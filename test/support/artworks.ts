@@ -43,28 +43,32 @@ export interface ArtworkPlatform {
 const env = () => testEnvironment();
 export const publicClient = () => createPublicClient({ transport: http(env().rpcUrl) });
 
-const deployerWallet = () => createWalletClient({ account: privateKeyToAccount(env().relayerPrivateKey), transport: http(env().rpcUrl) });
-
 /**
- * Sends from the deployer (account #0, the contracts' admin). Test files running at the same time
- * send from it too, so a send that loses a nonce race is sent again, after a short backoff.
+ * The deployer (account #0, the contracts' admin) as an account the run's Hardhat node holds
+ * unlocked: its transactions go as eth_sendTransaction, and the node gives each its nonce as it
+ * takes it. Test files send from this account at the same time (and test servers relay from it with
+ * nonces of their own): a nonce read beforehand and signed here could lose that race, one the node
+ * assigns cannot.
  */
-export async function sendAsDeployer(send: (deployer: ReturnType<typeof deployerWallet>) => Promise<Hex>): Promise<Hex> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await send(deployerWallet());
-    } catch (error) {
-      if (attempt >= 8 || !/nonce|underpriced|already known/i.test(String(error))) throw error;
-      await new Promise((r) => setTimeout(r, 50 * attempt)); // a backoff before the next nonce
-    }
-  }
+const deployerWallet = () => createWalletClient({ account: privateKeyToAccount(env().relayerPrivateKey).address, transport: http(env().rpcUrl) });
+export type DeployerWallet = ReturnType<typeof deployerWallet>;
+
+/** Sends from the deployer (see deployerWallet: the node assigns the nonce, so no send loses a nonce race). */
+export async function sendAsDeployer(send: (deployer: DeployerWallet) => Promise<Hex>): Promise<Hex> {
+  return send(deployerWallet());
+}
+
+/** Grants (or revokes) `role` of the contract at `address` to `account` as the deployer, once mined. */
+export async function setRoleAsDeployer(contract: { address: Address; abi: Abi }, role: Hex, account: Address, granted = true): Promise<void> {
+  const hash = await sendAsDeployer((admin) => admin.writeContract({ chain: null, address: contract.address, abi: contract.abi, functionName: granted ? "grantRole" : "revokeRole", args: [role, account] }));
+  expect((await publicClient().waitForTransactionReceipt({ hash })).status).toBe("success");
 }
 
 /**
  * A fresh relayer key, funded, holding the roles the API's relayer needs: CERTIFIER_ROLE
  * (ArtCertificate), SHARE_ISSUER_ROLE (ArtShares), SETTLER_ROLE (ArtMarket), ANCHORER_ROLE (AuditAnchor) and
  * ORDER_SIGNER_ROLE (ArtExchange: the platform's order key), granted by the
- * deployer (account #0, shared: each grant retried on nonce races).
+ * deployer (account #0).
  */
 export async function freshRelayerKey(): Promise<Hex> {
   const key = generatePrivateKey();
@@ -80,8 +84,7 @@ export async function freshRelayerKey(): Promise<Hex> {
   ] as const;
   for (const grant of grants) {
     const role = (await client.readContract({ address: grant.address, abi: grant.abi as Abi, functionName: grant.role })) as Hex;
-    const hash = await sendAsDeployer((admin) => admin.writeContract({ chain: null, address: grant.address, abi: grant.abi as Abi, functionName: "grantRole", args: [role, address] }));
-    expect((await client.waitForTransactionReceipt({ hash })).status).toBe("success");
+    await setRoleAsDeployer({ address: grant.address, abi: grant.abi as Abi }, role, address);
   }
   return key;
 }

@@ -3,7 +3,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll } from "vitest";
 import { dropDatabase, ensureDatabase, withDatabase } from "../../tools/stack/postgres.ts";
-import { waitFor } from "./wait.ts";
+import { Recording } from "./wait.ts";
 import { testEnvironment } from "./environment.ts";
 import { startTestApi, type TestApi } from "./api.ts";
 
@@ -58,7 +58,7 @@ export type Script = (n: number, req: ReceivedRequest) => Reply | Promise<Reply>
  */
 export class Receiver {
   private server!: http.Server;
-  private readonly received: ReceivedRequest[] = [];
+  private readonly received = new Recording<ReceivedRequest>();
   private readonly scripts = new Map<string, Script>();
   private readonly hanging = new Set<http.ServerResponse>();
   base = "";
@@ -71,7 +71,7 @@ export class Receiver {
         const path = new URL(req.url ?? "/", "http://x").pathname;
         const record: ReceivedRequest = { method: req.method ?? "", path, headers: req.headers, body: Buffer.concat(chunks).toString("utf8"), at: Date.now() };
         this.received.push(record);
-        const n = this.received.filter((r) => r.path === path).length;
+        const n = this.received.items.filter((r) => r.path === path).length;
         const reply = (await this.scripts.get(path)?.(n, record)) ?? { status: 200, body: "ok" };
         if (reply === "hang" || res.destroyed) {
           this.hanging.add(res);
@@ -95,12 +95,17 @@ export class Receiver {
 
   requests(url: string): ReceivedRequest[] {
     const path = new URL(url).pathname;
-    return this.received.filter((r) => r.path === path);
+    return this.received.items.filter((r) => r.path === path);
   }
 
-  /** Waits until `url` has received `count` requests and returns them. */
-  async waitForRequests(url: string, count: number, timeoutMs = 15_000): Promise<ReceivedRequest[]> {
-    return waitFor(() => (this.requests(url).length >= count ? this.requests(url) : null), { timeoutMs, what: `${count} request(s) at ${url}` });
+  /**
+   * Resolves with the requests `url` received once there are `count` of them, or once they pass
+   * `count` as a test (checked as each request arrives).
+   */
+  async waitForRequests(url: string, count: number | ((requests: ReceivedRequest[]) => boolean), timeoutMs = 15_000, what = `${count} request(s) at ${url}`): Promise<ReceivedRequest[]> {
+    const test = typeof count === "number" ? (requests: ReceivedRequest[]) => requests.length >= count : count;
+    await this.received.until(() => test(this.requests(url)), what, timeoutMs);
+    return this.requests(url);
   }
 
   async stop(): Promise<void> {

@@ -129,9 +129,9 @@ it("recovers from a Postgres restart by itself: no hang, failures are 503 proble
     }
   };
   const clients: Outcome["client"][] = [...writers.map((_, n) => n), "artworks"];
-  /** Every client has `count` creations that pass `test`. */
-  const everyClient = (count: number, test: (o: Outcome) => boolean) => (items: readonly Outcome[]) =>
-    clients.every((client) => items.filter((o) => o.client === client && o.what !== "read" && test(o)).length >= count);
+  /** Every client has `count` creations that `pass`. */
+  const everyClient = (count: number, pass: (o: Outcome) => boolean) => (items: readonly Outcome[]) =>
+    clients.every((client) => items.filter((o) => o.client === client && o.what !== "read" && pass(o)).length >= count);
   const traffic = Promise.all([...writers.map(postClient), artworkClient()]);
 
   // Steady traffic first, then Postgres down (fast shutdown: sessions are ended, open transactions

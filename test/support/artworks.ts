@@ -23,9 +23,10 @@ import { migrateToLatest } from "../../api/src/db/migrate.ts";
 import type { Database } from "../../api/src/db/database.ts";
 import type { IndexerTarget } from "../../tools/stack/indexer.ts";
 import { dropDatabase, ensureDatabase, withDatabase } from "../../tools/stack/postgres.ts";
-import { startTestApi, type TestApi, type TestResponse } from "./api.ts";
+import { standIn, startTestApi, type TestApi, type TestResponse, type TestUser } from "./api.ts";
 import { testEnvironment } from "./environment.ts";
 import { startIndexerForTest, type TestIndexer } from "./indexer.ts";
+import { waitFor } from "./wait.ts";
 
 export interface ArtworkPlatform {
   api: TestApi;
@@ -176,12 +177,7 @@ export function useArtworkPlatform(
   afterAll(async () => {
     await current?.close();
   });
-  return new Proxy({} as ArtworkPlatform, {
-    get(_target, property) {
-      if (!current) throw new Error("The artwork platform runs only inside tests (after beforeAll)");
-      return Reflect.get(current, property);
-    },
-  });
+  return standIn<ArtworkPlatform>(() => current, "The artwork platform");
 }
 
 /** A valid 1x1 PNG; `salt` appended after IEND makes each image (and its hash) distinct. */
@@ -321,4 +317,49 @@ export function useQueueDatabase(): { readonly databaseUrl: string; readonly han
       return handle!;
     },
   };
+}
+
+/** startImageServer for the calling test file (beforeAll), closed after it. */
+export function useImageServer(): Awaited<ReturnType<typeof startImageServer>> {
+  let server: Awaited<ReturnType<typeof startImageServer>> | undefined;
+  beforeAll(async () => {
+    server = await startImageServer();
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+  return standIn(() => server, "The image server");
+}
+
+/** Reads and waits of the artwork tests on platform `p`. */
+export function artworkReads(p: ArtworkPlatform) {
+
+  async function artworkRow(id: string) {
+    return p.db.selectFrom("artworks").selectAll().where("id", "=", id).executeTakeFirst();
+  }
+
+  /** The artist's `artworks_count` as their public profile shows it. */
+  async function artworksCount(userId: string): Promise<number> {
+    const res = await p.api.request("GET", `/v1/users/${userId}`);
+    expect(res.status).toBe(200);
+    return res.body.artworks_count as number;
+  }
+
+  async function waitCertified(id: string) {
+    return waitFor(
+      async () => {
+        const res = await p.api.request("GET", `/v1/artworks/${id}`);
+        return res.body?.status === "certified" ? res.body : null;
+      },
+      { timeoutMs: 20_000, what: `certification of ${id}` },
+    );
+  }
+
+  async function createCertified(artist: TestUser, extra: Record<string, unknown> = {}) {
+    const res = await postMultipart(p.api.url, artist.token, formFields(artworkInput(extra)), { bytes: pngImage() });
+    expect(res.status).toBe(201);
+    return waitCertified(res.body.id);
+  }
+
+  return { artworkRow, artworksCount, waitCertified, createCertified };
 }

@@ -1,43 +1,16 @@
+/**
+ * Webhook tests' pieces: a receiver on loopback that records what it gets and answers by script,
+ * and the webhook tests' API with the reads and waits they make on it.
+ */
 import { randomBytes } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterAll, beforeAll } from "vitest";
-import { dropDatabase, ensureDatabase, withDatabase } from "../../tools/stack/postgres.ts";
-import { Recording } from "./wait.ts";
-import { testEnvironment } from "./environment.ts";
-import { startTestApi, type TestApi } from "./api.ts";
-
-/**
- * A database of its own, migrated by the first server that starts on it. Webhook tests need one:
- * every test server runs the job queue of its database, and a delivery must be sent by a server
- * with the settings under test (retry schedule, URL policy), not by another test file's.
- */
-export async function createIsolatedDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  const { serverUrl } = testEnvironment();
-  const name = `webhooks_${randomBytes(6).toString("hex")}`;
-  await ensureDatabase(serverUrl, name);
-  return { url: withDatabase(serverUrl, name), drop: () => dropDatabase(serverUrl, name) };
-}
-
-/** useTestApi on an isolated database. */
-export function useIsolatedTestApi(overrides: Record<string, string> = {}): TestApi {
-  let current: TestApi | undefined;
-  let database: Awaited<ReturnType<typeof createIsolatedDatabase>> | undefined;
-  beforeAll(async () => {
-    database = await createIsolatedDatabase();
-    current = await startTestApi({ DATABASE_URL: database.url, ...overrides });
-  });
-  afterAll(async () => {
-    await current?.close();
-    await database?.drop();
-  });
-  return new Proxy({} as TestApi, {
-    get(_target, property) {
-      if (!current) throw new Error("The test API runs only inside tests (after beforeAll)");
-      return Reflect.get(current, property);
-    },
-  });
-}
+import { afterAll, beforeAll, expect } from "vitest";
+import { Webhook } from "standardwebhooks";
+import { recordEvent } from "../../api/src/jobs/outbox.ts";
+import { verifyWebhookSignature } from "../../api/src/modules/webhooks/signature.ts";
+import { type TestApi, type TestUser, useIsolatedTestApi } from "./api.ts";
+import { Recording, waitFor } from "./wait.ts";
 
 export interface ReceivedRequest {
   method: string;
@@ -120,4 +93,90 @@ export function useReceiver(): Receiver {
   beforeAll(() => receiver.start());
   afterAll(() => receiver.stop());
   return receiver;
+}
+
+// Test scale: retries after about 1 s each (three of them), attempts time out after 2 s.
+export const RETRY_SCHEDULE_SECONDS = [1, 1, 1];
+
+/** No test emits this event for the webhook tests' subscriptions' owners: they receive only their own pings. */
+export const QUIET = ["artwork.certification_failed"];
+
+export async function subscribe(a: TestApi, user: TestUser, body: Record<string, unknown>) {
+  const res = await a.request("POST", "/v1/webhooks", { token: user.token, body });
+  if (res.status !== 201) throw new Error(`subscription failed: ${res.status} ${res.text}`);
+  return res.body as { id: string; secret: string; url: string; events: string[]; status: string; all_users: boolean };
+}
+
+/**
+ * The stored next_retry_at is `delay` after the moment the sender computed it, a moment between the
+ * attempt's start (last_attempt_at) and the recording of its outcome (updated_at): so a delay within
+ * [minMs, maxMs] puts next_retry_at within [last_attempt_at + minMs, updated_at + maxMs] (the API
+ * and Postgres read the same host clock; 1 ms for the sender's whole milliseconds).
+ */
+/** `req` carries valid signatures by `secret` in both schemes, checked with the platform's helper and with `standardwebhooks`. */
+export function expectSignedBy(req: ReceivedRequest, secret: string) {
+  expect(verifyWebhookSignature(req.body, { "x-service-signature": req.headers["x-service-signature"] }, secret)).toBe(true);
+  expect(verifyWebhookSignature(req.body, req.headers, secret)).toBe(true);
+  expect(() => new Webhook(secret).verify(req.body, req.headers as Record<string, string>)).not.toThrow();
+}
+
+export function expectRetryAfter(row: { next_retry_at: Date | null; last_attempt_at: Date | null; updated_at: Date }, minMs: number, maxMs: number) {
+  const next = row.next_retry_at!.getTime();
+  expect(next - row.last_attempt_at!.getTime()).toBeGreaterThanOrEqual(Math.floor(minMs) - 1);
+  expect(next - row.updated_at.getTime()).toBeLessThanOrEqual(Math.ceil(maxMs));
+}
+
+/**
+ * The webhook tests' API (useIsolatedTestApi at the test scale of the retry schedule) and receiver
+ * for the calling file, with the reads and waits the tests make on them.
+ */
+export function useWebhooksApi() {
+  const api = useIsolatedTestApi({ WEBHOOK_RETRY_SCHEDULE: RETRY_SCHEDULE_SECONDS.join(","), WEBHOOK_TIMEOUT_SECONDS: "2", WEBHOOK_CONCURRENCY: "4" });
+  const receiver = useReceiver();
+
+  async function delivery(subscriptionId: string, deliveryId: string, user: TestUser) {
+    const res = await api.request("GET", `/v1/webhooks/${subscriptionId}/deliveries/${deliveryId}`, { token: user.token });
+    expect(res.status).toBe(200);
+    return res.body;
+  }
+
+  function waitForDelivery(subscriptionId: string, deliveryId: string, user: TestUser, check: (d: any) => boolean, timeoutMs = 15_000) {
+    return waitFor(async () => {
+      const d = await delivery(subscriptionId, deliveryId, user);
+      return check(d) ? d : null;
+    }, { timeoutMs, what: `delivery ${deliveryId}` });
+  }
+
+  /** The delivery's row once failed attempt number `attempts` has scheduled the next one. */
+  function scheduledRetry(deliveryId: string, attempts: number, timeoutMs = 15_000) {
+    return waitFor(
+      () =>
+        api.db
+          .selectFrom("webhook_deliveries")
+          .selectAll()
+          .where("id", "=", deliveryId)
+          .where("attempts", "=", attempts)
+          .where("next_retry_at", "is not", null)
+          .executeTakeFirst(),
+      { timeoutMs, what: `the retry after attempt ${attempts} of ${deliveryId}` },
+    );
+  }
+
+  /** Records an event that concerns `audience` (user ids), as a producer does. */
+  async function emit(type: string, payload: Record<string, unknown>, audience: string[]): Promise<string> {
+    return api.db.transaction().execute((trx) => recordEvent(trx, type, payload, audience));
+  }
+
+  /** Waits until the event's dispatch (the fan-out) has run after `since`. */
+  async function dispatched(eventId: string, since = new Date(0)): Promise<void> {
+    await waitFor(async () => {
+      const row = await api.db.selectFrom("outbox_events").select("dispatched_at").where("id", "=", eventId).executeTakeFirstOrThrow();
+      return row.dispatched_at !== null && row.dispatched_at > since;
+    }, { what: `dispatch of ${eventId}` });
+  }
+
+  const countSubscriptions = async (userId: string) =>
+    Number((await api.db.selectFrom("webhook_subscriptions").select((eb) => eb.fn.countAll<string>().as("n")).where("user_id", "=", userId).executeTakeFirstOrThrow()).n);
+
+  return { api, receiver, delivery, waitForDelivery, scheduledRetry, emit, dispatched, countSubscriptions };
 }

@@ -8,7 +8,7 @@ import { createChainClients } from "./chain/clients.ts";
 import { CustodyWallet } from "./chain/custody.ts";
 import { IndexerLagMonitor, type IndexerLagState } from "./chain/indexer-lag.ts";
 import { readIndexerStatus } from "./chain/indexer-schema.ts";
-import { CHAIN_OPERATION_TASK, ChainOperations } from "./chain/operations.ts";
+import { ChainOperations } from "./chain/operations.ts";
 import { Relayer } from "./chain/relayer.ts";
 import { observeStatement } from "./db/statements.ts";
 import { type Config, ConfigError, loadConfig } from "./config.ts";
@@ -20,7 +20,7 @@ import { answerClientError } from "./http/problem.ts";
 import { PublicReadCache } from "./http/public-read-cache.ts";
 import { SharedReads } from "./http/shared-reads.ts";
 import { createRateLimiter } from "./http/rate-limit.ts";
-import { OUTBOX_DISPATCH_TASK, OutboxDispatcher } from "./jobs/outbox.ts";
+import { OutboxDispatcher } from "./jobs/outbox.ts";
 import { migrateJobQueue, startJobQueue, survivingDatabaseRestarts, type TaskList } from "./jobs/queue.ts";
 import { LocalDiskStorage } from "./lib/storage.ts";
 import type { IndexerProbe } from "./modules/health/health.routes.ts";
@@ -240,9 +240,9 @@ export interface RunningWorker {
 
 /**
  * The worker half: the outbox dispatcher (events claimed from their table), the job runners
- * (`general`: maintenance and earlier versions' jobs; and each module's tasks and runners of its
- * own), the chain operations (claimed from their table, confirmed by the indexer listener, swept),
- * and the modules' background loops (the webhook senders among them).
+ * (`general`: maintenance; and each module's tasks and runners of its own), the chain operations
+ * (claimed from their table, confirmed by the indexer listener, swept), and the modules'
+ * background loops (the webhook senders among them).
  * Any number of workers may run on one database: work is claimed in it, and the relayer's nonces
  * are serialised across processes.
  */
@@ -263,16 +263,10 @@ export async function startWorker(platform: Platform, options: { indexerLag?: In
       concurrency: config.jobs.concurrency,
       fetchBatch: config.jobs.fetchBatch,
       tasks: {
-        // Jobs an earlier version queued per recorded event: each dispatches its events.
-        [OUTBOX_DISPATCH_TASK]: outbox.task,
         maintenance_purge: async () => {
           await idempotency.purgeExpired();
           for (const part of parts) await part.maintenance?.();
         },
-        // The cron entry an earlier version ran every minute (stale events are the dispatcher's own now).
-        outbox_redispatch: async () => {},
-        // Jobs an earlier version queued per chain operation: each runs its operation once.
-        [CHAIN_OPERATION_TASK]: platform.chainOperations.task,
       },
       crontab: "17 * * * * maintenance_purge\n",
     },

@@ -2,8 +2,7 @@
  * The outbox on its own: events recorded together are written in one statement that tells the
  * dispatchers on commit; a dispatcher claims the oldest due events and hands them to the subscribers
  * in the order recorded; a subscriber failing part-way leaves the events before it dispatched and
- * the failed one waiting; two dispatchers never hand out the same event at once. The jobs an earlier
- * version queued still dispatch their events.
+ * the failed one waiting; two dispatchers never hand out the same event at once.
  */
 import { sql } from "kysely";
 import pg from "pg";
@@ -159,38 +158,24 @@ it("hands a claim's events together to a batch subscriber; after a failure, one 
   });
 });
 
-it("runs an earlier version's dispatch job: a list in order; a failure keeps the events before it dispatched, and the retry hands out the whole list", async () => {
+it("hands each event to the subscribers of its type and to those of every type, as recorded: id, type, payload, audience", async () => {
   const ids = await db().transaction().execute((trx) =>
-    recordEvents(trx, ["first", "second", "third"].map((name) => ({ type: "test.event", payload: { name }, audience: ["usr_b"] }))),
+    recordEvents(trx, [
+      { type: "test.routed", payload: { name: "first" }, audience: ["usr_b", "usr_c"] },
+      { type: "test.other", payload: { name: "second" }, audience: [] },
+    ]),
   );
   const dispatcher = new OutboxDispatcher(db(), pino({ level: "silent" }));
-  const seen: string[] = [];
-  let failSecond = true;
-  dispatcher.subscribe("test.event", async (event: OutboxEvent) => {
-    seen.push(event.payload.name as string);
-    expect(event.audience).toEqual(["usr_b"]);
-    if (event.payload.name === "second" && failSecond) {
-      failSecond = false;
-      throw new Error("subscriber down");
-    }
+  const routed: OutboxEvent[] = [];
+  const everything: string[] = [];
+  dispatcher.subscribe("test.routed", async (event) => {
+    routed.push(event);
   });
-  dispatcher.subscribe("other.event", async () => {
-    throw new Error("not this type");
+  dispatcher.subscribe("*", async (event) => {
+    if (ids.includes(event.id)) everything.push(event.type);
   });
-  const run = () => dispatcher.task({ event_ids: ids }, {} as never);
-
-  await expect(run()).rejects.toThrow("subscriber down");
-  expect(seen).toEqual(["first", "second"]);
-  expect(await dispatchedIds(ids)).toEqual([ids[0]]);
-
-  await run();
-  expect(seen).toEqual(["first", "second", "first", "second", "third"]);
+  await drain(dispatcher);
+  expect(routed).toEqual([{ id: ids[0], type: "test.routed", payload: { name: "first" }, audience: ["usr_b", "usr_c"], createdAt: expect.any(Date) }]);
+  expect(everything).toEqual(["test.routed", "test.other"]);
   expect(await dispatchedIds(ids)).toEqual([...ids].sort());
-
-  // The older payload, one event_id, still dispatches; an id that no longer exists is skipped.
-  await dispatcher.task({ event_id: ids[2] }, {} as never);
-  expect(seen.at(-1)).toBe("third");
-  await dispatcher.task({ event_ids: ["whe_01JD3Y5V0Q3G7W7J6T4N4C2X1M", ids[0]!] }, {} as never);
-  expect(seen.at(-1)).toBe("first");
-  await expect(dispatcher.task({}, {} as never)).rejects.toThrow("payload without event_id or event_ids");
 });

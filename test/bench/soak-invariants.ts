@@ -94,7 +94,7 @@ export async function checkInvariants({ db, baseUrl, adminToken, rpcUrl, deploym
     await sql<{ artwork_id: string; db_token: string | null; chain_token: string | null; status: string | null; indexed_owner: string | null; expected_owner: string | null }>`
       select coalesce(a.id, c.artwork_id) as artwork_id, a.token_id::text as db_token, c.token_id::text as chain_token, a.status, lower(c.owner) as indexed_owner,
         lower(coalesce(
-          (select s.buyer_wallet from sales s where s.artwork_id = a.id and s.status = 'completed' order by s.completed_at desc limit 1),
+          (select s.buyer_wallet from sales s where s.artwork_id = a.id and s.status = 'completed' order by s.created_at desc, s.id desc limit 1),
           (select u.wallet_address from users u where u.id = a.artist_id))) as expected_owner
       from artworks a full join chain.certificate c on c.artwork_id = a.id
       where a.status = 'certified' or c.artwork_id is not null`.execute(db)

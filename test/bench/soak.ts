@@ -358,7 +358,7 @@ async function main(): Promise<number> {
 
     // How long the purchases answered 2xx took to complete, from their creation (the request's transaction).
     const { rows: settleTimes } = await sql<{ kind: string; ms: number }>`
-      select 'sale (buy-now or accepted offer)' as kind, extract(epoch from completed_at - created_at)::float8 * 1000 as ms from sales where status = 'completed' and id in (${sql.join(purchases.sales.length ? purchases.sales : [""])})
+      select 'sale (buy-now or accepted offer)' as kind, extract(epoch from completed_at - created_at)::float8 * 1000 as ms from transactions where type = 'sale' and status = 'completed' and id in (${sql.join(purchases.sales.length ? purchases.sales : [""])})
       union all select 'share purchase', extract(epoch from confirmed_at - created_at)::float8 * 1000 from fractional_purchases where status = 'confirmed' and id in (${sql.join(purchases.shares.length ? purchases.shares : [""])})
       union all select 'ticket order', extract(epoch from confirmed_at - created_at)::float8 * 1000 from ticket_orders where status = 'confirmed' and id in (${sql.join(purchases.tickets.length ? purchases.tickets : [""])})`.execute(db);
 

@@ -236,7 +236,7 @@ export async function checkFacts(p: ArtworkPlatform, w: World, trace: string): P
   const transfers = await views.selectFrom("certificate_transfer").selectAll().where("token_id", "=", w.tokenId).orderBy("block_number").orderBy("log_index").execute();
   const sales = await db.selectFrom("sales").selectAll().where("artwork_id", "=", w.artworkId).execute();
   const settlementTx = async (s: (typeof sales)[number]) =>
-    s.payment_method === "onchain" ? s.settle_tx_hash : ((await views.selectFrom("sale_settlement").select("tx_hash").where("sale_id", "=", s.id).executeTakeFirst())?.tx_hash ?? null);
+    s.payment_method === "onchain" ? (txs.find((t) => t.id === s.id)?.chain_tx ?? null) : ((await views.selectFrom("sale_settlement").select("tx_hash").where("sale_id", "=", s.id).executeTakeFirst())?.tx_hash ?? null);
   for (const s of sales.filter((x) => x.status === "completed" || x.status === "refunded")) {
     const tx = await settlementTx(s);
     expect(transfers.filter((t) => t.tx_hash === tx).map((t) => `${t.from}->${t.to}`), `${s.id}: its certificate moved from the seller to the buyer; ${trace}`).toEqual([`${s.seller_wallet}->${s.buyer_wallet}`]);
@@ -264,7 +264,7 @@ export async function checkFacts(p: ArtworkPlatform, w: World, trace: string): P
   }
   const shareClass = await db.selectFrom("fractional_artworks").select(["created_at", "owner_id", "status"]).where("artwork_id", "=", w.artworkId).where("status", "!=", "failed").executeTakeFirst();
   if (shareClass) {
-    expect(sales.filter((s) => s.completed_at !== null && s.completed_at > shareClass.created_at && s.status === "completed").map((s) => s.id), `not sold whole once fractionalized; ${trace}`).toEqual([]);
+    expect(sales.filter((s) => { const completedAt = txs.find((t) => t.id === s.id)?.completed_at ?? null; return completedAt !== null && completedAt > shareClass.created_at && s.status === "completed"; }).map((s) => s.id), `not sold whole once fractionalized; ${trace}`).toEqual([]);
     expect(account?.user_id, `a fractionalized artwork's certificate is held by the class's owner; ${trace}`).toBe(shareClass.owner_id);
   }
 }

@@ -1,5 +1,8 @@
-import { type Expression, type Kysely, type RawBuilder, type Selectable, sql } from "kysely";
-import type { CertificateView, IndexerViews } from "./indexer-schema.ts";
+import type { Expression, Kysely, RawBuilder } from "kysely";
+import * as repo from "./certificates.repository.ts";
+import type { IndexerViews } from "./indexer-schema.ts";
+
+export type { TransferJson } from "./certificates.repository.ts";
 
 /** A certificate as the indexer projected it from `ArtworkCertified` (and later transfers). */
 export interface IndexedCertificate {
@@ -54,37 +57,18 @@ export class IndexedCertificates {
   /** One per artwork (the contract mints at most one), lowest token id first. */
   async byArtworkIds(artworkIds: readonly string[]): Promise<IndexedCertificate[]> {
     if (artworkIds.length === 0) return [];
-    const rows = await this.read(() =>
-      this.views.selectFrom("certificate").selectAll().where("artwork_id", "in", [...artworkIds]).orderBy("token_id").execute(),
-    );
+    const rows = await this.read(() => repo.byArtworkIds(this.views, artworkIds));
     return rows.map(toCertificate);
   }
 
   /** The certificates minted in blocks (fromBlock, toBlock], in chain order. */
   async inBlocks(fromBlock: bigint, toBlock: bigint): Promise<IndexedCertificate[]> {
-    const rows = await this.read(() =>
-      this.views
-        .selectFrom("certificate")
-        .selectAll()
-        .where("block_number", ">", fromBlock)
-        .where("block_number", "<=", toBlock)
-        .orderBy("block_number")
-        .orderBy("log_index")
-        .execute(),
-    );
+    const rows = await this.read(() => repo.inBlocks(this.views, fromBlock, toBlock));
     return rows.map(toCertificate);
   }
 
   async byHash(certificateHash: string): Promise<IndexedCertificate | undefined> {
-    const row = await this.read(() =>
-      this.views
-        .selectFrom("certificate")
-        .selectAll()
-        .where("certificate_hash", "=", certificateHash.toLowerCase() as `0x${string}`)
-        .orderBy("token_id")
-        .limit(1)
-        .executeTakeFirst(),
-    );
+    const row = await this.read(() => repo.byHash(this.views, certificateHash.toLowerCase() as `0x${string}`));
     return row ? toCertificate(row) : undefined;
   }
 
@@ -93,12 +77,8 @@ export class IndexedCertificates {
    * chain order; `transfersFromJson` reads it): a detail page reads them without a round trip of
    * their own. A statement that embeds it fails as a read of the views does before they are published.
    */
-  transfersJson(tokenId: Expression<bigint | null>): RawBuilder<TransferJson[]> {
-    return sql<TransferJson[]>`(
-      select coalesce(json_agg(json_build_object('from', t."from", 'to', t."to", 'block_number', t.block_number::text,
-                                                 'block_timestamp', t.block_timestamp::text, 'tx_hash', t.tx_hash, 'log_index', t.log_index)
-                               order by t.block_number, t.log_index), '[]'::json)
-      from ${sql.table(`${this.viewsSchema}.certificate_transfer`)} t where t.token_id = ${tokenId})`;
+  transfersJson(tokenId: Expression<bigint | null>): RawBuilder<repo.TransferJson[]> {
+    return repo.transfersJson(this.viewsSchema, tokenId);
   }
 
   private read<T>(query: () => Promise<T>): Promise<T> {
@@ -106,17 +86,7 @@ export class IndexedCertificates {
   }
 }
 
-/** A transfer as `transfersJson` gives it (bigints as text). */
-export interface TransferJson {
-  from: `0x${string}`;
-  to: `0x${string}`;
-  block_number: string;
-  block_timestamp: string;
-  tx_hash: `0x${string}`;
-  log_index: number;
-}
-
-export function transfersFromJson(tokenId: bigint, rows: TransferJson[]): IndexedTransfer[] {
+export function transfersFromJson(tokenId: bigint, rows: repo.TransferJson[]): IndexedTransfer[] {
   return rows.map((r) => ({
     tokenId,
     from: r.from,
@@ -140,7 +110,7 @@ export async function readViews<T>(query: () => Promise<T>): Promise<T> {
   }
 }
 
-function toCertificate(r: Selectable<CertificateView>): IndexedCertificate {
+function toCertificate(r: repo.CertificateRow): IndexedCertificate {
   return {
     tokenId: r.token_id,
     artworkKey: r.artwork_key,

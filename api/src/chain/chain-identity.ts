@@ -1,6 +1,8 @@
 import type { Kysely } from "kysely";
 import type { Address, Hex } from "viem";
 import type { Database } from "../db/database.ts";
+import * as repo from "./chain-identity.repository.ts";
+import { latestConfirmedWithHash } from "./operations.repository.ts";
 
 /** The platform's contracts of one deployment (the forwarder is the certificate's `trustedForwarder()`). */
 export interface PlatformContracts {
@@ -38,7 +40,7 @@ const EXCHANGE_CONTRACTS = [
 ] as const satisfies readonly (readonly [keyof ExchangeContracts, string, string])[];
 
 export async function readChainDeployment(db: Kysely<Database>): Promise<Partial<ChainDeployment> | null> {
-  const row = await db.selectFrom("chain_deployment").selectAll().where("id", "=", 1).executeTakeFirst();
+  const row = await repo.findDeployment(db);
   if (!row) return null;
   return {
     chainId: row.chain_id,
@@ -65,11 +67,7 @@ export async function recordChainDeployment(db: Kysely<Database>, deployment: Ch
     payment_token_address: deployment.paymentToken ?? null,
     start_block: BigInt(deployment.startBlock),
   };
-  await db
-    .insertInto("chain_deployment")
-    .values({ id: 1, ...values })
-    .onConflict((oc) => oc.column("id").doUpdateSet({ ...values, recorded_at: new Date() }))
-    .execute();
+  await repo.upsertDeployment(db, values);
 }
 
 /** Why `recorded` and `current` are not the same chain instance, or null when they are. */
@@ -166,15 +164,7 @@ export async function databaseAheadOfChain(
     return `the indexer had reached block ${indexed.block}, the chain ends at block ${head}`;
   }
   // The latest confirmations: a lost block holds the newest ones.
-  const confirmed = await db
-    .selectFrom("chain_operations")
-    .select(["key", "tx_hash"])
-    .where("status", "=", "confirmed")
-    .where("tx_hash", "is not", null)
-    .orderBy("confirmed_at", "desc")
-    .limit(20)
-    .execute();
-  for (const op of confirmed) {
+  for (const op of await latestConfirmedWithHash(db, 20)) {
     if (!(await chain.hasReceipt(op.tx_hash as Hex))) {
       return `chain operation ${op.key} was confirmed in transaction ${op.tx_hash}, which the chain does not have`;
     }

@@ -1,12 +1,10 @@
-import { type Kysely, type Selectable, sql } from "kysely";
+import type { Kysely } from "kysely";
 import type { Logger } from "pino";
-import type { Database, Db, OutboxEventsTable } from "../db/database.ts";
+import type { Database, Db } from "../db/database.ts";
 import { newId } from "../lib/ids.ts";
 import { ClaimLoop } from "./claim-loop.ts";
-import type { Task } from "./queue.ts";
+import * as repo from "./outbox.repository.ts";
 
-/** Jobs an earlier version queued per recorded event or list of events (still run: see OutboxDispatcher.task). */
-export const OUTBOX_DISPATCH_TASK = "outbox_dispatch";
 /** NOTIFY'd by every transaction that records events: the dispatchers claim them once it commits. */
 export const OUTBOX_CHANNEL = "outbox_events_recorded";
 
@@ -46,10 +44,7 @@ export async function recordEvents(db: Db, events: readonly NewEvent[]): Promise
   if (events.length === 0) return [];
   // Ids are ULIDs: their order is the order given, and the dispatchers hand events out by (created_at, id).
   const rows = events.map((e) => eventRow(e, false));
-  await db
-    .with("recorded", (qc) => qc.insertInto("outbox_events").values(rows))
-    .selectNoFrom(sql`pg_notify(${OUTBOX_CHANNEL}, '')`.as("notified"))
-    .execute();
+  await repo.insertAndNotify(db, rows, OUTBOX_CHANNEL);
   return rows.map((r) => r.id);
 }
 
@@ -63,19 +58,13 @@ export async function recordUndispatchedEvent(db: Db, type: string, payload: Rec
 
 async function insertEvent(db: Db, type: string, payload: Record<string, unknown>, audience: readonly string[], dispatched: boolean): Promise<OutboxEvent> {
   const values = eventRow({ type, payload, audience }, dispatched);
-  const row = await db.insertInto("outbox_events").values(values).returning(["id", "created_at"]).executeTakeFirstOrThrow();
+  const row = await repo.insertOne(db, values);
   return { id: row.id, type, payload, audience: values.audience, createdAt: row.created_at };
 }
 
 /** The outbox row of a new event (its audience without repeats). */
-function eventRow(e: NewEvent, dispatched: boolean) {
-  return {
-    id: newId("webhookEvent"),
-    event_type: e.type,
-    payload: JSON.stringify(e.payload),
-    audience: [...new Set(e.audience)],
-    dispatched_at: dispatched ? sql<Date>`now()` : null,
-  };
+function eventRow(e: NewEvent, dispatched: boolean): repo.NewEventRow {
+  return { id: newId("webhookEvent"), event_type: e.type, payload: JSON.stringify(e.payload), audience: [...new Set(e.audience)], dispatched };
 }
 
 export type OutboxHandler = (event: OutboxEvent, db: Kysely<Database>) => Promise<void>;
@@ -133,37 +122,21 @@ export class OutboxDispatcher {
   /** One claim: the oldest due events, handed out in order and marked dispatched (or the failed one delayed) as it commits. */
   async dispatchBatch(): Promise<"more" | "done"> {
     return this.db.transaction().execute(async (trx) => {
-      const rows = await trx
-        .selectFrom("outbox_events")
-        .selectAll()
-        .where("dispatched_at", "is", null)
-        .where((eb) => eb.or([eb("dispatch_after", "is", null), eb("dispatch_after", "<=", sql<Date>`now()`)]))
-        .orderBy("created_at")
-        .orderBy("id")
-        .limit(EVENTS_PER_CLAIM)
-        .forNoKeyUpdate()
-        .skipLocked()
-        .execute();
+      const rows = await repo.claimDue(trx, EVENTS_PER_CLAIM);
       const { done, failed } = await this.handOutInOrder(rows);
-      if (done.length > 0) {
-        await trx.updateTable("outbox_events").set({ dispatched_at: sql<Date>`now()`, dispatch_error: null }).where("id", "in", done).execute();
-      }
+      if (done.length > 0) await repo.markDispatched(trx, done);
       if (failed) {
         const attempts = failed.row.dispatch_attempts + 1;
         const delayMs = Math.min(1000 * 2 ** (attempts - 1), RETRY_CAP_MS);
         this.logger.error({ err: failed.err, event_id: failed.row.id, attempts, retry_in_ms: delayMs }, "an outbox subscriber failed; the event is dispatched again later");
-        await trx
-          .updateTable("outbox_events")
-          .set({ dispatch_attempts: attempts, dispatch_after: new Date(Date.now() + delayMs), dispatch_error: failed.err.message.slice(0, 2000) })
-          .where("id", "=", failed.row.id)
-          .execute();
+        await repo.delayDispatch(trx, failed.row.id, attempts, new Date(Date.now() + delayMs), failed.err.message.slice(0, 2000));
       }
       return rows.length === EVENTS_PER_CLAIM || (failed && done.length + 1 < rows.length) ? "more" : "done";
     });
   }
 
   /** Hands out a claim's events: together to the batch subscribers, else (or after a failure) one by one until one fails. */
-  private async handOutInOrder(rows: OutboxRow[]): Promise<{ done: string[]; failed?: { row: OutboxRow; err: Error } }> {
+  private async handOutInOrder(rows: repo.OutboxRow[]): Promise<{ done: string[]; failed?: { row: repo.OutboxRow; err: Error } }> {
     if (rows.length > 1 && this.handlers.some((h) => h.batch)) {
       const events = rows.map(eventOf);
       try {
@@ -195,37 +168,8 @@ export class OutboxDispatcher {
       if (type === "*" || type === event.type) await handler(event, this.db);
     }
   }
-
-  /**
-   * The job of an earlier version (`event_id`, or `event_ids` for events recorded together):
-   * dispatches those events in order, dispatched or not (subscribers are idempotent per event id).
-   * A failing subscriber fails the job after the events before it are marked dispatched; the retry
-   * hands out the whole list again.
-   */
-  readonly task: Task = async (payload) => {
-    const { event_id: one, event_ids: many } = payload as { event_id?: string; event_ids?: string[] };
-    const ids = many ?? (one ? [one] : []);
-    if (ids.length === 0) throw new Error(`${OUTBOX_DISPATCH_TASK}: payload without event_id or event_ids`);
-    const rows = await this.db.selectFrom("outbox_events").selectAll().where("id", "in", ids).execute();
-    const byId = new Map(rows.map((row) => [row.id, row]));
-    const vanished = ids.filter((id) => !byId.has(id));
-    if (vanished.length > 0) this.logger.warn({ event_ids: vanished }, "outbox events vanished before dispatch");
-    const done: string[] = [];
-    try {
-      for (const id of ids) {
-        const row = byId.get(id);
-        if (!row) continue;
-        await this.handOut(eventOf(row));
-        done.push(id);
-      }
-    } finally {
-      if (done.length > 0) await this.db.updateTable("outbox_events").set({ dispatched_at: sql<Date>`now()` }).where("id", "in", done).execute();
-    }
-  };
 }
 
-type OutboxRow = Selectable<OutboxEventsTable>;
-
-function eventOf(row: OutboxRow): OutboxEvent {
+function eventOf(row: repo.OutboxRow): OutboxEvent {
   return { id: row.id, type: row.event_type, payload: row.payload as Record<string, unknown>, audience: row.audience, createdAt: row.created_at };
 }

@@ -81,9 +81,9 @@ export interface OutboxSubscription {
 }
 
 /**
- * A job runner of the worker. The platform has `general` (short jobs, the outbox, maintenance)
- * and `chain` (chain operations, with connections of its own); a module adds one where its jobs
- * wait on something slow (other people's servers), so they never starve the others.
+ * A job runner of the worker. The platform has `general` (short jobs, maintenance; the outbox and
+ * the chain operations claim from their own tables); a module adds one where its jobs wait on
+ * something slow (other people's servers), so they never starve the others.
  */
 export interface JobRunnerSpec {
   name: string;
@@ -106,7 +106,7 @@ export interface JobRunnerSpec {
 export interface WorkerPart {
   /** Runners of the module's own. */
   runners?: JobRunnerSpec[];
-  /** Job tasks by runner name (`general`, `chain` or one of `runners`). */
+  /** Job tasks by runner name (`general` or one of `runners`). */
   tasks?: Record<string, TaskList>;
   /** Run by the hourly `maintenance_purge` job (expired rows). */
   maintenance?(): Promise<void>;

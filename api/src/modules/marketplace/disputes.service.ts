@@ -1,15 +1,16 @@
 import { type Kysely, sql, type Transaction } from "kysely";
-import type { Database, Db } from "../../db/database.ts";
+import type { Database } from "../../db/database.ts";
 import type { Transact } from "../../db/transact.ts";
 import { ApiError } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
-import { type Page, paginate, paginated } from "../../lib/pagination.ts";
+import { type Page, paginated } from "../../lib/pagination.ts";
 import { iso, isoOrNull } from "../../lib/time.ts";
 import type { Actor } from "../../lib/actor.ts";
 import type { LedgerService } from "../ledger/ledger.service.ts";
 import type { Refund } from "../payments/processor.ts";
 import type { Purchase, Purchases, RefundCause } from "../payments/purchases.ts";
 import type { UsersService } from "../users/users.service.ts";
+import * as disputes from "./disputes.repository.ts";
 import type { Dispute } from "./marketplace.tables.ts";
 import type { OwnershipService } from "../artworks/ownership.ts";
 import * as sales from "./sales.repository.ts";
@@ -51,15 +52,10 @@ export class DisputesService {
       if ((await sales.lastSaleIdOf(trx, seen.artwork_id)) === seen.id) await ownership.decide(trx, seen.artwork_id, "dispute", actor);
       const sale = (await sales.lock(trx, transactionId))!;
       if (sale.status !== "completed") throw ApiError.conflict("invalid_state", `The sale is ${sale.status}: only a completed sale can be disputed`);
-      const deadline = sale.completed_at!.getTime() + DISPUTE_WINDOW_DAYS * 86_400_000;
+      const completedAt = (await this.deps.purchases.find(trx, sale.id))!.completed_at!;
+      const deadline = completedAt.getTime() + DISPUTE_WINDOW_DAYS * 86_400_000;
       if (Date.now() > deadline) throw ApiError.conflict("invalid_state", `Disputes are accepted for ${DISPUTE_WINDOW_DAYS} days after completion (until ${iso(deadline)})`);
-      const dispute = await trx
-        .insertInto("disputes")
-        .values({ id: newId("dispute"), transaction_id: sale.id, buyer_id: actor.userId, seller_id: sale.seller_id, reason: input.reason, status: "open" })
-        // A literal predicate, so that Postgres can infer the partial index with a generic plan (marketplace.repository.ts insertUnlessOpen).
-        .onConflict((oc) => oc.column("transaction_id").where("status", "=", sql.lit("open")).doNothing())
-        .returningAll()
-        .executeTakeFirst();
+      const dispute = await disputes.insertUnlessOpen(trx, { id: newId("dispute"), transaction_id: sale.id, buyer_id: actor.userId, seller_id: sale.seller_id, reason: input.reason, status: "open" });
       if (!dispute) throw ApiError.conflict("conflict", "The sale already has an open dispute");
       await ledger.append(trx, { kind: "dispute.opened", subjectId: dispute.id, actorId: actor.userId, parties: [actor.userId, sale.seller_id], data: { transaction_id: sale.id, reason: input.reason } });
       return toDispute(dispute);
@@ -68,23 +64,20 @@ export class DisputesService {
 
   /** A dispute for its buyer, its seller or an admin; anyone else 404. */
   async get(actor: Actor, id: string) {
-    const d = isId("dispute", id) ? await this.find(this.deps.db, id) : undefined;
+    const d = isId("dispute", id) ? await disputes.find(this.deps.db, id) : undefined;
     if (!d || (actor.role !== "admin" && d.buyer_id !== actor.userId && d.seller_id !== actor.userId)) throw ApiError.notFound("Dispute");
     return toDispute(d);
   }
 
   /** Every dispute (admins), newest first. */
   async list(query: { status?: "open" | "resolved" | undefined }, page: Page) {
-    let q = this.deps.db.selectFrom("disputes");
-    if (query.status) q = q.where("status", "=", query.status);
-    const { rows, total } = await paginate(q, page, (x) => x.selectAll().orderBy("created_at", "desc").orderBy("id", "desc"));
+    const { rows, total } = await disputes.list(this.deps.db, query, page);
     return paginated(rows.map(toDispute), page, total);
   }
 
   /** Open disputes (the admin report's count). */
   async countOpen(): Promise<number> {
-    const row = await this.deps.db.selectFrom("disputes").select(sql<string>`count(*)`.as("n")).where("status", "=", "open").executeTakeFirstOrThrow();
-    return Number(row.n);
+    return disputes.countOpen(this.deps.db);
   }
 
   /**
@@ -99,7 +92,7 @@ export class DisputesService {
     const force = input.force === true;
     if (force && input.resolution !== "refund") throw ApiError.validation([{ field: "force", code: "invalid_value", message: "force applies to a refund only" }]);
     if (force && !input.note) throw ApiError.validation([{ field: "note", code: "required", message: "a forced refund needs a note saying why" }]);
-    const seen = await this.find(db, id);
+    const seen = await disputes.find(db, id);
     if (!seen) throw ApiError.notFound("Dispute");
     const sale = (await sales.find(db, seen.transaction_id))!;
     if (input.resolution === "refund" && sale.payment_method === "onchain") {
@@ -109,24 +102,18 @@ export class DisputesService {
       // The move `refund`, under the artwork's lock: the certificate can go back only from the buyer's
       // custodial wallet, with nothing hanging off the artwork or on its way.
       if (input.resolution === "refund" && !force) await ownership.decide(trx, sale.artwork_id, "refund", admin, { sale }, { hint: FORCE_HINT });
-      const dispute = await trx.selectFrom("disputes").selectAll().where("id", "=", id).forUpdate().executeTakeFirst();
+      const dispute = await disputes.lock(trx, id);
       if (!dispute) throw ApiError.notFound("Dispute");
       if (dispute.status !== "open") throw ApiError.conflict("invalid_state", `The dispute is ${dispute.status} already`);
-      const resolved = await trx
-        .updateTable("disputes")
-        .set({
-          status: "resolved",
-          resolution: input.resolution,
-          resolution_note: input.note ?? null,
-          resolved_by: admin.userId,
-          resolved_at: sql<Date>`now()`,
-          refund_status: input.resolution === "refund" ? "pending" : null,
-          refund_forced: force,
-          updated_at: sql<Date>`now()`,
-        })
-        .where("id", "=", id)
-        .returningAll()
-        .executeTakeFirstOrThrow();
+      const resolved = (await disputes.update(trx, id, {
+        status: "resolved",
+        resolution: input.resolution,
+        resolution_note: input.note ?? null,
+        resolved_by: admin.userId,
+        resolved_at: sql<Date>`now()`,
+        refund_status: input.resolution === "refund" ? "pending" : null,
+        refund_forced: force,
+      }))!;
       const cause = { reason: "dispute", actorId: admin.userId, referenceId: id, note: input.note ?? null, forced: force };
       if (input.resolution === "refund" && !(await purchases.refund(trx, dispute.transaction_id, cause))) {
         throw ApiError.conflict("invalid_state", "The sale's payment is not one that can be refunded now (not completed, or being refunded already)");
@@ -152,21 +139,13 @@ export class DisputesService {
     // The only refund of a completed sale is a dispute's; a failed settlement's refund changes nothing more here.
     if (cause?.reason !== "dispute" || !cause.referenceId) return;
     await this.deps.sales.markRefunded(trx, purchase.id, refund);
-    const dispute = await trx.selectFrom("disputes").selectAll().where("id", "=", cause.referenceId).forUpdate().executeTakeFirstOrThrow();
+    const dispute = (await disputes.lock(trx, cause.referenceId))!;
     if (dispute.refund_status !== "pending") return;
     const sale = (await sales.find(trx, dispute.transaction_id))!;
     const buyer = await this.deps.users.findByWallet(trx, sale.buyer_wallet);
     const returning = !dispute.refund_forced && buyer?.id === sale.buyer_id && buyer.wallet_kind === "custodial";
-    await trx
-      .updateTable("disputes")
-      .set({ refund_status: "refunded", refund_id: refund.id, certificate_return: dispute.refund_forced ? "waived" : returning ? "pending" : "not_possible", updated_at: sql<Date>`now()` })
-      .where("id", "=", dispute.id)
-      .execute();
+    await disputes.update(trx, dispute.id, { refund_status: "refunded", refund_id: refund.id, certificate_return: dispute.refund_forced ? "waived" : returning ? "pending" : "not_possible" });
     if (returning) await this.deps.sales.requestReturn(trx, dispute.id, sale, buyer);
-  }
-
-  private find(db: Db, id: string): Promise<Dispute | undefined> {
-    return db.selectFrom("disputes").selectAll().where("id", "=", id).executeTakeFirst();
   }
 }
 

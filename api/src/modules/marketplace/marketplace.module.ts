@@ -73,7 +73,6 @@ export const marketplaceModule = defineModule<
       exchange,
       views,
       chain,
-      viewsSchema: config.indexer.viewsSchema,
       logger,
     });
     ownership.registerStates({ name: "marketplace", statesOf: (trx, artworkId) => marketplace.statesOf(trx, artworkId) });
@@ -86,16 +85,15 @@ export const marketplaceModule = defineModule<
     registerSalesRoutes(api, services);
   },
   chainOperationKinds: ({ sales, exchange }) => [sales.settlementKind, exchange.approvalKind, exchange.cancelKind],
-  chainProjections: ({ sales }) => [sales.onchainFills],
-  worker: ({ marketplace, offers }, { config, logger }) => {
+  chainProjections: ({ sales, marketplace }) => [sales.onchainFills, marketplace.movedListings],
+  worker: ({ offers }, { config, logger }) => {
     let timer: NodeJS.Timeout | null = null;
     let running: Promise<void> | null = null;
     let stopped = false;
-    // The safety nets behind the jobs: listings whose token moved, offers whose expiry job was lost
-    // (a sale's charge is its purchase's: payments sweeps those).
+    // The safety net behind the jobs: offers whose expiry job was lost (a sale's charge is its
+    // purchase's: payments sweeps those; a listing whose token moved is the movedListings projection's).
     const sweep = async () => {
       try {
-        await marketplace.cancelMovedListings();
         await offers.expireOverdue();
       } catch (err) {
         logger.error({ err }, "marketplace sweep failed");

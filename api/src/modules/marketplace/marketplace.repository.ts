@@ -43,7 +43,7 @@ export function unsettledDisputeOf(db: Db, artworkId: string): Promise<{ id: str
     .selectFrom("disputes")
     .select(["disputes.id", "disputes.transaction_id", "disputes.status"])
     .where("disputes.transaction_id", "=", (eb) =>
-      eb.selectFrom("sales").select("id").where("artwork_id", "=", artworkId).where("status", "in", ["completed", "refunded"]).orderBy("completed_at", "desc").limit(1),
+      eb.selectFrom("sales").select("id").where("artwork_id", "=", artworkId).where("status", "in", ["completed", "refunded"]).orderBy("created_at", "desc").orderBy("id", "desc").limit(1),
     )
     .where((eb) => eb.or([eb("disputes.status", "=", "open"), eb("disputes.refund_status", "=", "pending"), eb("disputes.certificate_return", "=", "pending")]))
     .limit(1)
@@ -62,6 +62,18 @@ export function find(db: Db, id: string): Promise<ListingWithTitle | undefined> 
 /** Row lock for a change decided on the current state; only inside a transaction the service opened. */
 export function lock(trx: Transaction<Database>, id: string): Promise<Listing | undefined> {
   return trx.selectFrom("listings").selectAll().where("id", "=", id).forUpdate().executeTakeFirst();
+}
+
+/**
+ * A listing's move by its sale, only from `from` when given: to `pending_payment` (a sale started),
+ * back to `active` (its payment failed), `cancelled` by the platform (its transfer failed) or `sold`
+ * (the chain's answer wins over a cancellation: that is undone).
+ */
+export async function moveBySale(db: Db, id: string, to: "pending_payment" | "active" | "cancelled" | "sold", from?: ListingStatus): Promise<void> {
+  const closing = to === "cancelled" ? { cancelled_at: sql<Date>`now()`, cancelled_by: null } : to === "sold" ? { cancelled_at: null, cancelled_by: null } : {};
+  let q = db.updateTable("listings").set({ status: to, ...closing, updated_at: sql<Date>`now()` }).where("id", "=", id);
+  if (from) q = q.where("status", "=", from);
+  await q.execute();
 }
 
 /** Cancels a listing; `by` null: the platform (the token left the seller's wallet). */

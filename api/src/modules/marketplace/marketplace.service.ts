@@ -1,7 +1,8 @@
-import { type Kysely, sql, type Transaction } from "kysely";
+import type { Kysely, Transaction } from "kysely";
 import type { Logger } from "pino";
 import { IndexerNotReadyError } from "../../chain/certificates.ts";
-import type { Database, Db } from "../../db/database.ts";
+import type { IndexedProjection } from "../../chain/operations.ts";
+import type { Database } from "../../db/database.ts";
 import { type Transact, transactOn } from "../../db/transact.ts";
 import { ApiError, found } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
@@ -16,7 +17,7 @@ import * as repo from "./marketplace.repository.ts";
 import type { ExchangeService } from "./exchange.service.ts";
 import { decideListingMove } from "./listing-moves.ts";
 import type { OffersService } from "./offers.service.ts";
-import type { SettlementViews } from "./settlement-views.ts";
+import type { CertificateMove, SettlementViews } from "./settlement-views.ts";
 import type { ListingCreate, ListingsQuery } from "./marketplace.schemas.ts";
 
 /**
@@ -34,7 +35,6 @@ export class MarketplaceService {
       exchange: ExchangeService;
       views: SettlementViews;
       chain: { certificate: `0x${string}` | null; market: `0x${string}` | null };
-      viewsSchema: string;
       logger: Logger;
     },
   ) {}
@@ -163,52 +163,36 @@ export class MarketplaceService {
   }
 
   /**
-   * Cancels the active listings whose certificate left the seller's wallet on-chain (a wallet
-   * transferred it directly): their pending offers are rejected. Run by the worker every few
-   * seconds; how many were cancelled.
+   * Listings whose certificate left the seller's wallet on-chain by a plain transfer (a wallet sent
+   * it; a fill of the listing's order is a sale, the fills' projection's): each transfer the indexer
+   * shows, in chain order, cancels the artwork's active listing of the wallet it left, rejects its
+   * pending offers and cancels its orders, under the artwork's lock (a listing being created either
+   * commits first and is seen here, or reads the new holder from the chain and is refused). Only the
+   * chain's answer cancels: a certificate back with its seller since keeps the listing.
    */
-  async cancelMovedListings(): Promise<number> {
-    const { db, artworks, ownership, offers, viewsSchema, logger } = this.deps;
-    let moved: { id: string; tx_hash: string }[];
-    try {
-      // With the transfer that took the token away (the delisting's provenance names it).
-      moved = (
-        await sql<{ id: string; tx_hash: string }>`
-          select l.id, t.tx_hash from listings l
-          join ${sql.table(`${viewsSchema}.certificate`)} c on c.token_id = l.token_id
-          cross join lateral (
-            select tx_hash from ${sql.table(`${viewsSchema}.certificate_transfer`)} t
-            where t.token_id = l.token_id order by t.block_number desc, t.log_index desc limit 1
-          ) t
-          where l.status = 'active' and c.owner <> l.seller_wallet
-            -- a wallet's fill of the listing's order moved it: a sale (SalesService.onchainFills), not a delisting
-            and not exists (select 1 from ${sql.table(`${viewsSchema}.exchange_fill`)} f where f.listing_id = l.id)
-          limit 100`.execute(db)
-      ).rows;
-    } catch (err) {
-      const code = (err as { code?: string }).code;
-      if (code === "42P01" || code === "3F000") return 0; // the indexer's views are not published yet
-      throw err;
-    }
-    let cancelled = 0;
-    for (const { id, tx_hash } of moved) {
-      const seen = await repo.find(db, id);
-      // The indexer may lag behind a new owner's listing: only the chain's answer cancels.
-      if (!seen || (await ownership.walletHolding(seen.artwork_id, seen.token_id)).wallet === seen.seller_wallet) continue;
-      await db.transaction().execute(async (trx) => {
-        // A transfer mined: a chain fact, written under the artwork's lock as every move is.
-        await ownership.lockForChainFact(trx, seen.artwork_id);
-        const listing = await repo.lock(trx, id);
-        if (!listing || listing.status !== "active") return;
-        const done = await repo.cancel(trx, listing.id, null);
-        await offers.rejectForCancelledListing(trx, listing.id, null);
-        await this.deps.exchange.cancelOpenOrders(trx, listing.id);
-        await artworks.recordMarketplaceProvenance(trx, { artworkId: listing.artwork_id, event: "delisted", actorId: null, txHash: tx_hash, details: { listing_id: listing.id, reason: "token_moved" }, at: done.cancelled_at! });
-        cancelled++;
-      });
-    }
-    if (cancelled > 0) logger.info({ cancelled }, "cancelled listings whose certificate left the seller's wallet");
-    return cancelled;
+  readonly movedListings: IndexedProjection<CertificateMove> = {
+    consumer: "marketplace_moved_listings",
+    read: (fromBlock, toBlock) => this.deps.views.movesInBlocks(fromBlock, toBlock),
+    apply: async (trx, moves) => {
+      let cancelled = 0;
+      for (const move of moves) if (await this.cancelMoved(trx, move)) cancelled++;
+      if (cancelled > 0) this.deps.logger.info({ cancelled }, "cancelled listings whose certificate left the seller's wallet");
+    },
+  };
+
+  private async cancelMoved(trx: Transaction<Database>, move: CertificateMove): Promise<boolean> {
+    const { artworks, ownership, offers } = this.deps;
+    // A transfer mined: a chain fact, written under the artwork's lock as every move is.
+    await ownership.lockForChainFact(trx, move.artworkId);
+    const open = await repo.openListingOf(trx, move.artworkId);
+    const listing = open && (await repo.lock(trx, open.id));
+    if (!listing || listing.status !== "active" || listing.seller_wallet !== move.from || listing.token_id !== move.tokenId) return false;
+    if ((await ownership.walletHolding(listing.artwork_id, listing.token_id)).wallet === listing.seller_wallet) return false;
+    const done = await repo.cancel(trx, listing.id, null);
+    await offers.rejectForCancelledListing(trx, listing.id, null);
+    await this.deps.exchange.cancelOpenOrders(trx, listing.id);
+    await artworks.recordMarketplaceProvenance(trx, { artworkId: listing.artwork_id, event: "delisted", actorId: null, txHash: move.txHash, details: { listing_id: listing.id, reason: "token_moved" }, at: done.cancelled_at! });
+    return true;
   }
 }
 

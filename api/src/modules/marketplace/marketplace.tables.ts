@@ -50,13 +50,16 @@ export interface OffersTable {
   updated_at: Timestamp;
 }
 
-export type SaleStatus = "pending_payment" | "paid" | "completed" | "payment_failed" | "settlement_failed" | "refunded";
+export type SaleStatus = "pending_payment" | "paid" | "completed" | "payment_failed" | "settlement_failed" | "lost_to_fill" | "refunded";
 
 /**
- * The settlement of one sale (its id is the sale's `txn_` transaction): `pending_payment` (charge
- * job) -> `paid` (the certificate's transfer is a chain operation) -> `completed` when the indexer
- * has it; `payment_failed` (declined), `settlement_failed` (the transfer failed for good; refunded),
- * `refunded` (a dispute). One live sale per listing (a partial unique index).
+ * A sale as a move on its listing (its id is the sale's `txn_` transaction, which holds the money:
+ * the charge, fee, royalty, payout, settling transaction, failure and times, payments'
+ * purchases.ts): `pending_payment` (charge job) -> `paid` (the certificate's transfer is a chain
+ * operation) -> `completed` when the indexer has it; `payment_failed` (declined),
+ * `settlement_failed` (the transfer failed for good; refunded), `lost_to_fill` (a wallet's fill of
+ * the listing's order was mined first; a charge goes back), `refunded` (a dispute). One live sale
+ * per listing (a partial unique index).
  */
 export interface SalesTable {
   id: string;
@@ -67,6 +70,7 @@ export interface SalesTable {
   /** Null for a wallet with no account that filled an order on-chain. */
   buyer_id: string | null;
   seller_id: string;
+  /** The wallets the certificate moves between (the buyer's custodial one for a card sale). */
   buyer_wallet: string;
   seller_wallet: string;
   price_cents: ColumnType<bigint, bigint, bigint>;
@@ -76,19 +80,8 @@ export interface SalesTable {
   /** The ArtExchange order an on-chain sale filled (once). */
   order_hash: ColumnType<string | null, string | null | undefined, string | null>;
   status: SaleStatus;
-  charge_id: string | null;
-  fee_cents: ColumnType<bigint | null, bigint | null | undefined, bigint | null>;
-  royalty_receiver: string | null;
-  royalty_cents: ColumnType<bigint | null, bigint | null | undefined, bigint | null>;
-  payout_cents: ColumnType<bigint | null, bigint | null | undefined, bigint | null>;
-  settle_tx_hash: string | null;
-  failure_code: string | null;
-  failure_reason: string | null;
   created_at: Timestamp;
   updated_at: Timestamp;
-  paid_at: NullableTimestamp;
-  completed_at: NullableTimestamp;
-  failed_at: NullableTimestamp;
 }
 
 /** A buyer's dispute of a completed sale, resolved by an admin (`refund` or `reject`). */

@@ -17,7 +17,8 @@ import type { Offer } from "./marketplace.tables.ts";
 import type { OwnershipService } from "../artworks/ownership.ts";
 import * as repo from "./offers.repository.ts";
 import type { OfferCreate, OffersQuery } from "./offers.schemas.ts";
-import { offerLedgerEntry, recordOfferEvent, type SalesService } from "./sales.service.ts";
+import { offerLedgerEntry, recordOfferEvent } from "./sale-records.ts";
+import type { SalesService } from "./sales.service.ts";
 
 /** The job that expires one offer at its `expires_at` (payload `{ offer_id }`, job key `offer_expire:<id>`). */
 export const OFFER_EXPIRE_TASK = "marketplace_offer_expire";

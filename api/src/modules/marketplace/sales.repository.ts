@@ -32,8 +32,26 @@ export async function lastSaleIdOf(db: Db, artworkId: string): Promise<string | 
     .select("id")
     .where("artwork_id", "=", artworkId)
     .where("status", "in", ["completed", "refunded"])
-    .orderBy("completed_at", "desc")
+    // Sales of one artwork go through one after another (one open listing at a time, one live sale
+    // per listing; a fill's sale is written as it completes): the newest is the last completed.
+    .orderBy("created_at", "desc")
+    .orderBy("id", "desc")
     .limit(1)
     .executeTakeFirst();
   return row?.id;
+}
+
+/** The listing's sale under way (`pending_payment` or `paid`), locked. */
+export function lockLiveOf(trx: Transaction<Database>, listingId: string): Promise<Sale | undefined> {
+  return trx.selectFrom("sales").selectAll().where("listing_id", "=", listingId).where("status", "in", ["pending_payment", "paid"]).forUpdate().executeTakeFirst();
+}
+
+/** Whether a fill of `orderHash` was recorded as a sale already. */
+export async function fillRecorded(db: Db, orderHash: string): Promise<boolean> {
+  return (await db.selectFrom("sales").select("id").where("order_hash", "=", orderHash).executeTakeFirst()) !== undefined;
+}
+
+/** Whether the listing sold (a completed sale). */
+export async function soldOf(db: Db, listingId: string): Promise<boolean> {
+  return (await db.selectFrom("sales").select("id").where("listing_id", "=", listingId).where("status", "=", "completed").executeTakeFirst()) !== undefined;
 }

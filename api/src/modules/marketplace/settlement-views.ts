@@ -4,7 +4,7 @@ import { readViews as read } from "../../chain/certificates.ts";
 /**
  * The indexer's projections the marketplace settles by (the views schema): ArtMarket's
  * `SaleSettled` rows, ArtExchange's `OrderFilled` and `OrderCancelled` rows, ArtCertificate's
- * `ApprovalForAll` state, and current certificate owners.
+ * `ApprovalForAll` state and its transfers.
  */
 type SaleSettlementView = {
   sale_key: string;
@@ -47,10 +47,13 @@ type ExchangeFillView = {
 
 type ExchangeCancelView = { order_hash: string; canceller: string; block_number: bigint; tx_hash: string; log_index: number };
 
+type CertificateTransferView = { token_id: bigint; from: string; to: string; block_number: bigint; tx_hash: string; log_index: number };
+
 type Views = {
   sale_settlement: SaleSettlementView;
   certificate_approval: CertificateApprovalView;
-  certificate: { token_id: bigint; owner: string };
+  certificate: { token_id: bigint; owner: string; artwork_id: string };
+  certificate_transfer: CertificateTransferView;
   exchange_fill: ExchangeFillView;
   exchange_cancel: ExchangeCancelView;
 };
@@ -70,6 +73,16 @@ export interface Fill {
   txHash: string;
   blockNumber: bigint;
   at: Date;
+}
+
+/** A certificate leaving a wallet by a plain transfer (no ArtExchange fill in its transaction), as the chain recorded it. */
+export interface CertificateMove {
+  tokenId: bigint;
+  artworkId: string;
+  from: string;
+  to: string;
+  txHash: string;
+  blockNumber: bigint;
 }
 
 /** One settlement of ArtMarket as the chain recorded it (addresses lower-case). */
@@ -130,6 +143,27 @@ export class SettlementViews {
         .execute(),
     );
     return rows.map(toFill);
+  }
+
+  /**
+   * Certificate transfers in blocks (fromBlock, toBlock], in chain order, but mints and those of a
+   * transaction that filled an ArtExchange order (a sale: the fills' projection records those).
+   */
+  async movesInBlocks(fromBlock: bigint, toBlock: bigint): Promise<CertificateMove[]> {
+    const rows = await read(() =>
+      this.views
+        .selectFrom("certificate_transfer as t")
+        .innerJoin("certificate as c", "c.token_id", "t.token_id")
+        .select(["t.token_id", "c.artwork_id", "t.from", "t.to", "t.tx_hash", "t.block_number"])
+        .where("t.block_number", ">", fromBlock)
+        .where("t.block_number", "<=", toBlock)
+        .where("t.from", "!=", "0x0000000000000000000000000000000000000000")
+        .where(({ not, exists, selectFrom }) => not(exists(selectFrom("exchange_fill as f").select("f.tx_hash").whereRef("f.tx_hash", "=", "t.tx_hash"))))
+        .orderBy("t.block_number")
+        .orderBy("t.log_index")
+        .execute(),
+    );
+    return rows.map((r) => ({ tokenId: BigInt(r.token_id), artworkId: r.artwork_id, from: r.from.toLowerCase(), to: r.to.toLowerCase(), txHash: r.tx_hash, blockNumber: BigInt(r.block_number) }));
   }
 
   /** ArtExchange cancellations of these orders, or in blocks (fromBlock, toBlock]: their order hashes and transactions. */

@@ -2,7 +2,17 @@ import { type Insertable, sql, type Transaction } from "kysely";
 import { lockNamed } from "../../db/locks.ts";
 import type { Database, Db } from "../../db/database.ts";
 import { type Page, paginate } from "../../lib/pagination.ts";
-import type { PaymentMethodRow, PaymentMethodsTable, SandboxChargeRow, SandboxChargesTable, SandboxRefundRow, SandboxRefundsTable } from "./payments.tables.ts";
+import type {
+  PaymentMethodRow,
+  PaymentMethodsTable,
+  SandboxChargeRow,
+  SandboxChargesTable,
+  SandboxRefundRow,
+  SandboxRefundsTable,
+  TransactionRow,
+  TransactionStatus,
+  TransactionType,
+} from "./payments.tables.ts";
 
 // Saved payment methods.
 
@@ -114,4 +124,35 @@ export async function takeSandboxFailure(db: Db, idempotencyKey: string, times: 
     .returning("failures")
     .executeTakeFirst();
   return row !== undefined;
+}
+
+// The money records (written by purchases.ts).
+
+export function findTransaction(db: Db, id: string): Promise<TransactionRow | undefined> {
+  return db.selectFrom("transactions").selectAll().where("id", "=", id).executeTakeFirst();
+}
+
+export interface TransactionFilter {
+  type?: TransactionType | undefined;
+  status?: TransactionStatus | undefined;
+  role?: "buyer" | "seller" | "recipient" | undefined;
+}
+
+/** The transactions `userId` is a party of (buyer, seller or recipient), newest first. */
+export function listTransactionsOf(db: Db, userId: string, filter: TransactionFilter, page: Page) {
+  let query = db.selectFrom("transactions").where((eb) => {
+    switch (filter.role) {
+      case "buyer":
+        return eb("buyer_id", "=", userId);
+      case "seller":
+        return eb("seller_id", "=", userId);
+      case "recipient":
+        return eb("recipient_id", "=", userId);
+      default:
+        return eb.or([eb("buyer_id", "=", userId), eb("seller_id", "=", userId), eb("recipient_id", "=", userId)]);
+    }
+  });
+  if (filter.type) query = query.where("type", "=", filter.type);
+  if (filter.status) query = query.where("status", "=", filter.status);
+  return paginate(query, page, (q) => q.selectAll().orderBy("created_at", "desc").orderBy("id", "desc"));
 }

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Kysely } from "kysely";
-import type { Database } from "../../db/database.ts";
+import type { Database, Db } from "../../db/database.ts";
+import type { Actor } from "../../lib/actor.ts";
 import { type Transact, transactOn } from "../../db/transact.ts";
 import { ApiError, found } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
@@ -9,7 +10,8 @@ import { centsToUsd } from "../../lib/money.ts";
 import { iso } from "../../lib/time.ts";
 import { type CardDetails, type Charge, type PaymentProcessor, PaymentTransientError, type Refund } from "./processor.ts";
 import * as repo from "./payments.repository.ts";
-import type { PaymentMethodRow } from "./payments.tables.ts";
+import type { PaymentMethodRow, TransactionRow } from "./payments.tables.ts";
+import { isPartyOf, toTransaction } from "./transactions.ts";
 
 /** Saved methods per user: enough for anyone's wallet, a bound on what one account can pile up. */
 export const MAX_PAYMENT_METHODS_PER_USER = 25;
@@ -188,6 +190,26 @@ export class PaymentsService {
     return { id, deleted: true as const };
   }
 
+  // ---- the money records (the Transaction resource) ----
+
+  /** The transaction `id` as its resource, read on `db` (a caller's transaction sees its own writes). */
+  async transaction(db: Db, id: string): Promise<TransactionRow | undefined> {
+    return repo.findTransaction(db, id);
+  }
+
+  /** The transactions `userId` is a party of, newest first. */
+  async listTransactions(userId: string, filter: repo.TransactionFilter, page: Page) {
+    const { rows, total } = await repo.listTransactionsOf(this.db, userId, filter, page);
+    return paginated(rows.map(toTransaction), page, total);
+  }
+
+  /** A transaction for one of its parties or an admin; anyone else 404 (it is private). */
+  async getTransaction(actor: Actor, id: string) {
+    const t = isId("transaction", id) ? await repo.findTransaction(this.db, id) : undefined;
+    if (!t || (actor.role !== "admin" && !isPartyOf(t, actor.userId))) throw ApiError.notFound("Transaction");
+    return toTransaction(t);
+  }
+
   private async withRetries<T>(call: () => Promise<T>): Promise<{ value: T; attempts: number }> {
     for (let attempt = 1; ; attempt++) {
       try {
@@ -208,3 +230,4 @@ function cardOf(row: PaymentMethodRow): CardDetails {
 export function toPaymentMethodView(row: PaymentMethodRow) {
   return { id: row.id, type: row.type, card: cardOf(row), created_at: iso(row.created_at) };
 }
+export type { TransactionFilter } from "./payments.repository.ts";

@@ -1,48 +1,18 @@
-import type { Db } from "../../db/database.ts";
 import { centsToUsd, usdValue } from "../../lib/money.ts";
-import { type Page, paginate, paginationQuery, paginationSchema } from "../../lib/pagination.ts";
+import { paginationQuery, paginationSchema } from "../../lib/pagination.ts";
 import { idOf, timestamp } from "../../lib/schema.ts";
 import { iso, isoOrNull } from "../../lib/time.ts";
 import { z } from "../../openapi/zod.ts";
-import type { TransactionRow, TransactionStatus, TransactionType } from "./payments.tables.ts";
+import type { TransactionRow } from "./payments.tables.ts";
 
 /**
- * Reads of the money records (`transactions`, written only by the purchase lifecycle, purchases.ts)
- * and the Transaction resource they answer as. Who may see one: its buyer, seller and recipient,
- * and admins.
+ * The Transaction resource the money records answer as (`transactions`, written only by the
+ * purchase lifecycle, purchases.ts; read through PaymentsService). Who may see one: its buyer,
+ * seller and recipient, and admins.
  */
 
 export const TRANSACTION_TYPES = ["sale", "royalty_payout", "share_purchase", "ticket_purchase"] as const;
 export const TRANSACTION_STATUSES = ["pending", "completed", "failed", "refunded"] as const;
-
-export function findTransaction(db: Db, id: string): Promise<TransactionRow | undefined> {
-  return db.selectFrom("transactions").selectAll().where("id", "=", id).executeTakeFirst();
-}
-
-export interface TransactionFilter {
-  type?: TransactionType | undefined;
-  status?: TransactionStatus | undefined;
-  role?: "buyer" | "seller" | "recipient" | undefined;
-}
-
-/** The transactions `userId` is a party of (buyer, seller or recipient), newest first. */
-export function listTransactionsOf(db: Db, userId: string, filter: TransactionFilter, page: Page) {
-  let query = db.selectFrom("transactions").where((eb) => {
-    switch (filter.role) {
-      case "buyer":
-        return eb("buyer_id", "=", userId);
-      case "seller":
-        return eb("seller_id", "=", userId);
-      case "recipient":
-        return eb("recipient_id", "=", userId);
-      default:
-        return eb.or([eb("buyer_id", "=", userId), eb("seller_id", "=", userId), eb("recipient_id", "=", userId)]);
-    }
-  });
-  if (filter.type) query = query.where("type", "=", filter.type);
-  if (filter.status) query = query.where("status", "=", filter.status);
-  return paginate(query, page, (q) => q.selectAll().orderBy("created_at", "desc").orderBy("id", "desc"));
-}
 
 export function isPartyOf(t: TransactionRow, userId: string): boolean {
   return t.buyer_id === userId || t.seller_id === userId || t.recipient_id === userId;

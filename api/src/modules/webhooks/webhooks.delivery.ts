@@ -8,8 +8,6 @@ import { iso } from "../../lib/time.ts";
 import { signWebhook } from "./signature.ts";
 import * as repo from "./webhooks.repository.ts";
 
-/** Jobs an earlier version queued per delivery attempt (their deliveries are claimed from the table now). */
-export const WEBHOOK_DELIVER_TASK = "webhook_deliver";
 export const WEBHOOK_USER_AGENT = "ArtPlatform-Webhooks/1.0";
 /** NOTIFY'd by every transaction that makes a delivery due now: the senders claim at once. */
 export const DELIVERIES_CHANNEL = "webhook_deliveries_due";

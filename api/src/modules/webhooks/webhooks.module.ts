@@ -1,5 +1,5 @@
 import { defineModule, migrationsOf } from "../module.ts";
-import { attemptLeaseMs, WEBHOOK_DELIVER_TASK, WebhookSender } from "./webhooks.delivery.ts";
+import { attemptLeaseMs, WebhookSender } from "./webhooks.delivery.ts";
 import { registerWebhooksRoutes } from "./webhooks.routes.ts";
 import { WebhooksService } from "./webhooks.service.ts";
 
@@ -18,8 +18,6 @@ export const webhooksModule = defineModule({
   worker: (_services, { db, config, logger }) => {
     const sender = new WebhookSender(db, { policy: { allowPrivate: config.allowPrivateWebhookUrls }, ...config.webhooks }, logger.child({ component: "webhooks" }));
     return {
-      // Jobs an earlier version queued per attempt: their deliveries are claimed from the table, the job just ends.
-      tasks: { general: { [WEBHOOK_DELIVER_TASK]: async () => {} } },
       start: () => sender.start(config.database.url),
       stop: () => sender.stop(),
     };

@@ -268,7 +268,7 @@ describe.concurrent("faults", () => {
     }
   }, 240_000);
 
-  it("webhook receivers down for a day of the retry schedule (scaled): every event delivered afterwards, one request per attempt, none lost, none failed", async () => {
+  it("webhook receivers down for every attempt the retry schedule (scaled) makes in a day: every event delivered afterwards, one request per attempt, none lost, none failed", async () => {
     const schedule = loadConfig(testApiSettings()).webhooks.retryScheduleSeconds.map((s) => s * WEBHOOK_DAY_SCALE);
     const database = await createIsolatedDatabase();
     const receiver = await new Receiver().start();

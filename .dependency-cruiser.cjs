@@ -1,16 +1,15 @@
 /**
- * Import boundaries of api/src, checked by `npm run typecheck` (depcruise api/src). A feature
- * reaches another only through its service (shared/STYLE.md); which tables a query names is
- * tools/check-table-ownership.ts's part, since Kysely names them as strings.
+ * Import boundaries of api/src and indexer/, checked by `npm run typecheck` (depcruise api/src
+ * indexer). A feature reaches another only through its service (shared/STYLE.md); the API and the
+ * indexer share only the generated ABIs (contracts/abi/). Which tables a query names, and where
+ * Kysely may be called at all, is tools/check-table-ownership.ts's part, since Kysely names tables
+ * as strings.
  */
 
 /** Another module's private parts: its repositories, its tables' types, its migrations. */
 const MODULE_INTERNALS = "^api/src/modules/[^/]+/(.+\\.repository\\.ts|.+\\.tables\\.ts|migrations/)";
 
-/**
- * Today's exceptions to that rule, one import each, removed when their reason is gone (the types
- * they import are exported by users.service.ts too).
- */
+/** Exceptions to that rule, one import each ({ from, to }), removed with their reason. None today. */
 const KNOWN_INTERNAL_IMPORTS = [];
 
 const exactly = (file) => `^${file.replace(/[.]/g, "\\.")}$`;
@@ -36,9 +35,23 @@ module.exports = {
     {
       name: "platform-on-modules",
       severity: "error",
-      comment: "The platform's layers sit below the modules. Exceptions: db/database.ts assembles the modules' table types; db/migrate.ts reads the module list for their migration folders.",
-      from: { path: "^api/src/(lib|db|http|jobs|chain)/", pathNot: ["^api/src/db/database\\.ts$", "^api/src/db/migrate\\.ts$"] },
+      comment: "The platform's layers sit below the modules (the migrator is handed the modules' migration folders by its caller). One exception: db/database.ts assembles the Database type from the modules' table types (type imports only), which the platform's queries are typed against.",
+      from: { path: "^api/src/(lib|db|http|jobs|chain)/", pathNot: ["^api/src/db/database\\.ts$"] },
       to: { path: "^api/src/modules/" },
+    },
+    {
+      name: "indexer-alone",
+      severity: "error",
+      comment: "The indexer is a program of its own: besides its packages it imports only its own files and the generated ABIs (contracts/abi/), never the API, the tools or the tests.",
+      from: { path: "^indexer/" },
+      to: { dependencyTypes: ["local"], pathNot: ["^indexer/", "^contracts/abi/"] },
+    },
+    {
+      name: "api-on-indexer",
+      severity: "error",
+      comment: "The API reads what the indexer wrote through its views (api/src/chain/indexer-views.ts, typed by indexer-schema.ts), never its code.",
+      from: { path: "^api/" },
+      to: { path: "^indexer/" },
     },
     {
       name: "no-circular",
@@ -51,7 +64,7 @@ module.exports = {
       name: "source-on-tests-or-tools",
       severity: "error",
       comment: "What production runs never imports tests or development tools.",
-      from: { path: "^api/src/" },
+      from: { path: "^(api/src|indexer)/" },
       to: { path: "^(test|tools)/" },
     },
   ],

@@ -1,12 +1,16 @@
 import { createConfig } from "ponder";
 import { getAddress, isAddress } from "viem";
-import { artCertificateAbi, artExchangeAbi, artMarketAbi, artSharesAbi, auditAnchorAbi } from "./abis.ts";
+import { artCertificateAbi } from "../contracts/abi/ArtCertificate.ts";
+import { artExchangeAbi } from "../contracts/abi/ArtExchange.ts";
+import { artMarketAbi } from "../contracts/abi/ArtMarket.ts";
+import { artSharesAbi } from "../contracts/abi/ArtShares.ts";
+import { auditAnchorAbi } from "../contracts/abi/AuditAnchor.ts";
 
 // This file is the indexer's own configuration: it reads its settings from the environment, which
-// the stack (api/src/stack/indexer.ts) or an operator sets.
+// the stack (tools/stack/indexer.ts) or an operator sets.
 function required(name: string): string {
   const value = process.env[name];
-  if (!value) throw new Error(`The indexer needs ${name} (see api/src/stack/indexer.ts).`);
+  if (!value) throw new Error(`The indexer needs ${name} (see tools/stack/indexer.ts).`);
   return value;
 }
 

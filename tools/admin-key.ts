@@ -13,6 +13,7 @@ import { CustodyWallet } from "../api/src/chain/custody.ts";
 import { loadConfig } from "../api/src/config.ts";
 import { createDb } from "../api/src/db/connection.ts";
 import { migrateToLatest } from "../api/src/db/migrate.ts";
+import { moduleMigrations } from "../api/src/modules/index.ts";
 import { AccountsService } from "../api/src/modules/auth/accounts.service.ts";
 import { AuthService } from "../api/src/modules/auth/auth.service.ts";
 import { UsersService } from "../api/src/modules/users/users.service.ts";
@@ -48,7 +49,7 @@ const rpcUrl = settings.chainRpcUrl ?? `http://127.0.0.1:${settings.hardhatNodeP
 const config = loadConfig({ ...process.env, DATABASE_URL: databaseUrl, CHAIN_RPC_URL: rpcUrl, CUSTODY_MNEMONIC: custodyMnemonic });
 const db = createDb(databaseUrl, 2);
 try {
-  await migrateToLatest(db);
+  await migrateToLatest(db, moduleMigrations);
   const users = new UsersService(db, new CustodyWallet(custodyMnemonic));
   const auth = new AuthService(db, config, users, createPublicClient({ transport: http(rpcUrl) }));
   const created = await new AccountsService(db, users, auth).createAdminKey(`npm run admin-key ${new Date().toISOString()}`);

@@ -1,5 +1,14 @@
 /**
- * A module's tables are its own (shared/STYLE.md): no other module's code names them in a query.
+ * Two rules about queries, which the import rules (.dependency-cruiser.cjs) cannot see:
+ *
+ * 1. Kysely is called only where queries live (QUERY_HOMES): a `*.repository.ts` (a feature's, or
+ *    a platform layer's), the database layer (api/src/db/), migrations, the indexer's views' one
+ *    reader (api/src/chain/indexer-views.ts) and `paginate`. A query builder (`selectFrom`,
+ *    `insertInto`, `updateTable`, `deleteFrom`, `mergeInto`, `executeQuery`), a `sql` template or a
+ *    `sql.*` helper anywhere else in api/src is a violation (`queriesOutsideRepositories`). A
+ *    transaction (`db.transaction()`) is not: services own them.
+ *
+ * 2. A module's tables are its own (shared/STYLE.md): no other module's code names them in a query.
  * Kysely names tables as strings, which the import rules (.dependency-cruiser.cjs) never see, so
  * this reads each module's `<feature>.tables.ts` to learn what it owns (the members of its
  * `<Feature>Tables` interface) and scans the rest of api/src, migrations aside, for queries naming
@@ -33,6 +42,74 @@ export interface Allowed {
 
 /** Violations allowed for a while, each with its reason; remove an entry with its violation (a stale entry fails the check). None today. */
 export const ALLOWED: Allowed[] = [];
+
+// ---- 1. Kysely only in repositories ----
+
+/** Where Kysely may be called, relative to the repository's root. */
+export const QUERY_HOMES: { path: RegExp; why: string }[] = [
+  { path: /\.repository\.ts$/, why: "a feature's repository (or a platform layer's: chain/, jobs/, http/)" },
+  { path: /^api\/src\/db\//, why: "the connection, the shared tables, the migrator, locks and notifications" },
+  { path: /\/migrations\//, why: "migrations" },
+  { path: /^api\/src\/chain\/indexer-views\.ts$/, why: "the one reader of the indexer's views" },
+  { path: /^api\/src\/lib\/pagination\.ts$/, why: "paginate: runs the list and count queries a repository hands it" },
+  { path: /^api\/src\/jobs\/queue\.ts$/, why: "the job queue: graphile-worker's add_job and remove_job, no table of ours" },
+];
+
+/** A file allowed to call Kysely outside QUERY_HOMES for a while; remove it with its last query (a stale entry fails the check). */
+export interface AllowedQueries {
+  file: string;
+  reason: string;
+}
+
+const MOVING = "moving in issue 39";
+export const ALLOWED_QUERIES: AllowedQueries[] = [
+  { file: "api/src/http/idempotency.ts", reason: MOVING },
+  { file: "api/src/http/public-read-cache.ts", reason: MOVING },
+  { file: "api/src/modules/community/challenges.service.ts", reason: MOVING },
+  { file: "api/src/modules/payments/purchases.ts", reason: MOVING },
+];
+
+export interface QueryOutsideRepository {
+  file: string;
+  line: number;
+  /** `selectFrom`, `sql`, `sql.table`, ... */
+  call: string;
+}
+
+const BUILDER_METHODS = new Set(["selectFrom", "insertInto", "updateTable", "deleteFrom", "mergeInto", "replaceInto", "executeQuery"]);
+
+/** Every Kysely call in api/src outside QUERY_HOMES, minus the files of `allowed`; and the allowances no call needs. */
+export function queriesOutsideRepositories(root: string, allowed: AllowedQueries[] = ALLOWED_QUERIES): { violations: QueryOutsideRepository[]; stale: AllowedQueries[] } {
+  const all: QueryOutsideRepository[] = [];
+  for (const file of sourceFiles(path.join(root, "api/src"))) {
+    const relative = path.relative(root, file).split(path.sep).join("/");
+    if (QUERY_HOMES.some((home) => home.path.test(relative))) continue;
+    for (const { call, line } of queriesIn(parse(file))) all.push({ file: relative, line, call });
+  }
+  return {
+    violations: all.filter((v) => !allowed.some((a) => a.file === v.file)),
+    stale: allowed.filter((a) => !all.some((v) => v.file === a.file)),
+  };
+}
+
+/** The Kysely calls of a file, with their lines: query builders, `sql` templates and `sql.*` helpers. */
+export function queriesIn(source: ts.SourceFile): { call: string; line: number }[] {
+  const found: { call: string; line: number }[] = [];
+  const at = (node: ts.Node) => source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1;
+  const visit = (node: ts.Node): void => {
+    if (ts.isCallExpression(node) && ts.isPropertyAccessExpression(node.expression)) {
+      const { expression: receiver, name } = node.expression;
+      if (BUILDER_METHODS.has(name.text)) found.push({ call: name.text, line: at(name) });
+      else if (ts.isIdentifier(receiver) && receiver.text === "sql") found.push({ call: `sql.${name.text}`, line: at(node) });
+    }
+    if (ts.isTaggedTemplateExpression(node) && isSqlTag(node.tag)) found.push({ call: "sql", line: at(node) });
+    node.forEachChild(visit);
+  };
+  visit(source);
+  return found;
+}
+
+// ---- 2. a module's tables are its own ----
 
 const QUERY_METHODS = new Set(["selectFrom", "insertInto", "updateTable", "deleteFrom", "mergeInto", "replaceInto", "innerJoin", "leftJoin", "rightJoin", "fullJoin", "table"]);
 /** A table after a keyword of SQL text; substitutions are blanked first. */
@@ -126,11 +203,15 @@ function sourceFiles(dir: string): string[] {
 
 function main(): void {
   const root = fileURLToPath(new URL("..", import.meta.url));
+  const queries = queriesOutsideRepositories(root);
+  for (const q of queries.violations) console.error(`${q.file}:${q.line} calls Kysely (${q.call}) outside a repository`);
+  for (const a of queries.stale) console.error(`allowed but no longer calls Kysely (remove it from ALLOWED_QUERIES in tools/check-table-ownership.ts): ${a.file}`);
+  if (queries.violations.length > 0) console.error(`${queries.violations.length} Kysely calls outside a repository: move them into the feature's <feature>.repository.ts (or the indexer's views into api/src/chain/indexer-views.ts).`);
   const { violations, stale } = findViolations(root);
   for (const v of violations) console.error(`${v.module} ${v.file}:${v.line} uses ${v.owner}'s table ${v.table}`);
   for (const a of stale) console.error(`allowed but no longer used (remove it from ALLOWED in tools/check-table-ownership.ts): ${a.file} table ${a.table}`);
   if (violations.length > 0) console.error(`${violations.length} queries name another module's table: ask its service, or read a view it publishes (<Feature>Views).`);
-  if (violations.length > 0 || stale.length > 0) process.exitCode = 1;
+  if (queries.violations.length > 0 || queries.stale.length > 0 || violations.length > 0 || stale.length > 0) process.exitCode = 1;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) main();

@@ -12,7 +12,7 @@
 import { readFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 import { type Address, createPublicClient, type Hex, http } from "viem";
-import { auditAnchorAbi } from "../api/src/chain/abi/AuditAnchor.ts";
+import { auditAnchorAbi } from "../contracts/abi/AuditAnchor.ts";
 import { entryHashOf } from "../api/src/modules/ledger/entry-hash.ts";
 import { processProof } from "../api/src/modules/ledger/merkle.ts";
 

@@ -2,12 +2,11 @@ import type { AddressInfo } from "node:net";
 import { Kysely, PostgresDialect } from "kysely";
 import { pino } from "pino";
 import { createApp } from "./app.ts";
-import { IndexedCertificates } from "./chain/certificates.ts";
+import { IndexedChain, readIndexerStatus } from "./chain/indexer-views.ts";
 import { assertChainDeployment, ChainIdentityError } from "./chain/chain-identity.ts";
 import { createChainClients } from "./chain/clients.ts";
 import { CustodyWallet } from "./chain/custody.ts";
-import { IndexerLagMonitor, type IndexerLagState } from "./chain/indexer-lag.ts";
-import { readIndexerStatus } from "./chain/indexer-schema.ts";
+import { IndexerLagMonitor, type IndexerLagState, type IndexerProbe } from "./chain/indexer-lag.ts";
 import { ChainOperations } from "./chain/operations.ts";
 import { Relayer } from "./chain/relayer.ts";
 import { observeStatement } from "./db/statements.ts";
@@ -23,8 +22,7 @@ import { createRateLimiter } from "./http/rate-limit.ts";
 import { OutboxDispatcher } from "./jobs/outbox.ts";
 import { migrateJobQueue, startJobQueue, survivingDatabaseRestarts, type TaskList } from "./jobs/queue.ts";
 import { LocalDiskStorage } from "./lib/storage.ts";
-import type { IndexerProbe } from "./modules/health/health.routes.ts";
-import { modules, type Services } from "./modules/index.ts";
+import { moduleMigrations, modules, type Services } from "./modules/index.ts";
 import type { FeatureModule, JobRunnerSpec, PlatformDeps, WorkerPart } from "./modules/module.ts";
 
 /**
@@ -48,7 +46,7 @@ export async function buildPlatform(config: Config, role: ProcessRole | "api+wor
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), log: observeStatement });
   try {
     await migrateJobQueue(pool);
-    await migrateToLatest(db);
+    await migrateToLatest(db, moduleMigrations);
 
     const { chain, publicClient, relayerAccount } = createChainClients({
       rpcUrl: config.chain.rpcUrl,
@@ -74,7 +72,7 @@ export async function buildPlatform(config: Config, role: ProcessRole | "api+wor
     // Links go into token metadata: they use the URL the server really listens on (PORT=0 in tests).
     const links = { baseUrl: config.publicBaseUrl };
     const storage = new LocalDiskStorage(config.storage.dir);
-    const indexedCertificates = new IndexedCertificates(db, config.indexer.viewsSchema);
+    const indexedChain = new IndexedChain(db, config.indexer.viewsSchema);
     // Chain writes as durable operations: modules register their kinds; the worker runs them.
     const chainOperations = new ChainOperations({
       db,
@@ -89,7 +87,7 @@ export async function buildPlatform(config: Config, role: ProcessRole | "api+wor
       sweepIntervalMs: config.certification.sweepIntervalMs,
       concurrency: config.certification.concurrency,
     });
-    const deps: PlatformDeps = { config, db, logger, publicClient, relayer, custody, storage, indexedCertificates, chainOperations, links };
+    const deps: PlatformDeps = { config, db, logger, publicClient, relayer, custody, storage, indexedChain, chainOperations, links };
     const services = createServices(deps);
     const idempotency = new IdempotencyStore(db);
 

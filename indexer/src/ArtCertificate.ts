@@ -1,7 +1,7 @@
 import { ponder } from "ponder:registry";
 import { certificate, certificateApproval, certificateTransfer } from "ponder:schema";
 import { zeroAddress } from "viem";
-import { artCertificateAbi } from "../abis.ts";
+import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
 
 // `certify` emits Transfer (the mint), MetadataUpdate (the URI) and then ArtworkCertified: the
 // certificate row is created by ArtworkCertified, so the events before it only touch it when it

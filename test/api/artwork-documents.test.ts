@@ -71,6 +71,8 @@ describe("documents, metadata and hash lookup", () => {
     // No EXPLORER_URL and a local chain (no explorer known): plain text.
     expect(html).toContain(`<code id="owner">${certificate.owner}</code>`);
     expect(html).toContain(`<code id="tx">${certificate.tx_hash}</code>`);
+    // Read from the contract now: its holder through OwnershipService's ownerOf, not the indexer's projection.
+    expect(html).toContain("read from the contract now");
     expect(html).not.toMatch(/href="[^"]*\/(address|tx|block)\//);
 
     const withExplorer = await startTestApi({ ...p.env, EXPLORER_URL: "https://explorer.example.com/" });

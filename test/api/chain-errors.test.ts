@@ -18,7 +18,7 @@ import {
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { beforeAll, describe, expect, it } from "vitest";
-import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
+import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
 import { type ChainClients, createChainClients } from "../../api/src/chain/clients.ts";
 import { classifyChainError, PermanentChainError } from "../../api/src/chain/errors.ts";
 import { Relayer } from "../../api/src/chain/relayer.ts";

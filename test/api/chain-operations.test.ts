@@ -8,7 +8,7 @@ import pino from "pino";
 import { type Hash, keccak256, toBytes } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
+import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
 import { createChainClients } from "../../api/src/chain/clients.ts";
 import { ChainOperationFailure, type ChainOperationKind, ChainOperations, type KeyedFacts } from "../../api/src/chain/operations.ts";
 import { Relayer } from "../../api/src/chain/relayer.ts";

@@ -5,7 +5,7 @@
 import { type Address, type Hex, keccak256, toBytes } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { artSharesAbi } from "../../api/src/chain/abi/ArtShares.ts";
+import { artSharesAbi } from "../../contracts/abi/ArtShares.ts";
 import { loadConfig } from "../../api/src/config.ts";
 import { type RunningPlatform, startPlatform } from "../../api/src/platform.ts";
 import { artworkInput, publicClient, setRoleAsDeployer, useArtworkPlatform } from "../support/artworks.ts";

@@ -10,7 +10,7 @@ import { sql } from "kysely";
 import { type Address, createPublicClient, createWalletClient, getAddress, type Hex, http, parseEther, toHex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { beforeAll, describe, expect, it } from "vitest";
-import { auditAnchorAbi } from "../../api/src/chain/abi/AuditAnchor.ts";
+import { auditAnchorAbi } from "../../contracts/abi/AuditAnchor.ts";
 import { createDb } from "../../api/src/db/connection.ts";
 import { newId } from "../../api/src/lib/ids.ts";
 import { entryHashOf } from "../../api/src/modules/ledger/entry-hash.ts";

@@ -5,7 +5,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { adminToken, createUser, expectProblem, type TestUser } from "../support/api.ts";
 import { artworkInput, publicClient, useArtworkPlatform } from "../support/artworks.ts";
-import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
+import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { certifiedArtwork as certifiedArtworkOf, walletClientOf } from "../support/marketplace.ts";
 import { waitFor } from "../support/wait.ts";

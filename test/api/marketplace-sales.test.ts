@@ -3,7 +3,7 @@
  * Hardhat chain with ArtCertificate and ArtMarket, Ponder, the sandbox processor and the API over HTTP.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
+import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
 import { publicClient, useArtworkPlatform } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { certificateCallFrom, certifiedArtwork, indexedCertificate, ownerOnChain, walletClientOf, walletOf } from "../support/marketplace.ts";

@@ -7,8 +7,8 @@
 import { decodeErrorResult, erc20Abi, getAddress, type Hex, parseAbi } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { beforeAll, describe, expect, it } from "vitest";
-import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
-import { artExchangeAbi } from "../../api/src/chain/abi/ArtExchange.ts";
+import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
+import { artExchangeAbi } from "../../contracts/abi/ArtExchange.ts";
 import { publicClient, useArtworkPlatform } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { certifiedArtwork, indexedCertificate, ownerOnChain, walletOf } from "../support/marketplace.ts";

@@ -15,7 +15,7 @@
 import { randomBytes, randomInt } from "node:crypto";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
-import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
+import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
 import { publicClient, useArtworkPlatform } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { certificateCallFrom, certifiedArtwork, walletClientOf, walletOf } from "../support/marketplace.ts";

@@ -34,7 +34,7 @@ import fc from "fast-check";
 import { parseEther, toHex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { beforeAll, describe, expect, it } from "vitest";
-import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
+import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
 import { ARTWORK_MOVES, ARTWORK_STATES, type ArtworkMove, type ArtworkState } from "../../api/src/modules/artworks/artwork-moves.ts";
 import { adminToken, createUser, type TestResponse, type TestUser } from "../support/api.ts";
 import { publicClient } from "../support/artworks.ts";

@@ -9,7 +9,7 @@ import pino from "pino";
 import { keccak256, toBytes } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
+import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
 import { createChainClients } from "../../api/src/chain/clients.ts";
 import { Relayer } from "../../api/src/chain/relayer.ts";
 import { createDb } from "../../api/src/db/connection.ts";

@@ -22,8 +22,8 @@ import {
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { beforeAll, describe, expect, it } from "vitest";
-import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
-import { artSharesAbi } from "../../api/src/chain/abi/ArtShares.ts";
+import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
+import { artSharesAbi } from "../../contracts/abi/ArtShares.ts";
 import { type ChainClients, createChainClients } from "../../api/src/chain/clients.ts";
 import { classifyChainError, PermanentChainError, TransientChainError } from "../../api/src/chain/errors.ts";
 import { isAlreadyCertified, Relayer } from "../../api/src/chain/relayer.ts";

@@ -9,6 +9,7 @@ import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDb } from "../../api/src/db/connection.ts";
 import { migrateToLatest, migrateUpTo } from "../../api/src/db/migrate.ts";
+import { moduleMigrations } from "../../api/src/modules/index.ts";
 import { dropDatabase, ensureDatabase, withDatabase } from "../../tools/stack/postgres.ts";
 import { testEnvironment } from "../support/environment.ts";
 
@@ -19,7 +20,7 @@ let db: ReturnType<typeof createDb>;
 beforeAll(async () => {
   await ensureDatabase(env.serverUrl, name);
   db = createDb(withDatabase(env.serverUrl, name), 2);
-  await migrateUpTo(db, "2026_11_27_0022_artwork_summaries");
+  await migrateUpTo(db, moduleMigrations, "2026_11_27_0022_artwork_summaries");
 });
 
 afterAll(async () => {
@@ -45,7 +46,7 @@ describe("rewards ledger migration", () => {
     // usr_b: a post of 10, but a balance of 70 the ledger does not explain.
     await row("rev_5", "usr_b", "earned", 10, "pst_1", "evt_4:post:usr_b");
 
-    await migrateToLatest(db);
+    await migrateToLatest(db, moduleMigrations);
 
     const balances = (await sql<{ user_id: string; service_points: number; lifetime_points: number; tier: string }>`select * from reward_balances order by user_id`.execute(db)).rows;
     expect(balances.map(({ user_id, service_points, lifetime_points, tier }) => ({ user_id, service_points, lifetime_points, tier }))).toEqual([

@@ -9,6 +9,7 @@ import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDb } from "../../api/src/db/connection.ts";
 import { migrateToLatest, migrateUpTo } from "../../api/src/db/migrate.ts";
+import { moduleMigrations } from "../../api/src/modules/index.ts";
 import { dropDatabase, ensureDatabase, withDatabase } from "../../tools/stack/postgres.ts";
 import { testEnvironment } from "../support/environment.ts";
 
@@ -21,7 +22,7 @@ const hash = () => `0x${randomBytes(32).toString("hex")}`;
 beforeAll(async () => {
   await ensureDatabase(env.serverUrl, name);
   db = createDb(withDatabase(env.serverUrl, name), 2);
-  await migrateUpTo(db, "2026_11_29_0048_withdrawal_after_block");
+  await migrateUpTo(db, moduleMigrations, "2026_11_29_0048_withdrawal_after_block");
 });
 
 afterAll(async () => {
@@ -78,7 +79,7 @@ describe("sale money migration", () => {
       values ('txn_4', 'lst_4', 'art_1', 1, 'usr_buyer', 'usr_seller', ${buyerWallet}, ${sellerWallet}, 10000, 'pm_card_visa', 'settlement_failed',
         'ch_4', 250, 'settlement_failed', 'The seller no longer holds the token', ${completedAt}, ${completedAt})`.execute(db);
 
-    await migrateToLatest(db);
+    await migrateToLatest(db, moduleMigrations);
 
     const txs = (await sql<Record<string, unknown>>`select id, status, charge_id, fee_cents, royalty_cents, payout_cents, chain_tx, failure_code, failure_reason, completed_at, failed_at
       from transactions order by id`.execute(db)).rows;

@@ -4,7 +4,7 @@
  * class created and sold through the API (Postgres, the Hardhat chain, Ponder, the sandbox processor).
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { artSharesAbi } from "../../api/src/chain/abi/ArtShares.ts";
+import { artSharesAbi } from "../../contracts/abi/ArtShares.ts";
 import { publicClient, useArtworkPlatform } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { certifiedArtwork, indexedCertificate } from "../support/marketplace.ts";

@@ -5,8 +5,8 @@
  */
 import { type Kysely, sql } from "kysely";
 import { type Address, createPublicClient, http } from "viem";
-import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
-import { artSharesAbi } from "../../api/src/chain/abi/ArtShares.ts";
+import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
+import { artSharesAbi } from "../../contracts/abi/ArtShares.ts";
 import type { Database } from "../../api/src/db/database.ts";
 import type { PlatformDeployment } from "../../tools/stack/deploy.ts";
 

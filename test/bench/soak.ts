@@ -12,7 +12,7 @@ import { mkdirSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { sql } from "kysely";
-import { readIndexerStatus } from "../../api/src/chain/indexer-schema.ts";
+import { readIndexerStatus } from "../../api/src/chain/indexer-views.ts";
 import { createDb } from "../../api/src/db/connection.ts";
 import { freePort, type ManagedProcess, waitUntil } from "../../tools/stack/processes.ts";
 import { artworkForm } from "./certification.ts";

@@ -3,15 +3,15 @@ import { describe, it } from "node:test";
 
 import { artifacts } from "hardhat";
 
-import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.js";
-import { artExchangeAbi } from "../../api/src/chain/abi/ArtExchange.js";
-import { artForwarderAbi } from "../../api/src/chain/abi/ArtForwarder.js";
-import { artMarketAbi } from "../../api/src/chain/abi/ArtMarket.js";
-import { artSharesAbi } from "../../api/src/chain/abi/ArtShares.js";
-import { auditAnchorAbi } from "../../api/src/chain/abi/AuditAnchor.js";
+import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.js";
+import { artExchangeAbi } from "../../contracts/abi/ArtExchange.js";
+import { artForwarderAbi } from "../../contracts/abi/ArtForwarder.js";
+import { artMarketAbi } from "../../contracts/abi/ArtMarket.js";
+import { artSharesAbi } from "../../contracts/abi/ArtShares.js";
+import { auditAnchorAbi } from "../../contracts/abi/AuditAnchor.js";
 
 // The API and the indexer use these committed ABIs: they must be exactly what the contracts compile to.
-const regenerate = "run `npx hardhat build && npx tsx api/src/chain/abi/generate.ts`";
+const regenerate = "run `npx hardhat build && npx tsx contracts/abi/generate.ts`";
 
 const exported = [
   ["ArtCertificate", "artCertificateAbi", artCertificateAbi],
@@ -26,7 +26,7 @@ describe("ABI exports", () => {
   for (const [contractName, exportName, exportedAbi] of exported) {
     it(`test_${exportName}_matchesTheArtifact`, async () => {
       const { abi } = await artifacts.readArtifact(contractName);
-      assert.deepStrictEqual(exportedAbi, abi, `api/src/chain/abi/${contractName}.ts is stale: ${regenerate}`);
+      assert.deepStrictEqual(exportedAbi, abi, `contracts/abi/${contractName}.ts is stale: ${regenerate}`);
     });
   }
 });

@@ -8,8 +8,8 @@
  */
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
-import { readIndexerStatus } from "../../api/src/chain/indexer-schema.ts";
+import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
+import { readIndexerStatus } from "../../api/src/chain/indexer-views.ts";
 import { startTestApi, type TestApi } from "../support/api.ts";
 import { freshRelayerKey, publicClient, tokenIdOfArtwork, useArtworkPlatform } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";

@@ -11,7 +11,7 @@ import type { BrowserContext } from "playwright-core";
 import { keccak256, stringToBytes } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { privateKeyToAccount } from "viem/accounts";
-import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
+import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
 import { ADMIN_VERIFY_WAIT_MS } from "../../api/src/modules/artworks/artworks.service.ts";
 import { CERTIFY_TASK } from "../../api/src/modules/artworks/certification.ts";
 import { enqueue } from "../../api/src/jobs/queue.ts";

@@ -13,7 +13,7 @@ import { type Kysely, sql } from "kysely";
 import { type Address, decodeFunctionData, type Hex, keccak256, parseTransaction, toBytes, type TransactionSerializable } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { artSharesAbi } from "../../api/src/chain/abi/ArtShares.ts";
+import { artSharesAbi } from "../../contracts/abi/ArtShares.ts";
 import type { IndexerViews } from "../../api/src/chain/indexer-schema.ts";
 import { createDb } from "../../api/src/db/connection.ts";
 import type { ManagedProcess } from "../../tools/stack/processes.ts";

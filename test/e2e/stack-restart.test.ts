@@ -17,8 +17,8 @@ import { type Address, createPublicClient, createWalletClient, type Hex, http, p
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { hardhat } from "viem/chains";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
-import { artExchangeAbi } from "../../api/src/chain/abi/ArtExchange.ts";
+import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
+import { artExchangeAbi } from "../../contracts/abi/ArtExchange.ts";
 import { runningClusterUrl, withClient } from "../../tools/stack/postgres.ts";
 import { binPath, childEnv, repoRoot } from "../../tools/stack/processes.ts";
 import { adminSdk, apiError, artworkForm, createSdkUser, sdk, type SdkUser } from "../support/sdk.ts";

@@ -10,7 +10,7 @@ import type { Kysely } from "kysely";
 import { createPublicClient, createWalletClient, type Hex, http, keccak256, toHex, zeroAddress } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
+import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
 import type { IndexerViews } from "../../api/src/chain/indexer-schema.ts";
 import { createDb } from "../../api/src/db/connection.ts";
 import { type HardhatNode, readChainIdentity, startHardhatNode } from "../../tools/stack/chain.ts";

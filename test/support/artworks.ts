@@ -11,15 +11,16 @@ import type { Kysely } from "kysely";
 import { type Abi, type Address, createPublicClient, createWalletClient, type Hex, http, keccak256, parseEther, toBytes, toHex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, expect } from "vitest";
-import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
-import { artExchangeAbi } from "../../api/src/chain/abi/ArtExchange.ts";
-import { artMarketAbi } from "../../api/src/chain/abi/ArtMarket.ts";
-import { artSharesAbi } from "../../api/src/chain/abi/ArtShares.ts";
-import { auditAnchorAbi } from "../../api/src/chain/abi/AuditAnchor.ts";
+import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
+import { artExchangeAbi } from "../../contracts/abi/ArtExchange.ts";
+import { artMarketAbi } from "../../contracts/abi/ArtMarket.ts";
+import { artSharesAbi } from "../../contracts/abi/ArtShares.ts";
+import { auditAnchorAbi } from "../../contracts/abi/AuditAnchor.ts";
 import { type IndexerViews } from "../../api/src/chain/indexer-schema.ts";
 import { createDb, createDbHandle, type DbHandle } from "../../api/src/db/connection.ts";
 import { migrateJobQueue } from "../../api/src/jobs/queue.ts";
 import { migrateToLatest } from "../../api/src/db/migrate.ts";
+import { moduleMigrations } from "../../api/src/modules/index.ts";
 import type { Database } from "../../api/src/db/database.ts";
 import type { IndexerTarget } from "../../tools/stack/indexer.ts";
 import { dropDatabase, ensureDatabase, withDatabase } from "../../tools/stack/postgres.ts";
@@ -101,7 +102,7 @@ export async function createPlatformDatabase(serverUrl = env().serverUrl): Promi
   const databaseUrl = withDatabase(serverUrl, name);
   const db = createDb(databaseUrl, 1);
   try {
-    await migrateToLatest(db);
+    await migrateToLatest(db, moduleMigrations);
   } finally {
     await db.destroy();
   }

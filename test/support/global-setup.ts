@@ -14,6 +14,7 @@ import path from "node:path";
 import type { TestProject } from "vitest/node";
 import { createDb } from "../../api/src/db/connection.ts";
 import { migrateToLatest } from "../../api/src/db/migrate.ts";
+import { moduleMigrations } from "../../api/src/modules/index.ts";
 import { readChainIdentity, startHardhatNode } from "../../tools/stack/chain.ts";
 import { recordChainDeployment } from "../../api/src/chain/chain-identity.ts";
 import { deployExchange, deployPlatform } from "../../tools/stack/deploy.ts";
@@ -64,7 +65,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
       const databaseUrl = withDatabase(serverUrl, name);
       const db = createDb(databaseUrl, 2);
       try {
-        await migrateToLatest(db);
+        await migrateToLatest(db, moduleMigrations);
       } finally {
         await db.destroy();
       }

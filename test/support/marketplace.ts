@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { type Address, createWalletClient, type Hex, http, parseEther, toHex } from "viem";
 import { HDKey, hdKeyToAccount } from "viem/accounts";
 import { mnemonicToSeedSync } from "@scure/bip39";
-import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
+import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
 import type { TestUser } from "./api.ts";
 import { custodyMnemonic } from "./custody.ts";
 import { type ArtworkPlatform, publicClient } from "./artworks.ts";

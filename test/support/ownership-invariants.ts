@@ -6,7 +6,7 @@
  */
 import { sql } from "kysely";
 import { expect } from "vitest";
-import { readIndexerStatus } from "../../api/src/chain/indexer-schema.ts";
+import { readIndexerStatus } from "../../api/src/chain/indexer-views.ts";
 import type { TransactionRow } from "../../api/src/modules/payments/payments.tables.ts";
 import { type ArtworkPlatform, publicClient } from "./artworks.ts";
 import { indexedCertificate, ownerOnChain } from "./marketplace.ts";

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { type Address, createWalletClient, erc20Abi, getAddress, type Hex, http, parseEther, toHex } from "viem";
 import { generatePrivateKey, nonceManager, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { createSiweMessage } from "viem/siwe";
-import { auditAnchorAbi } from "../../api/src/chain/abi/AuditAnchor.ts";
+import { auditAnchorAbi } from "../../contracts/abi/AuditAnchor.ts";
 import type { TestApi } from "./api.ts";
 import { publicClient } from "./artworks.ts";
 import { testEnvironment } from "./environment.ts";

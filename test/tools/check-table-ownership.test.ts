@@ -1,13 +1,15 @@
 /**
  * tools/check-table-ownership.ts on a small tree of its own: two modules, one of which names the
- * other's table; views a module publishes, migrations and its own tables are not violations.
+ * other's table; views a module publishes, migrations and its own tables are not violations. And
+ * Kysely outside the places queries live: a service's query is flagged, a repository's, a
+ * migration's and the database layer's are not.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import ts from "typescript";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { findViolations, tableOwners, tablesNamed } from "../../tools/check-table-ownership.ts";
+import { findViolations, queriesIn, queriesOutsideRepositories, tableOwners, tablesNamed } from "../../tools/check-table-ownership.ts";
 
 const TREE: Record<string, string> = {
   "api/src/modules/people/people.tables.ts": `
@@ -32,8 +34,18 @@ const TREE: Record<string, string> = {
         .innerJoin("people as o", "o.id", "paintings.artist_id")
         .selectAll()
         .execute();`,
+  "api/src/modules/gallery/gallery.service.ts": `
+    import { sql } from "kysely";
+    import * as repo from "./gallery.repository.ts";
+    export const named = (db: any) => db.transaction().execute((trx: any) => repo.named(trx));
+    export const touched = (db: any, id: string) =>
+      db.updateTable("paintings").set({ title: sql\`upper(title)\` }).where("id", "=", id).execute();`,
+  "api/src/db/locks.ts": `
+    import { sql } from "kysely";
+    export const lock = (db: any, key: number) => sql\`select pg_advisory_xact_lock(\${key})\`.execute(db);`,
 };
 const VIOLATING_LINE = 7;
+const SERVICE = "api/src/modules/gallery/gallery.service.ts";
 
 let root: string;
 
@@ -62,6 +74,45 @@ describe("the table ownership check", () => {
     const allowed = { file: "api/src/modules/gallery/gallery.repository.ts", table: "people", reason: "moving" };
     const unused = { file: "api/src/modules/people/people.repository.ts", table: "paintings", reason: "moved" };
     expect(findViolations(root, [allowed, unused])).toEqual({ violations: [], stale: [unused] });
+  });
+
+  it("flags Kysely in a service, not in a repository, a migration or the database layer, with its calls and lines", () => {
+    expect(queriesOutsideRepositories(root, [])).toEqual({
+      violations: [
+        { file: SERVICE, line: 6, call: "updateTable" },
+        { file: SERVICE, line: 6, call: "sql" },
+      ],
+      stale: [],
+    });
+  });
+
+  it("tolerates an allowed file, and reports an allowance for a file that no longer calls Kysely", () => {
+    const allowed = { file: SERVICE, reason: "moving" };
+    const unused = { file: "api/src/modules/people/people.service.ts", reason: "moved" };
+    expect(queriesOutsideRepositories(root, [allowed, unused])).toEqual({ violations: [], stale: [unused] });
+  });
+
+  it("finds every query form: builders, raw statements, sql templates and helpers, not transactions", () => {
+    const source = ts.createSourceFile(
+      "service.ts",
+      [
+        `db.selectFrom("a"); db.insertInto("b"); db.deleteFrom("c"); db.mergeInto("d");`,
+        "await sql`select 1`.execute(db);",
+        `sql.raw("x"); db.executeQuery(compiled);`,
+        `await db.transaction().execute(async (trx) => repo.find(trx, id)); other.select("x"); run.execute();`,
+      ].join("\n"),
+      ts.ScriptTarget.Latest,
+      true,
+    );
+    expect(queriesIn(source)).toEqual([
+      { call: "selectFrom", line: 1 },
+      { call: "insertInto", line: 1 },
+      { call: "deleteFrom", line: 1 },
+      { call: "mergeInto", line: 1 },
+      { call: "sql", line: 2 },
+      { call: "sql.raw", line: 3 },
+      { call: "executeQuery", line: 3 },
+    ]);
   });
 
   it("finds tables in every query form: from, joins, writes, lists, sql text and sql.table, with their lines", () => {

@@ -28,7 +28,7 @@ import { parseArgs } from "node:util";
 import type { ConfigurationVariable, SensitiveString } from "hardhat/types/config";
 import { type Address, createWalletClient, getAddress, type Hex, http, isAddress } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
+import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
 import hardhatConfig from "../../hardhat.config.ts";
 import { chainClient, isLocalChainId } from "../stack/chain.ts";
 import {

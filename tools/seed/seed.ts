@@ -19,9 +19,9 @@
 import { createHash, randomBytes } from "node:crypto";
 import { sql } from "kysely";
 import { type Address, decodeEventLog, getAddress, type Hex } from "viem";
-import { artCertificateAbi } from "../../api/src/chain/abi/ArtCertificate.ts";
-import { artSharesAbi } from "../../api/src/chain/abi/ArtShares.ts";
-import { IndexedCertificates } from "../../api/src/chain/certificates.ts";
+import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
+import { artSharesAbi } from "../../contracts/abi/ArtShares.ts";
+import { IndexedCertificates } from "../../api/src/chain/indexer-views.ts";
 import { createChainClients } from "../../api/src/chain/clients.ts";
 import { CustodyWallet } from "../../api/src/chain/custody.ts";
 import { Relayer } from "../../api/src/chain/relayer.ts";

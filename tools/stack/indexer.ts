@@ -1,18 +1,18 @@
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
-import { readIndexerStatus } from "../../api/src/chain/indexer-schema.ts";
+import { readIndexerStatus } from "../../api/src/chain/indexer-views.ts";
 import { withClient } from "./postgres.ts";
 import { binPath, childEnv, type ManagedProcess, portInUse, repoRoot, spawnManaged, waitUntil } from "./processes.ts";
 
 const INDEXER_ROOT = path.join(repoRoot, "indexer");
 /** Files besides indexer/ that change what the indexer writes. */
 const INDEXER_INPUTS = [
-  "api/src/chain/abi/ArtCertificate.ts",
-  "api/src/chain/abi/ArtShares.ts",
-  "api/src/chain/abi/ArtMarket.ts",
-  "api/src/chain/abi/AuditAnchor.ts",
-  "api/src/chain/abi/ArtExchange.ts",
+  "contracts/abi/ArtCertificate.ts",
+  "contracts/abi/ArtShares.ts",
+  "contracts/abi/ArtMarket.ts",
+  "contracts/abi/AuditAnchor.ts",
+  "contracts/abi/ArtExchange.ts",
   "node_modules/ponder/package.json",
 ];
 const BUILD_SCHEMA_PREFIX = "indexer_";

@@ -3,7 +3,7 @@ import path from "node:path";
 import type { Kysely } from "kysely";
 import { type Address, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { readIndexerStatus } from "../../api/src/chain/indexer-schema.ts";
+import { readIndexerStatus } from "../../api/src/chain/indexer-views.ts";
 import { createDb } from "../../api/src/db/connection.ts";
 import type { Database } from "../../api/src/db/database.ts";
 import { chainClient, chainReader, fundLocalAccount, type HardhatNode, hasCode, isLocalChainId, readChainIdentity, untypedRequest } from "./chain.ts";
@@ -195,8 +195,8 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
     const nodePromise = settings.chainRpcUrl
       ? Promise.resolve(null)
       : step("Starting the Hardhat node", logs.hardhatNode, () => startLocalNode(localNode));
-    // The migrations import every module of the API (about a second): loaded while the children start.
-    const migrations = import("../../api/src/db/migrate.ts");
+    // The migrations are every module's (the module list imports the whole API, about a second): loaded while the children start.
+    const migrations = Promise.all([import("../../api/src/db/migrate.ts"), import("../../api/src/modules/index.ts")]);
     migrations.catch(() => {});
     const [pgResult, nodeResult] = await Promise.allSettled([postgresPromise, nodePromise]);
     let postgres = pgResult.status === "fulfilled" ? pgResult.value : null;
@@ -256,7 +256,8 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
     const migrate = () =>
       step("Migrating the database", settings.databaseUrl ? null : logs.postgres, async () => {
         db = createDb(databaseUrl, 3);
-        await (await migrations).migrateToLatest(db);
+        const [{ migrateToLatest }, { moduleMigrations }] = await migrations;
+        await migrateToLatest(db, moduleMigrations);
         return db;
       });
     db = await migrate();

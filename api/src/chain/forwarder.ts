@@ -8,8 +8,8 @@ import {
   type LocalAccount,
   type PublicClient,
 } from "viem";
-import { artCertificateAbi } from "./abi/ArtCertificate.ts";
-import { artForwarderAbi } from "./abi/ArtForwarder.ts";
+import { artCertificateAbi } from "../../../contracts/abi/ArtCertificate.ts";
+import { artForwarderAbi } from "../../../contracts/abi/ArtForwarder.ts";
 import { classifyChainError, isRevertWith, PermanentChainError, TransientChainError } from "./errors.ts";
 import type { Relayer, WriteResult } from "./relayer.ts";
 

@@ -29,6 +29,15 @@ export interface IndexerLagState {
   stalledForMs: number | null;
 }
 
+/** What /readyz asks of the indexer (api/src/modules/health/health.routes.ts). */
+export interface IndexerProbe {
+  /** The last block the indexer has projected, or null when it has none yet. */
+  indexedBlock(): Promise<bigint | null>;
+  /** The lag monitor's latest verdict over time (a stall shows only over time); null before its first sample. */
+  lag?(): IndexerLagState | null;
+  stallTimeoutMs?: number;
+}
+
 export interface IndexerLagBounds {
   /** More blocks behind than this counts as far behind. */
   maxLagBlocks: number;

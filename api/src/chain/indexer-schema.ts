@@ -1,28 +1,27 @@
 /**
- * What the API reads from the Ponder indexer (indexer/ponder.schema.ts), and how it learns how far
- * the indexer got. Self-contained on purpose: no imports from other API modules.
+ * The row types of what the API reads from the Ponder indexer (indexer/ponder.schema.ts); the reads
+ * themselves are indexer-views.ts's, the one reader. Self-contained on purpose: no imports from
+ * other API modules.
  *
  * Where the rows are: Ponder writes each build into its own schema (`indexer_<hash>`) and, once a
  * build has finished its backfill, points the views of the stable views schema at it
  * (INDEXER_VIEWS_SCHEMA, default "chain"): `chain.certificate`, `chain.share_balance`, ... Read
  * through those views only, and never write them (the row types below refuse inserts/updates).
  * The views appear only after the first build's backfill: before that, a SELECT fails with
- * 42P01 (undefined_table); readIndexerStatus reports `ready: false` then.
+ * 42P01 (undefined_table); readIndexerStatus reports `ready: false` then, and the readers throw
+ * IndexerNotReadyError.
  *
- * Querying with Kysely, the views schema being a setting:
+ * Querying with Kysely, the views schema being a setting (indexer-views.ts; tests do the same):
  *
  *   const views = db.withTables<IndexerViews>().withSchema(config.indexer.viewsSchema);
  *   await views.selectFrom("certificate").selectAll().where("token_id", "=", 1n).executeTakeFirst();
- *
- * or, to join with the API's own tables, key them by qualified name:
- * `Kysely<Database & QualifiedIndexerViews<"chain">>` and `selectFrom("chain.certificate")`.
  *
  * Value types: Ponder's bigint columns are `numeric(78,0)`, which node-postgres returns as strings
  * unless a type parser is set for oid 1700 (NUMERIC). The types below say `bigint`: they hold
  * with the parser of api/src/db/connection.ts (integral numerics -> BigInt). Addresses and
  * hashes are lower-case 0x-hex `text`. Timestamps are block timestamps in unix seconds.
  */
-import type { ColumnType, Kysely } from "kysely";
+import type { ColumnType } from "kysely";
 
 // Type aliases, not interfaces: Kysely's `withTables<T>` wants types with an implicit index signature.
 
@@ -165,6 +164,36 @@ export type LedgerAnchorView = {
   log_index: View<number>;
 };
 
+/** One row per ArtExchange OrderFilled: an order filled once, what it paid and to whom (amounts in the payment token's base units). */
+export type ExchangeFillView = {
+  /** The order's EIP-712 digest. */
+  order_hash: View<Hex>;
+  token_id: View<bigint>;
+  /** The API's listing the order was signed for. */
+  listing_id: View<string>;
+  seller: View<Hex>;
+  buyer: View<Hex>;
+  currency: View<Hex>;
+  price: View<bigint>;
+  royalty_receiver: View<Hex>;
+  royalty: View<bigint>;
+  fee: View<bigint>;
+  block_number: View<bigint>;
+  block_timestamp: View<bigint>;
+  tx_hash: View<Hex>;
+  log_index: View<number>;
+};
+
+/** One row per ArtExchange OrderCancelled: an order that can no longer fill. */
+export type ExchangeCancelView = {
+  order_hash: View<Hex>;
+  canceller: View<Hex>;
+  block_number: View<bigint>;
+  block_timestamp: View<bigint>;
+  tx_hash: View<Hex>;
+  log_index: View<number>;
+};
+
 /** Ponder's progress per chain; `latest_checkpoint` encodes the last indexed block (see decodeCheckpointBlock). */
 export type PonderCheckpointView = {
   chain_name: View<string>;
@@ -191,85 +220,15 @@ export type IndexerViews = {
   certificate_approval: CertificateApprovalView;
   sale_settlement: SaleSettlementView;
   ledger_anchor: LedgerAnchorView;
+  exchange_fill: ExchangeFillView;
+  exchange_cancel: ExchangeCancelView;
   _ponder_checkpoint: PonderCheckpointView;
   _ponder_meta: PonderMetaView;
 };
 
-/** The same views keyed "<schema>.<view>", to mix with other tables in one Kysely database type. */
-export type QualifiedIndexerViews<S extends string = "chain"> = {
-  [K in keyof IndexerViews as `${S}.${K & string}`]: IndexerViews[K];
-};
-
-export interface IndexerStatus {
-  /** The last block the indexer has fully processed; null before its first checkpoint. */
-  indexedBlock: bigint | null;
-  /** Whether the backfill has finished (Ponder's /ready is 200, and the views exist). */
-  ready: boolean;
-}
-
-export interface IndexerStatusSource {
-  /** Reads `<viewsSchema>._ponder_checkpoint` / `_ponder_meta`: what the API's readers actually see. */
-  db?: Kysely<any>;
-  viewsSchema?: string;
-  /** Ponder's HTTP server (INDEXER_URL): GET /ready and GET /status. */
-  url?: string;
-  /** Which chain's checkpoint to report; by default the only (first) one. */
-  chainId?: number;
-  /** For the HTTP requests (default 2000 ms). */
-  timeoutMs?: number;
-}
-
-/**
- * How far the indexer got. With `db`, reads the views schema (the source of truth for readers:
- * it is what their SELECTs see); with only `url`, asks Ponder over HTTP. With both, the
- * database answers, and HTTP covers the time before the first build publishes its views.
- * Lag in blocks = chain head - indexedBlock. Throws when the chosen source is unreachable.
- */
-export async function readIndexerStatus(source: IndexerStatusSource): Promise<IndexerStatus> {
-  if (source.db) {
-    const fromViews = await readFromViews(source.db, source.viewsSchema ?? "chain", source.chainId);
-    if (fromViews || !source.url) return fromViews ?? { indexedBlock: null, ready: false };
-  }
-  if (source.url) return readFromHttp(source.url, source.chainId, source.timeoutMs ?? 2_000);
-  throw new Error("readIndexerStatus needs a db or a url");
-}
-
 /** The block number inside a Ponder checkpoint (10 digits timestamp, 16 chain id, 16 block number, ...). */
 export function decodeCheckpointBlock(checkpoint: string): bigint {
   return BigInt(checkpoint.slice(26, 42));
-}
-
-async function readFromViews(db: Kysely<any>, viewsSchema: string, chainId?: number): Promise<IndexerStatus | null> {
-  const views = db.withSchema(viewsSchema) as unknown as Kysely<IndexerViews>;
-  try {
-    const [checkpoints, meta] = await Promise.all([
-      views.selectFrom("_ponder_checkpoint").select(["chain_id", "latest_checkpoint"]).execute(),
-      views.selectFrom("_ponder_meta").select("value").where("key", "=", "app").executeTakeFirst(),
-    ]);
-    const checkpoint =
-      chainId === undefined ? checkpoints[0] : checkpoints.find((c) => String(c.chain_id) === String(chainId));
-    return {
-      indexedBlock: checkpoint ? decodeCheckpointBlock(checkpoint.latest_checkpoint) : null,
-      ready: meta?.value.is_ready === 1,
-    };
-  } catch (error) {
-    if ((error as { code?: string }).code === "42P01") return null; // no views yet
-    throw error;
-  }
-}
-
-async function readFromHttp(indexerUrl: string, chainId: number | undefined, timeoutMs: number): Promise<IndexerStatus> {
-  const base = indexerUrl.replace(/\/$/, "");
-  const [ready, status] = await Promise.all([
-    fetch(`${base}/ready`, { signal: AbortSignal.timeout(timeoutMs) }),
-    fetch(`${base}/status`, { signal: AbortSignal.timeout(timeoutMs) }),
-  ]);
-  await ready.body?.cancel();
-  if (!status.ok) throw new Error(`Indexer /status answered ${status.status}`);
-  // { [chainName]: { id, block: { number, timestamp } } }
-  const chains = Object.values((await status.json()) as Record<string, { id: number; block: { number: number } }>);
-  const chain = chainId === undefined ? chains[0] : chains.find((c) => c.id === chainId);
-  return { indexedBlock: chain ? BigInt(chain.block.number) : null, ready: ready.status === 200 };
 }
 
 /** The Postgres channel Ponder NOTIFYs after each indexed block: `LISTEN "<viewsSchema>_live_query"`. */

@@ -1,9 +1,9 @@
 import type { Transaction } from "kysely";
 import type { Database } from "../db/database.ts";
-import { IndexerNotReadyError } from "./certificates.ts";
+import { IndexerNotReadyError } from "./indexer-views.ts";
 import type { IndexerLagState } from "./indexer-lag.ts";
 import { IndexerListener } from "./indexer-listener.ts";
-import { readIndexerStatus } from "./indexer-schema.ts";
+import { readIndexerStatus } from "./indexer-views.ts";
 import { CoalescedPasses, type OperationsContext, PAGE } from "./operations.context.ts";
 import type { ChainOperationKind, IndexedProjection, KeyedFacts } from "./operations.kind.ts";
 import * as repo from "./operations.repository.ts";

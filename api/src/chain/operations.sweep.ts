@@ -1,5 +1,5 @@
 import type { ChainOperation } from "../db/database.ts";
-import { IndexerNotReadyError } from "./certificates.ts";
+import { IndexerNotReadyError } from "./indexer-views.ts";
 import { type OperationsContext, PAGE } from "./operations.context.ts";
 import type { OperationConfirmation } from "./operations.confirmation.ts";
 import * as repo from "./operations.repository.ts";

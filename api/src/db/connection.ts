@@ -1,4 +1,4 @@
-import { Kysely, PostgresDialect } from "kysely";
+import { Kysely, PostgresDialect, sql } from "kysely";
 import pg from "pg";
 import type { Database } from "./database.ts";
 import { prepareRepeatedStatements, StatementNames } from "./prepared.ts";
@@ -68,4 +68,9 @@ export function isDatabaseUnavailable(err: unknown): boolean {
     (typeof code === "string" && code.startsWith("08")) || // connection_exception
     (err instanceof Error && /Connection terminated|timeout exceeded when trying to connect|Stream isn't writeable|Client has encountered a connection error/i.test(err.message))
   );
+}
+
+/** Answers once the database runs a statement; throws as the connection fails (the readiness check). */
+export async function databaseReachable(db: Kysely<any>): Promise<void> {
+  await sql`select 1`.execute(db);
 }

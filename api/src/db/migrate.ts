@@ -1,16 +1,19 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { type Kysely, sql } from "kysely";
+import type { Kysely } from "kysely";
 import { FileMigrationProvider, type Migration, type MigrationProvider, Migrator } from "kysely/migration";
-import { modules } from "../modules/index.ts";
 
 /** The shared tables' migrations (requests, outbox, chain); each module has its own folder. */
 const SHARED_MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), "migrations");
 
-/** The shared folder and every module's: one ordered history (names are date-prefixed and global). */
-export function migrationFolders(): string[] {
-  return [SHARED_MIGRATIONS_DIR, ...modules.flatMap((m) => ("migrations" in m && m.migrations ? [m.migrations] : []))];
+/**
+ * The shared folder and the modules' (`moduleMigrations` of api/src/modules/index.ts, handed over
+ * by the caller: the migrator sits below the modules): one ordered history, names being
+ * date-prefixed and global.
+ */
+function migrationFolders(moduleFolders: readonly string[]): string[] {
+  return [SHARED_MIGRATIONS_DIR, ...moduleFolders];
 }
 
 /** Migrations of several folders as one set, sorted by name by the migrator; a name used twice is refused. */
@@ -31,13 +34,13 @@ class FoldersMigrationProvider implements MigrationProvider {
 }
 
 /** Applies every pending migration; concurrent starters serialize on Kysely's migration lock. */
-export async function migrateToLatest(db: Kysely<any>, folders: readonly string[] = migrationFolders()): Promise<void> {
-  await migrate(db, folders, (migrator) => migrator.migrateToLatest());
+export async function migrateToLatest(db: Kysely<any>, moduleFolders: readonly string[]): Promise<void> {
+  await migrate(db, migrationFolders(moduleFolders), (migrator) => migrator.migrateToLatest());
 }
 
 /** Applies the pending migrations up to `name` included (a test of one migration on the data before it). */
-export async function migrateUpTo(db: Kysely<any>, name: string): Promise<void> {
-  await migrate(db, migrationFolders(), (migrator) => migrator.migrateTo(name));
+export async function migrateUpTo(db: Kysely<any>, moduleFolders: readonly string[], name: string): Promise<void> {
+  await migrate(db, migrationFolders(moduleFolders), (migrator) => migrator.migrateTo(name));
 }
 
 async function migrate(db: Kysely<any>, folders: readonly string[], run: (migrator: Migrator) => ReturnType<Migrator["migrateToLatest"]>): Promise<void> {
@@ -54,8 +57,4 @@ async function migrate(db: Kysely<any>, folders: readonly string[], run: (migrat
     const cause = error instanceof Error ? error : new Error(String(error));
     throw new Error(`Migration ${failed?.migrationName ?? ""} failed: ${cause.message}`, { cause });
   }
-}
-
-export async function databaseReachable(db: Kysely<any>): Promise<void> {
-  await sql`select 1`.execute(db);
 }

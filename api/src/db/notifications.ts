@@ -1,4 +1,5 @@
 import { EventEmitter } from "node:events";
+import { type Kysely, sql } from "kysely";
 import pg from "pg";
 import type { Logger } from "pino";
 
@@ -76,6 +77,11 @@ export class NotificationListener {
     this.retryMs = MIN_RETRY_MS;
     this.options.onReady();
   }
+}
+
+/** NOTIFYs `channel` (the other processes' listeners hear it once the caller's transaction commits). */
+export async function notifyOnCommit(db: Kysely<any>, channel: string, payload = ""): Promise<void> {
+  await sql`select pg_notify(${channel}, ${payload})`.execute(db);
 }
 
 /** This process's listeners of each channel, told synchronously by `notifyLocally`. */

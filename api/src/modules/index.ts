@@ -21,5 +21,8 @@ import { withdrawalsModule } from "./withdrawals/withdrawals.module.ts";
  */
 export const modules = [healthModule, usersModule, authModule, artworksModule, certificatesModule, webhooksModule, ledgerModule, paymentsModule, marketplaceModule, fractionalModule, communityModule, reportsModule, eventsModule, rewardsModule, withdrawalsModule] as const;
 
+/** The modules' migration folders, for the migrator (api/src/db/migrate.ts) with the shared one. */
+export const moduleMigrations: readonly string[] = modules.flatMap((m) => ("migrations" in m && m.migrations ? [m.migrations] : []));
+
 /** The services of every module, by name (what routes, tests and the worker reach). */
 export type Services = ServicesOf<typeof modules>;

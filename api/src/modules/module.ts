@@ -4,8 +4,9 @@ import type { Express } from "express";
 import type { Kysely } from "kysely";
 import type { Logger } from "pino";
 import type { Chain, PublicClient, Transport } from "viem";
-import type { IndexedCertificates } from "../chain/certificates.ts";
 import type { CustodyWallet } from "../chain/custody.ts";
+import type { IndexerProbe } from "../chain/indexer-lag.ts";
+import type { IndexedChain } from "../chain/indexer-views.ts";
 import type { ChainOperationKind, ChainOperations, IndexedProjection } from "../chain/operations.ts";
 import type { Relayer } from "../chain/relayer.ts";
 import type { Config } from "../config.ts";
@@ -14,13 +15,13 @@ import type { ApiRouter } from "../http/route.ts";
 import type { OutboxBatchHandler, OutboxHandler } from "../jobs/outbox.ts";
 import type { TaskList } from "../jobs/queue.ts";
 import type { ObjectStorage } from "../lib/storage.ts";
-import type { IndexerProbe } from "./health/health.routes.ts";
 
 /**
  * One feature's registration (api/src/modules/<feature>/<feature>.module.ts): everything the
  * platform needs to know about it. api/src/modules/index.ts lists the modules in construction order;
  * api/src/platform.ts iterates that list for both processes, and api/src/db/database.ts assembles
- * the Database type from the modules' `tables`. Adding a feature is one folder and one line there.
+ * the Database type from the modules' `*.tables.ts`. Adding a feature is one folder, one line there
+ * and, when it has tables, one in the `extends` list of that Database type.
  *
  * `Services` is what `create` builds (named, e.g. `{ artworks: ArtworksService }`); `Needs` the
  * services of modules listed before it that it uses (a feature reaches another only through them).
@@ -57,7 +58,8 @@ export interface PlatformDeps {
   relayer: Relayer;
   custody: CustodyWallet;
   storage: ObjectStorage;
-  indexedCertificates: IndexedCertificates;
+  /** The chain as the indexer projected it: the one reader of its views. */
+  indexedChain: IndexedChain;
   chainOperations: ChainOperations;
   /** The URL the API really listens on (set once the HTTP half listens: PORT=0 in tests). */
   links: { baseUrl: string };

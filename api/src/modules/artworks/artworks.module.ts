@@ -16,7 +16,7 @@ export const artworksModule = defineModule<
 >({
   name: "artworks",
   migrations: migrationsOf(import.meta.url),
-  create: ({ db, config, logger, relayer, publicClient, storage, indexedCertificates, chainOperations, links, users }) => {
+  create: ({ db, config, logger, relayer, publicClient, storage, indexedChain, chainOperations, links, users }) => {
     const artworkLinks = new ArtworkLinks(() => links.baseUrl);
     const certification = new CertificationPipeline({
       db,
@@ -24,13 +24,13 @@ export const artworksModule = defineModule<
       logger,
       relayer,
       publicClient,
-      certificates: indexedCertificates,
+      certificates: indexedChain.certificates,
       operations: chainOperations,
       metadataUrl: artworkLinks.metadata,
     });
     const imageFetcher = new ImageFetcher({ db, config, logger, storage, certification });
-    const ownership = new OwnershipService({ db, logger, users, certificates: indexedCertificates, publicClient, certificateAddress: config.chain.artCertificateAddress });
-    const artworks = new ArtworksService({ db, config, logger, storage, users, ownership, certificates: indexedCertificates, certification, links: artworkLinks });
+    const ownership = new OwnershipService({ db, logger, users, certificates: indexedChain.certificates, publicClient, certificateAddress: config.chain.artCertificateAddress });
+    const artworks = new ArtworksService({ db, config, logger, storage, users, ownership, certificates: indexedChain.certificates, certification, links: artworkLinks });
     return { artworks, ownership, certification, imageFetcher, artworkLinks };
   },
   routes: ({ api }, { artworks }) => registerArtworksRoutes(api, artworks),

@@ -208,6 +208,10 @@ export async function setLease(db: Db, id: string, ms: number, error: string | n
     .execute();
 }
 
+export async function setFractionalized(db: Db, id: string, fractionalized: boolean): Promise<void> {
+  await db.updateTable("artworks").set({ fractionalized_at: fractionalized ? new Date() : null }).where("id", "=", id).execute();
+}
+
 export async function setTxHash(db: Db, ids: string[], txHash: string): Promise<void> {
   await db.updateTable("artworks").set({ certification_tx_hash: txHash }).where("id", "in", ids).execute();
 }

@@ -1,6 +1,6 @@
 import type { Kysely } from "kysely";
 import type { Logger } from "pino";
-import { type IndexedCertificates, type IndexedTransfer, IndexerNotReadyError, readViews, type TransferJson, transfersFromJson } from "../../chain/certificates.ts";
+import { type IndexedCertificates, type IndexedTransfer, IndexerNotReadyError, readViews, type TransferJson, transfersFromJson } from "../../chain/indexer-views.ts";
 import type { Config } from "../../config.ts";
 import type { Database, Db } from "../../db/database.ts";
 import type { Artwork, ArtworkProvenance } from "./artworks.tables.ts";
@@ -409,7 +409,7 @@ export class ArtworksService {
    * share class could not be created), in the caller's transaction.
    */
   async markFractionalized(trx: Db, artworkId: string, fractionalized = true): Promise<void> {
-    await trx.updateTable("artworks").set({ fractionalized_at: fractionalized ? new Date() : null }).where("id", "=", artworkId).execute();
+    await repo.setFractionalized(trx, artworkId, fractionalized);
   }
 
   /**

@@ -1,8 +1,8 @@
 import type { Kysely, Transaction } from "kysely";
 import type { Logger } from "pino";
 import { type Address, decodeEventLog, getAddress, type Hash, type Hex, keccak256, type PublicClient, toBytes, TransactionReceiptNotFoundError } from "viem";
-import { artCertificateAbi } from "../../chain/abi/ArtCertificate.ts";
-import type { IndexedCertificate, IndexedCertificates } from "../../chain/certificates.ts";
+import { artCertificateAbi } from "../../../../contracts/abi/ArtCertificate.ts";
+import type { IndexedCertificate, IndexedCertificates } from "../../chain/indexer-views.ts";
 import { PermanentChainError } from "../../chain/errors.ts";
 import { ChainOperationFailure, type ChainOperationKind, type ChainOperations, type KeyedFacts, type SendContext } from "../../chain/operations.ts";
 import { isAlreadyCertified, type Relayer } from "../../chain/relayer.ts";

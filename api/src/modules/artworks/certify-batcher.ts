@@ -1,6 +1,6 @@
 import type { Logger } from "pino";
 import type { Address, Hash, Hex } from "viem";
-import { artCertificateAbi } from "../../chain/abi/ArtCertificate.ts";
+import { artCertificateAbi } from "../../../../contracts/abi/ArtCertificate.ts";
 import { PermanentChainError } from "../../chain/errors.ts";
 import { isAlreadyCertified, type Relayer } from "../../chain/relayer.ts";
 

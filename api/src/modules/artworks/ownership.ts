@@ -1,8 +1,8 @@
 import type { Transaction } from "kysely";
 import type { Logger } from "pino";
 import type { Address, Chain, PublicClient, Transport } from "viem";
-import { artCertificateAbi } from "../../chain/abi/ArtCertificate.ts";
-import { type IndexedCertificates, IndexerNotReadyError } from "../../chain/certificates.ts";
+import { artCertificateAbi } from "../../../../contracts/abi/ArtCertificate.ts";
+import { type IndexedCertificates, IndexerNotReadyError } from "../../chain/indexer-views.ts";
 import type { Database, Db } from "../../db/database.ts";
 import type { Actor } from "../../lib/actor.ts";
 import { withDeadline } from "../../lib/deadline.ts";
@@ -155,14 +155,15 @@ export class OwnershipService {
     return onChain ? { wallet: onChain, source: "chain" } : { wallet: await this.indexedOwner(artworkId), source: "indexer" };
   }
 
-  private async ownerOnChain(tokenId: bigint): Promise<string | null> {
+  /** `ownerOf` read from the chain now (lower-case); null when the node does not answer in time or no certificate contract is configured. */
+  async ownerOnChain(tokenId: bigint): Promise<string | null> {
     const address = this.deps.certificateAddress;
     if (!address) return null;
     try {
       const owner = await withDeadline(this.deps.publicClient.readContract({ address, abi: artCertificateAbi, functionName: "ownerOf", args: [tokenId] }), CHAIN_READ_TIMEOUT_MS);
       return owner.toLowerCase();
     } catch (err) {
-      this.deps.logger.warn({ err: (err as Error).message, token_id: tokenId.toString() }, "ownerOf could not be read from the chain; using the indexer's owner");
+      this.deps.logger.warn({ err: (err as Error).message, token_id: tokenId.toString() }, "ownerOf could not be read from the chain");
       return null;
     }
   }

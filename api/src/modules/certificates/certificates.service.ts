@@ -1,11 +1,12 @@
 import type { Logger } from "pino";
 import type { Address, Chain, PublicClient, Transport } from "viem";
-import { artCertificateAbi } from "../../chain/abi/ArtCertificate.ts";
-import { type IndexedCertificate, type IndexedCertificates, IndexerNotReadyError } from "../../chain/certificates.ts";
+import { artCertificateAbi } from "../../../../contracts/abi/ArtCertificate.ts";
+import { type IndexedCertificate, type IndexedCertificates, IndexerNotReadyError } from "../../chain/indexer-views.ts";
 import type { Config } from "../../config.ts";
 import { ApiError, found } from "../../lib/errors.ts";
 import { iso, isoOrNull } from "../../lib/time.ts";
 import type { ArtworksService } from "../artworks/artworks.service.ts";
+import type { OwnershipService } from "../artworks/ownership.ts";
 import { type LiveCertificate, type VerifyPageFacts, renderVerifyPage } from "./verify-page.ts";
 import { withDeadline } from "../../lib/deadline.ts";
 
@@ -22,6 +23,7 @@ export class CertificatesService {
       publicClient: PublicClient<Transport, Chain>;
       certificates: IndexedCertificates;
       artworks: ArtworksService;
+      ownership: OwnershipService;
     },
   ) {}
 
@@ -106,7 +108,11 @@ export class CertificatesService {
     return { status: 200, html: renderVerifyPage({ ...base, kind: "certified", chain: { indexed: certificate, live } }) };
   }
 
-  /** The certificate straight from the contract (not the indexer), and who sent the certifying transaction. */
+  /**
+   * The certificate straight from the contract (not the indexer), its holder as OwnershipService
+   * reads it from the chain, and who sent the certifying transaction; null when the node does not
+   * answer all three.
+   */
   private async readContract(certificate: IndexedCertificate): Promise<LiveCertificate | null> {
     const address = this.deps.config.chain.artCertificateAddress;
     if (!address) return null;
@@ -115,16 +121,17 @@ export class CertificatesService {
       const [onChain, owner, tx] = await withDeadline(
         Promise.all([
           client.readContract({ address, abi: artCertificateAbi, functionName: "certificateOf", args: [certificate.tokenId] }),
-          client.readContract({ address, abi: artCertificateAbi, functionName: "ownerOf", args: [certificate.tokenId] }),
+          this.deps.ownership.ownerOnChain(certificate.tokenId),
           client.getTransaction({ hash: certificate.txHash }),
         ]),
         CHAIN_READ_TIMEOUT_MS,
       );
+      if (owner === null) return null;
       return {
         certificateHash: onChain.certificateHash,
         artworkKey: onChain.artworkKey,
         certifiedAt: new Date(Number(onChain.certifiedAt) * 1000),
-        owner: owner.toLowerCase() as Address,
+        owner: owner as Address,
         sender: tx.from.toLowerCase() as Address,
       };
     } catch (err) {

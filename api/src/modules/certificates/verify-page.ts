@@ -1,4 +1,4 @@
-import type { IndexedCertificate } from "../../chain/certificates.ts";
+import type { IndexedCertificate } from "../../chain/indexer-views.ts";
 import { escapeHtml } from "../../lib/html.ts";
 
 /** The certificate as the contract itself answers (`certificateOf`, `ownerOf`), and the certifying transaction's sender. */

@@ -1,6 +1,6 @@
 import { type Insertable, type Kysely, sql } from "kysely";
 import type { Hex } from "viem";
-import { readViews } from "../../chain/certificates.ts";
+import { readViews } from "../../chain/indexer-views.ts";
 import type { IndexerViews } from "../../chain/indexer-schema.ts";
 import type { Db } from "../../db/database.ts";
 import { type Page, paginate } from "../../lib/pagination.ts";

@@ -1,8 +1,8 @@
 import type { Kysely, Transaction } from "kysely";
 import type { Logger } from "pino";
 import { type Address, type Chain, type Hex, keccak256, type PublicClient, toBytes, type Transport } from "viem";
-import { artSharesAbi } from "../../chain/abi/ArtShares.ts";
-import { IndexerNotReadyError } from "../../chain/certificates.ts";
+import { artSharesAbi } from "../../../../contracts/abi/ArtShares.ts";
+import { IndexerNotReadyError } from "../../chain/indexer-views.ts";
 import { isRevertWith } from "../../chain/errors.ts";
 import { type ChainOperationKind, type ChainOperations, type KeyedFacts } from "../../chain/operations.ts";
 import type { Relayer } from "../../chain/relayer.ts";

@@ -1,17 +1,10 @@
 import type { Express } from "express";
-import { type Kysely, sql } from "kysely";
+import type { Kysely } from "kysely";
 import type { PublicClient } from "viem";
-import { describeLag, type IndexerLagState, staleness } from "../../chain/indexer-lag.ts";
+import { describeLag, type IndexerProbe, staleness } from "../../chain/indexer-lag.ts";
 import type { Database } from "../../db/database.ts";
+import { databaseReachable } from "../../db/connection.ts";
 import { withDeadline } from "../../lib/deadline.ts";
-
-export interface IndexerProbe {
-  /** The last block the indexer has projected, or null when it has none yet. */
-  indexedBlock(): Promise<bigint | null>;
-  /** The lag monitor's latest verdict over time (a stall shows only over time); null before its first sample. */
-  lag?(): IndexerLagState | null;
-  stallTimeoutMs?: number;
-}
 
 /** A failed check that still reports what it measured. */
 class CheckFailure extends Error {
@@ -42,7 +35,6 @@ async function timed(fn: () => Promise<Record<string, unknown> | void>, timeoutM
   }
 }
 
-/** Liveness and readiness, outside /v1 and outside rate limits so orchestrators can poll freely. */
 /** A projection of indexed facts that fails to record the facts past its block (ChainOperations.failingProjections). */
 export interface FailingProjection {
   consumer: string;
@@ -51,6 +43,7 @@ export interface FailingProjection {
   error: string | null;
 }
 
+/** Liveness and readiness, outside /v1 and outside rate limits so orchestrators can poll freely. */
 export function registerHealthRoutes(
   app: Express,
   deps: {
@@ -69,7 +62,7 @@ export function registerHealthRoutes(
     let head: bigint | null = null;
     const [database, chain] = await Promise.all([
       timed(async () => {
-        await sql`select 1`.execute(deps.db);
+        await databaseReachable(deps.db);
       }),
       timed(async () => {
         head = await deps.publicClient.getBlockNumber({ cacheTime: 0 });

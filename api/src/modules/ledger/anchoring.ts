@@ -1,9 +1,9 @@
-import type { Kysely, Selectable, Transaction } from "kysely";
+import type { Kysely, Transaction } from "kysely";
 import type { Logger } from "pino";
 import { type Address, decodeEventLog, type Hash, type Hex, type PublicClient, TransactionReceiptNotFoundError } from "viem";
-import { auditAnchorAbi } from "../../chain/abi/AuditAnchor.ts";
+import { auditAnchorAbi } from "../../../../contracts/abi/AuditAnchor.ts";
 import { isRevertWith } from "../../chain/errors.ts";
-import type { IndexerViews, LedgerAnchorView } from "../../chain/indexer-schema.ts";
+import { type IndexedAnchors, type IndexedLedgerAnchor, IndexerNotReadyError } from "../../chain/indexer-views.ts";
 import type { ChainOperationKind, ChainOperations, KeyedFacts, SendContext } from "../../chain/operations.ts";
 import type { Relayer } from "../../chain/relayer.ts";
 import type { Config } from "../../config.ts";
@@ -27,10 +27,7 @@ interface AnchorPayload {
 }
 
 /** An anchor as the chain holds it (the LedgerAnchored event). */
-export interface ChainAnchor extends IndexedAnchor {
-  txHash: string;
-  blockNumber: bigint;
-}
+export type ChainAnchor = IndexedLedgerAnchor;
 
 export interface LedgerAnchoringDeps {
   db: Kysely<Database>;
@@ -39,6 +36,8 @@ export interface LedgerAnchoringDeps {
   relayer: Relayer;
   publicClient: PublicClient;
   operations: ChainOperations;
+  /** The indexer's LedgerAnchored rows. */
+  anchors: IndexedAnchors;
 }
 
 /**
@@ -60,7 +59,6 @@ export class LedgerAnchoring implements ChainOperationKind<ChainAnchor> {
   readonly maxAttempts: number;
   readonly retryBaseMs: number;
   private readonly log: Logger;
-  private readonly views: Kysely<IndexerViews>;
   private timer: NodeJS.Timeout | null = null;
   private ticking: Promise<unknown> | null = null;
   private stopped = true;
@@ -71,7 +69,6 @@ export class LedgerAnchoring implements ChainOperationKind<ChainAnchor> {
     // The chain operations' retry settings, shared with certification.
     this.maxAttempts = deps.config.certification.maxAttempts;
     this.retryBaseMs = deps.config.certification.retryBaseMs;
-    this.views = deps.db.withTables<IndexerViews>().withSchema(deps.config.indexer.viewsSchema) as unknown as Kysely<IndexerViews>;
   }
 
   // ---- the periodic loop ----
@@ -170,22 +167,13 @@ export class LedgerAnchoring implements ChainOperationKind<ChainAnchor> {
   }
 
   async readIndexed(fromBlock: bigint, toBlock: bigint): Promise<KeyedFacts<ChainAnchor>[]> {
-    const rows = await this.views
-      .selectFrom("ledger_anchor")
-      .selectAll()
-      .where("block_number", ">", fromBlock)
-      .where("block_number", "<=", toBlock)
-      .orderBy("anchor_index")
-      .execute();
-    return rows.map((r) => keyed(fromView(r)));
+    return (await this.deps.anchors.inBlocks(fromBlock, toBlock)).map(keyed);
   }
 
   async lookupIndexed(ops: ChainOperation[]): Promise<KeyedFacts<ChainAnchor>[]> {
-    if (ops.length === 0) return [];
-    const firsts = ops.map((op) => BigInt(payloadOf(op).first_seq));
-    const rows = await this.views.selectFrom("ledger_anchor").selectAll().where("first_seq", "in", firsts).execute();
+    const anchors = await this.deps.anchors.byFirstSeqs(ops.map((op) => BigInt(payloadOf(op).first_seq)));
     const wanted = new Set(ops.map((op) => op.key));
-    return rows.map((r) => keyed(fromView(r))).filter((f) => wanted.has(f.key));
+    return anchors.map(keyed).filter((f) => wanted.has(f.key));
   }
 
   /** LedgerAnchored in the sent transactions' receipts: the facts the indexer will record. */
@@ -238,10 +226,9 @@ export class LedgerAnchoring implements ChainOperationKind<ChainAnchor> {
   /** Every anchor the indexer shows, by index; null while its views (or this one) are not there. */
   async indexedAnchors(): Promise<Map<bigint, IndexedAnchor> | null> {
     try {
-      const rows = await this.views.selectFrom("ledger_anchor").selectAll().execute();
-      return new Map(rows.map((r) => [r.anchor_index, fromView(r)]));
+      return new Map((await this.deps.anchors.all()).map((a) => [a.anchorIndex, a]));
     } catch (err) {
-      if ((err as { code?: string }).code === "42P01") return null;
+      if (err instanceof IndexerNotReadyError) return null;
       throw err;
     }
   }
@@ -257,18 +244,6 @@ function payloadOf(op: ChainOperation): AnchorPayload {
 
 function keyed(a: ChainAnchor): KeyedFacts<ChainAnchor> {
   return { key: keyOf(a.firstSeq, a.lastSeq), facts: a };
-}
-
-function fromView(r: Selectable<LedgerAnchorView>): ChainAnchor {
-  return {
-    anchorIndex: r.anchor_index,
-    firstSeq: r.first_seq,
-    lastSeq: r.last_seq,
-    merkleRoot: r.merkle_root.toLowerCase(),
-    headHash: r.head_hash.toLowerCase(),
-    txHash: r.tx_hash.toLowerCase(),
-    blockNumber: r.block_number,
-  };
 }
 
 function decodeLedgerAnchored(log: { data: Hex; topics: Hex[] }): IndexedAnchor | null {

@@ -12,8 +12,8 @@ import { LedgerService } from "./ledger.service.ts";
 export const ledgerModule = defineModule({
   name: "ledger",
   migrations: migrationsOf(import.meta.url),
-  create: ({ db, config, logger, relayer, publicClient, chainOperations }) => {
-    const ledgerAnchoring = new LedgerAnchoring({ db, config, logger, relayer, publicClient, operations: chainOperations });
+  create: ({ db, config, logger, relayer, publicClient, chainOperations, indexedChain }) => {
+    const ledgerAnchoring = new LedgerAnchoring({ db, config, logger, relayer, publicClient, operations: chainOperations, anchors: indexedChain.anchors });
     const ledger = new LedgerService({ db, indexedAnchors: () => ledgerAnchoring.indexedAnchors() });
     return { ledger, ledgerAnchoring };
   },

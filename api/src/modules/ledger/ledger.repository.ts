@@ -33,6 +33,10 @@ export async function insertEntry(trx: Transaction<Database>, row: Insertable<Au
   await trx.insertInto("audit_ledger").values(row).execute();
 }
 
+export async function hasEntry(db: Db, kind: string, subjectId: string): Promise<boolean> {
+  return Boolean(await db.selectFrom("audit_ledger").select("id").where("kind", "=", kind).where("subject_id", "=", subjectId).executeTakeFirst());
+}
+
 export function findEntry(db: Db, id: string): Promise<LedgerEntryRow | undefined> {
   return db.selectFrom("audit_ledger").selectAll().where("id", "=", id).executeTakeFirst();
 }

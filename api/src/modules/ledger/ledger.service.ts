@@ -113,12 +113,12 @@ export class LedgerService {
     return { id, seq, entryHash };
   }
 
-  /** One entry with its anchor and Merkle proof once anchored; 404 unless the reader is a party or an admin. */
   /** Whether an entry of `kind` about `subjectId` exists (a step a job may run twice appends once). */
-  async has(db: Db, kind: string, subjectId: string): Promise<boolean> {
-    return Boolean(await db.selectFrom("audit_ledger").select("id").where("kind", "=", kind).where("subject_id", "=", subjectId).executeTakeFirst());
+  has(db: Db, kind: string, subjectId: string): Promise<boolean> {
+    return repo.hasEntry(db, kind, subjectId);
   }
 
+  /** One entry with its anchor and Merkle proof once anchored; 404 unless the reader is a party or an admin. */
   async get(reader: LedgerReader, entryId: string) {
     const { db } = this.deps;
     const row = isId("ledgerEntry", entryId) ? await repo.findEntry(db, entryId) : undefined;

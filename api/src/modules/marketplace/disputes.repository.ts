@@ -33,6 +33,11 @@ export function update(db: Db, id: string, set: UpdateObject<Database, "disputes
     .executeTakeFirst();
 }
 
+/** Resolves a dispute now, with `set` (the resolution, its note, who, the refund's start). */
+export function resolve(db: Db, id: string, set: UpdateObject<Database, "disputes">): Promise<Dispute | undefined> {
+  return update(db, id, { ...set, resolved_at: sql<Date>`now()` });
+}
+
 /** The certificate's return of a refunded sale ended: back with the seller (its transaction), or not possible. */
 export function endReturn(db: Db, id: string, outcome: { returned: string } | "not_possible"): Promise<Dispute | undefined> {
   return db

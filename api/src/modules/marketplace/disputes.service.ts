@@ -1,4 +1,4 @@
-import { type Kysely, sql, type Transaction } from "kysely";
+import type { Kysely, Transaction } from "kysely";
 import type { Database } from "../../db/database.ts";
 import type { Transact } from "../../db/transact.ts";
 import { ApiError } from "../../lib/errors.ts";
@@ -105,12 +105,11 @@ export class DisputesService {
       const dispute = await disputes.lock(trx, id);
       if (!dispute) throw ApiError.notFound("Dispute");
       if (dispute.status !== "open") throw ApiError.conflict("invalid_state", `The dispute is ${dispute.status} already`);
-      const resolved = (await disputes.update(trx, id, {
+      const resolved = (await disputes.resolve(trx, id, {
         status: "resolved",
         resolution: input.resolution,
         resolution_note: input.note ?? null,
         resolved_by: admin.userId,
-        resolved_at: sql<Date>`now()`,
         refund_status: input.resolution === "refund" ? "pending" : null,
         refund_forced: force,
       }))!;

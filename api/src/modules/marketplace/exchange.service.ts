@@ -1,8 +1,8 @@
 import type { Kysely, Transaction } from "kysely";
 import type { Logger } from "pino";
 import { type Address, type Chain, encodeFunctionData, erc20Abi, formatUnits, getAddress, type Hex, hashTypedData, type PublicClient, type Transport, zeroAddress } from "viem";
-import { artCertificateAbi } from "../../chain/abi/ArtCertificate.ts";
-import { artExchangeAbi } from "../../chain/abi/ArtExchange.ts";
+import { artCertificateAbi } from "../../../../contracts/abi/ArtCertificate.ts";
+import { artExchangeAbi } from "../../../../contracts/abi/ArtExchange.ts";
 import { isRevertWith } from "../../chain/errors.ts";
 import { type ExchangeOrder, exchangeDomain, ORDER_TYPES, UNITS_PER_CENT } from "../../chain/exchange.ts";
 import { type ChainOperationKind, ChainOperationFailure, type ChainOperations, type KeyedFacts } from "../../chain/operations.ts";
@@ -18,7 +18,7 @@ import * as orders from "./exchange.repository.ts";
 import * as listings from "./marketplace.repository.ts";
 import { decideListingMove } from "./listing-moves.ts";
 import type { ExchangeOrder as OrderRow } from "./marketplace.tables.ts";
-import type { SettlementViews } from "./settlement-views.ts";
+import type { IndexedMarket } from "../../chain/indexer-views.ts";
 
 /** The chain operation that has a custodial seller's wallet approve ArtExchange (once per wallet). */
 export const EXCHANGE_APPROVAL_OPERATION = "marketplace_exchange_approval";
@@ -51,7 +51,7 @@ export interface ExchangeDeps {
   logger: Logger;
   users: UsersService;
   operations: ChainOperations;
-  views: SettlementViews;
+  views: IndexedMarket;
   publicClient: PublicClient<Transport, Chain>;
   /** Signs orders: its account holds ArtExchange's ORDER_SIGNER_ROLE (the platform's order key) and sends cancellations. */
   relayer: Relayer;

@@ -12,7 +12,6 @@ import { MarketplaceService } from "./marketplace.service.ts";
 import { OFFER_EXPIRE_TASK, OffersService } from "./offers.service.ts";
 import { registerSalesRoutes } from "./sales.routes.ts";
 import { SalesService } from "./sales.service.ts";
-import { SettlementViews } from "./settlement-views.ts";
 
 /**
  * The marketplace (docs/integrators/marketplace.md): listings, buy-now, offers, sales settled
@@ -28,8 +27,8 @@ export const marketplaceModule = defineModule<
 >({
   name: "marketplace",
   migrations: migrationsOf(import.meta.url),
-  create: ({ db, config, logger, users, artworks, ownership, payments, purchases, ledger, chainOperations, publicClient, relayer, custody }) => {
-    const views = new SettlementViews(db, config.indexer.viewsSchema);
+  create: ({ db, config, logger, users, artworks, ownership, payments, purchases, ledger, chainOperations, publicClient, relayer, custody, indexedChain }) => {
+    const views = indexedChain.market;
     const chain = { id: config.chain.id, certificate: config.chain.artCertificateAddress, market: config.chain.artMarketAddress };
     // The exchange's steps ask the sales for a custodial wallet's approval (the sales own that path).
     let sales: SalesService;

@@ -1,6 +1,6 @@
 import type { Kysely, Transaction } from "kysely";
 import type { Logger } from "pino";
-import { IndexerNotReadyError } from "../../chain/certificates.ts";
+import { IndexerNotReadyError } from "../../chain/indexer-views.ts";
 import type { IndexedProjection } from "../../chain/operations.ts";
 import type { Database } from "../../db/database.ts";
 import { type Transact, transactOn } from "../../db/transact.ts";
@@ -17,7 +17,7 @@ import * as repo from "./marketplace.repository.ts";
 import type { ExchangeService } from "./exchange.service.ts";
 import { decideListingMove } from "./listing-moves.ts";
 import type { OffersService } from "./offers.service.ts";
-import type { CertificateMove, SettlementViews } from "./settlement-views.ts";
+import type { CertificateMove, IndexedMarket } from "../../chain/indexer-views.ts";
 import type { ListingCreate, ListingsQuery } from "./marketplace.schemas.ts";
 
 /**
@@ -33,7 +33,7 @@ export class MarketplaceService {
       ownership: OwnershipService;
       offers: OffersService;
       exchange: ExchangeService;
-      views: SettlementViews;
+      views: IndexedMarket;
       chain: { certificate: `0x${string}` | null; market: `0x${string}` | null };
       logger: Logger;
     },

@@ -16,7 +16,7 @@ import type { Sale } from "./marketplace.tables.ts";
 import * as offers from "./offers.repository.ts";
 import { finishSale, partiesOf, payoutOf } from "./sale-records.ts";
 import * as repo from "./sales.repository.ts";
-import type { Fill, SettlementViews } from "./settlement-views.ts";
+import type { Fill, IndexedMarket } from "../../chain/indexer-views.ts";
 
 export interface OnchainFillsDeps {
   logger: Logger;
@@ -25,7 +25,7 @@ export interface OnchainFillsDeps {
   users: UsersService;
   ledger: LedgerService;
   ownership: OwnershipService;
-  views: SettlementViews;
+  views: IndexedMarket;
   exchange: Pick<ExchangeService, "cancelOpenOrders" | "markFilled">;
 }
 

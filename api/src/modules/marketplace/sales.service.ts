@@ -25,7 +25,7 @@ import { OnchainFills, type OnchainFillsDeps } from "./onchain-fills.ts";
 import { partiesOf } from "./sale-records.ts";
 import * as repo from "./sales.repository.ts";
 import { type SettlementDeps, settleKey, Settlements } from "./settlement.ts";
-import type { Fill } from "./settlement-views.ts";
+import type { Fill } from "../../chain/indexer-views.ts";
 
 export { SETTLE_OPERATION, type SettlePayload } from "./settlement.ts";
 

@@ -1,8 +1,8 @@
 import type { Logger } from "pino";
 import type { Transaction } from "kysely";
 import { type Address, type Chain, decodeEventLog, type Hash, type PublicClient, type Transport } from "viem";
-import { artCertificateAbi } from "../../chain/abi/ArtCertificate.ts";
-import { artMarketAbi } from "../../chain/abi/ArtMarket.ts";
+import { artCertificateAbi } from "../../../../contracts/abi/ArtCertificate.ts";
+import { artMarketAbi } from "../../../../contracts/abi/ArtMarket.ts";
 import type { CustodyWallet } from "../../chain/custody.ts";
 import { isRevertWith } from "../../chain/errors.ts";
 import { relayForwarded, trustedForwarderOf } from "../../chain/forwarder.ts";
@@ -21,7 +21,7 @@ import type { Sale } from "./marketplace.tables.ts";
 import * as offers from "./offers.repository.ts";
 import { finishSale, partiesOf, payoutOf } from "./sale-records.ts";
 import * as repo from "./sales.repository.ts";
-import type { Settlement, SettlementViews } from "./settlement-views.ts";
+import type { Settlement, IndexedMarket } from "../../chain/indexer-views.ts";
 
 /** The chain operation that moves a certificate through ArtMarket.settle, once per sale id. */
 export const SETTLE_OPERATION = "marketplace_settle";
@@ -50,7 +50,7 @@ export interface SettlementDeps {
   users: UsersService;
   ledger: LedgerService;
   operations: ChainOperations;
-  views: SettlementViews;
+  views: IndexedMarket;
   publicClient: PublicClient<Transport, Chain>;
   relayer: Relayer;
   custody: CustodyWallet;

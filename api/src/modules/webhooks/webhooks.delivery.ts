@@ -1,7 +1,8 @@
 import type { IncomingHttpHeaders } from "node:http";
-import { type Kysely, sql } from "kysely";
+import type { Kysely } from "kysely";
 import type { Logger } from "pino";
 import type { Database, Db } from "../../db/database.ts";
+import { notifyOnCommit } from "../../db/notifications.ts";
 import { ClaimLoop } from "../../jobs/claim-loop.ts";
 import { OutboundError, type OutboundPolicy, outboundRequest, UnsafeUrlError } from "../../lib/outbound.ts";
 import { iso } from "../../lib/time.ts";
@@ -33,7 +34,7 @@ export function attemptLeaseMs(timeoutMs: number): number {
 
 /** Makes the senders claim now, once the caller's transaction commits (a delivery became due). */
 export async function notifyDeliveriesDue(db: Db): Promise<void> {
-  await sql`select pg_notify(${DELIVERIES_CHANNEL}, '')`.execute(db);
+  await notifyOnCommit(db, DELIVERIES_CHANNEL);
 }
 
 export interface DeliverySettings {

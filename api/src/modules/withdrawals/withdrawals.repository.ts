@@ -1,5 +1,5 @@
 import { type Insertable, sql } from "kysely";
-import { readViews } from "../../chain/certificates.ts";
+import { readViews } from "../../chain/indexer-views.ts";
 import type { Db } from "../../db/database.ts";
 import { type Page, paginate } from "../../lib/pagination.ts";
 import type { Withdrawal, WithdrawalsTable } from "./withdrawals.tables.ts";

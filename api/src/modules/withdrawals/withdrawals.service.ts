@@ -1,8 +1,8 @@
 import type { Kysely, Transaction } from "kysely";
 import type { Logger } from "pino";
 import { type Address, type Chain, encodeFunctionData, formatUnits, getAddress, type Hex, keccak256, parseTransaction, type PublicClient, type Transport } from "viem";
-import { artCertificateAbi } from "../../chain/abi/ArtCertificate.ts";
-import { artSharesAbi } from "../../chain/abi/ArtShares.ts";
+import { artCertificateAbi } from "../../../../contracts/abi/ArtCertificate.ts";
+import { artSharesAbi } from "../../../../contracts/abi/ArtShares.ts";
 import type { CustodyWallet } from "../../chain/custody.ts";
 import { isRevertWith } from "../../chain/errors.ts";
 import { UNITS_PER_CENT } from "../../chain/exchange.ts";

@@ -9,7 +9,7 @@
  * need a resource each (the owner, another user, an admin) are in access-ownership.test.ts.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { adminToken, createUser, expectProblem, type TestResponse, type TestUser, useTestApi } from "./helpers.ts";
+import { adminToken, createUser, expectProblem, type TestResponse, type TestUser, useTestApi } from "../support/api.ts";
 
 const api = useTestApi();
 

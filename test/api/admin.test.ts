@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createPlatformDatabase } from "../support/artworks.ts";
-import { adminToken, createUser, expectProblem, startTestApi, type TestApi, useTestApi, uniqueName } from "./helpers.ts";
+import { adminToken, createUser, expectProblem, startTestApi, type TestApi, useTestApi, uniqueName } from "../support/api.ts";
 
 const api = useTestApi();
 

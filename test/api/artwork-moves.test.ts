@@ -18,7 +18,7 @@ import { testEnvironment } from "../support/environment.ts";
 import { certifiedArtwork, indexedCertificate, ownerOnChain, walletOf } from "../support/marketplace.ts";
 import { waitFor } from "../support/wait.ts";
 import { linkedWallet, sendStep, stablecoinBuyer, tokenBalance } from "../support/wallets.ts";
-import { createUser, expectProblem, type TestResponse, type TestUser } from "./helpers.ts";
+import { createUser, expectProblem, type TestResponse, type TestUser } from "../support/api.ts";
 
 const gated = useGatedPlatform({ MARKETPLACE_SWEEP_INTERVAL_MS: "300" });
 const { platform: p, gate } = gated;

@@ -9,7 +9,7 @@
 import type { ServerResponse } from "node:http";
 import { sql } from "kysely";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { createUser } from "./helpers.ts";
+import { createUser } from "../support/api.ts";
 import { artworkInput, formFields, pngImage, postMultipart, startImageServer, useArtworkPlatform } from "../support/artworks.ts";
 import { waitFor } from "../support/wait.ts";
 

@@ -1,8 +1,7 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { waitUntil } from "../../tools/stack/processes.ts";
-import { ADMIN_API_KEY, createUser, expectProblem, useTestApi } from "./helpers.ts";
-import { useIsolatedTestApi } from "./webhooks.support.ts";
+import { ADMIN_API_KEY, createUser, expectProblem, useIsolatedTestApi, useTestApi } from "../support/api.ts";
 
 const api = useTestApi();
 

@@ -17,7 +17,7 @@ import { recordEvent } from "../../api/src/jobs/outbox.ts";
 import { migrateJobQueue } from "../../api/src/jobs/queue.ts";
 import { createPlatformDatabase, freshRelayerKey, publicClient } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
-import { signalled, waitFor } from "../support/wait.ts";
+import { Recording, signalled, waitFor } from "../support/wait.ts";
 
 const env = testEnvironment();
 const logger = pino({ level: "silent" });
@@ -178,6 +178,8 @@ describe("resuming after a crash", () => {
     const { chain, publicClient: client, relayerAccount } = createChainClients({ rpcUrl: env.rpcUrl, chainId: env.chainId, relayerPrivateKey: relayerKey });
     const relayer = new Relayer({ publicClient: client, account: relayerAccount, chain, logger });
     let sent: Hash | null = null;
+    let recorded!: () => void;
+    const hashStored = new Promise<void>((resolve) => (recorded = resolve));
     // The first process: sends, records the hash, then never finishes (it died waiting for the receipt).
     const { kind: dying } = scriptedKind({
       async send(operation, ctx) {
@@ -190,6 +192,7 @@ describe("resuming after a crash", () => {
           onSubmitted: async ({ hash }) => {
             sent = hash;
             await ctx.recordSent([operation.key], hash);
+            recorded();
           },
         });
         await new Promise(() => {});
@@ -199,8 +202,8 @@ describe("resuming after a crash", () => {
     const key = `${dying.kind}:crash`;
     await first.request(handle.db, { key, kind: dying.kind, payload: {} });
     void first.run(key);
-    const stored = await waitFor(async () => ((await op(key)).tx_hash ? op(key) : null), { what: "the stored hash" });
-    expect(stored).toMatchObject({ status: "sent", tx_hash: sent, attempts: 1 });
+    await signalled(hashStored, "the stored hash");
+    expect(await op(key)).toMatchObject({ status: "sent", tx_hash: sent, attempts: 1 });
     const nonceAfterSend = await publicClient().getTransactionCount({ address });
 
     // The restarted process: the same kind, counting its sends. The sweep finds the lease expired.
@@ -294,19 +297,21 @@ describe("cursor passes over kinds with nothing open", () => {
 });
 
 describe("claiming due operations", () => {
-  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
   it("two workers on one table attempt each due operation once, each at most `concurrency` at a time", async () => {
     const name = `test_${process.pid}_${++seq}_claims`;
-    const workers = [0, 1].map(() => {
-      const seen = { sent: [] as string[], inFlight: 0, maxInFlight: 0 };
+    // Every attempt is held until both workers have taken their four: then neither may take a fifth.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const sent = new Recording<{ worker: number; key: string }>();
+    const workers = [0, 1].map((worker) => {
+      const seen = { inFlight: 0, maxInFlight: 0 };
       const { kind } = scriptedKind({
         kind: name,
         async send(operation) {
           seen.inFlight++;
           seen.maxInFlight = Math.max(seen.maxInFlight, seen.inFlight);
-          seen.sent.push(operation.key);
-          await sleep(15);
+          sent.push({ worker, key: operation.key });
+          await released;
           seen.inFlight--;
         },
       } as Partial<ChainOperationKind<Facts>>);
@@ -318,39 +323,47 @@ describe("claiming due operations", () => {
       await handle.db.transaction().execute(async (trx) => {
         for (const key of keys) await workers[0]!.operations.request(trx, { key, kind: name, payload: {} });
       });
-      const sent = () => workers.flatMap((w) => w.seen.sent);
-      await waitFor(async () => sent().length >= keys.length, { timeoutMs: 15_000, what: "every operation attempted" });
+      const byWorker = (items: readonly { worker: number }[], worker: number) => items.filter((s) => s.worker === worker).length;
+      await sent.until((items) => byWorker(items, 0) === 4 && byWorker(items, 1) === 4, "both workers at their concurrency of 4", 15_000);
+      // A claim by each with every slot taken: a fifth attempt would start here.
+      await Promise.all(workers.map((w) => w.operations.claimNow()));
+      expect([byWorker(sent.items, 0), byWorker(sent.items, 1)]).toEqual([4, 4]);
+      release();
+      await sent.until((items) => items.length >= keys.length, "every operation attempted", 15_000);
       // Each worker's claim after its last attempt found nothing due; with no row due (below), no
       // attempt can follow before the sweep's (a minute away).
       await signalled(Promise.all(workers.map((w) => w.operations.idle())), "both workers idle");
-      expect(sent().sort()).toEqual([...keys].sort());
-      for (const w of workers) expect(w.seen.maxInFlight).toBeLessThanOrEqual(4);
+      expect(sent.items.map((s) => s.key).sort()).toEqual([...keys].sort());
+      for (const w of workers) expect(w.seen.maxInFlight).toBe(4);
       const rows = await handle.db.selectFrom("chain_operations").select(["attempts", "due_at"]).where("kind", "=", name).execute();
       expect(rows.every((r) => r.attempts === 1 && r.due_at === null)).toBe(true);
     } finally {
+      release();
       await Promise.all(workers.map((w) => w.operations.stop()));
     }
   });
 
   it("runs each kind up to its own concurrency: a kind that batches takes more slots than the default, and neither starves the other", async () => {
-    const seen = new Map<string, { inFlight: number; maxInFlight: number; sent: number }>();
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
+    const sent = new Recording<string>();
+    const inFlight = new Map<string, { now: number; max: number }>();
     const holding = (name: string): Partial<ChainOperationKind<Facts>> => ({
       async send() {
-        const s = seen.get(name)!;
-        s.inFlight++;
-        s.sent++;
-        s.maxInFlight = Math.max(s.maxInFlight, s.inFlight);
+        const s = inFlight.get(name)!;
+        s.now++;
+        s.max = Math.max(s.max, s.now);
+        sent.push(name);
         await held;
-        s.inFlight--;
+        s.now--;
       },
     });
     const batched = scriptedKind({ concurrency: 12 });
     Object.assign(batched.kind, holding(batched.kind.kind));
     const single = scriptedKind();
     Object.assign(single.kind, holding(single.kind.kind));
-    for (const k of [batched.kind, single.kind]) seen.set(k.kind, { inFlight: 0, maxInFlight: 0, sent: 0 });
+    for (const k of [batched.kind, single.kind]) inFlight.set(k.kind, { now: 0, max: 0 });
+    const sentOf = (items: readonly string[], kind: ChainOperationKind<Facts>) => items.filter((k) => k === kind.kind).length;
     const operations = component([batched.kind, single.kind], { head: null }, undefined, { concurrency: 3, duePollMs: 50 });
     await handle.db.transaction().execute(async (trx) => {
       for (let i = 0; i < 20; i++) {
@@ -361,15 +374,15 @@ describe("claiming due operations", () => {
     operations.start();
     try {
       // While every attempt is held: each kind has exactly its own number of slots taken.
-      await waitFor(async () => seen.get(batched.kind.kind)!.inFlight === 12 && seen.get(single.kind.kind)!.inFlight === 3, { timeoutMs: 10_000, what: "both kinds at their concurrency" });
+      await sent.until((items) => sentOf(items, batched.kind) === 12 && sentOf(items, single.kind) === 3, "both kinds at their concurrency");
       // A claim with every slot taken: one beyond either cap would be made here.
       await operations.claimNow();
-      expect(seen.get(batched.kind.kind)).toMatchObject({ inFlight: 12, sent: 12 });
-      expect(seen.get(single.kind.kind)).toMatchObject({ inFlight: 3, sent: 3 });
+      expect([sentOf(sent.items, batched.kind), sentOf(sent.items, single.kind)]).toEqual([12, 3]);
+      expect([inFlight.get(batched.kind.kind)!.now, inFlight.get(single.kind.kind)!.now]).toEqual([12, 3]);
       release();
-      await waitFor(async () => seen.get(batched.kind.kind)!.sent === 20 && seen.get(single.kind.kind)!.sent === 20, { timeoutMs: 10_000, what: "every operation attempted" });
-      expect(seen.get(batched.kind.kind)!.maxInFlight).toBe(12);
-      expect(seen.get(single.kind.kind)!.maxInFlight).toBe(3);
+      await sent.until((items) => sentOf(items, batched.kind) === 20 && sentOf(items, single.kind) === 20, "every operation attempted");
+      expect(inFlight.get(batched.kind.kind)!.max).toBe(12);
+      expect(inFlight.get(single.kind.kind)!.max).toBe(3);
     } finally {
       release();
       await operations.stop();
@@ -417,7 +430,7 @@ describe("claiming due operations", () => {
   });
 
   it("claims lower priority numbers first, and a failed attempt again once its backoff has run out", async () => {
-    const sent: string[] = [];
+    const sent = new Recording<string>();
     let failOnce = true;
     const { kind } = scriptedKind({
       async send(operation) {
@@ -435,10 +448,10 @@ describe("claiming due operations", () => {
     await operations.request(handle.db, { key: sooner, kind: kind.kind, payload: {} }, { priority: -10 });
     operations.start();
     try {
-      await waitFor(async () => sent.length >= 4, { timeoutMs: 10_000, what: "four attempts" });
+      await sent.until((items) => items.length >= 4, "four attempts");
       // One at a time, by priority; the flaky one's retry comes after its backoff (10 ms), behind nothing.
-      expect(sent.slice(0, 2)).toEqual([sooner, flaky]);
-      expect(sent.slice(2).sort()).toEqual([flaky, later].sort());
+      expect(sent.items.slice(0, 2)).toEqual([sooner, flaky]);
+      expect(sent.items.slice(2).sort()).toEqual([flaky, later].sort());
       expect(await op(flaky)).toMatchObject({ attempts: 2, last_error: "the node hiccuped", due_at: null });
     } finally {
       await operations.stop();
@@ -446,7 +459,7 @@ describe("claiming due operations", () => {
   });
 
   it("makes an attempt that ended on a database error due again at once, not when its lease runs out", async () => {
-    const sent: string[] = [];
+    const sent = new Recording<string>();
     let failures = 0;
     const { kind } = scriptedKind({
       async send(operation) {
@@ -465,9 +478,9 @@ describe("claiming due operations", () => {
     await operations.request(handle.db, { key, kind: kind.kind, payload: {} });
     operations.start();
     try {
-      await waitFor(async () => sent.length >= 2, { timeoutMs: 5_000, what: "a second attempt" });
+      await sent.until((items) => items.length >= 2, "a second attempt", 5_000);
       expect(failures).toBe(1);
-      expect(sent).toEqual([key, key]);
+      expect(sent.items).toEqual([key, key]);
       expect(await op(key)).toMatchObject({ attempts: 2, due_at: null });
     } finally {
       await operations.stop();

@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import { sql } from "kysely";
 import { beforeAll, describe, expect, it } from "vitest";
 import { artworkInput, filesUnder, formFields, gifImage, pngImage, postMultipart, useArtworkPlatform } from "../support/artworks.ts";
-import { adminToken, createUser, expectProblem, type TestResponse, type TestUser } from "./helpers.ts";
+import { adminToken, createUser, expectProblem, type TestResponse, type TestUser } from "../support/api.ts";
 
 // Every request ranks popular discussions afresh: the tests read the order right after changing it.
 const p = useArtworkPlatform({ COMMUNITY_POPULAR_CACHE_MS: "0" });

@@ -4,7 +4,7 @@
  * revalidate; reads with a token are private.
  */
 import { expect, it } from "vitest";
-import { adminToken, createUser, useTestApi } from "./helpers.ts";
+import { adminToken, createUser, useTestApi } from "../support/api.ts";
 
 const api = useTestApi();
 

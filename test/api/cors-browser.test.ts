@@ -12,7 +12,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium } from "../support/browser.ts";
 import { waitFor } from "../support/wait.ts";
-import { startTestApi, type TestApi } from "./helpers.ts";
+import { startTestApi, type TestApi } from "../support/api.ts";
 
 /** The dApp: its calls to the API, each a fetch of the page's own, their outcome as plain data. */
 const DAPP_PAGE = `<!doctype html>

@@ -10,7 +10,7 @@ import { CORS_ALLOWED_HEADERS, CORS_ALLOWED_METHODS, CORS_EXPOSED_HEADERS } from
 import { originMatcher } from "../../api/src/lib/origins.ts";
 import { createPlatformDatabase } from "../support/artworks.ts";
 import { waitFor } from "../support/wait.ts";
-import { createUser, expectProblem, startTestApi, type TestApi, testApiSettings, type TestResponse } from "./helpers.ts";
+import { createUser, expectProblem, startTestApi, type TestApi, testApiSettings, type TestResponse } from "../support/api.ts";
 
 const RULES = "https://app.example.com, http://localhost:*, https://*.example.org";
 const ALLOWED = ["https://app.example.com", "http://localhost:5173", "http://localhost", "https://shop.example.org", "https://a.b.example.org", "https://app.example.com:443"];

@@ -6,7 +6,7 @@
 import { sql } from "kysely";
 import { describe, expect, it } from "vitest";
 import { waitUntil } from "../../tools/stack/processes.ts";
-import { adminToken, createUser, expectProblem, useTestApi } from "./helpers.ts";
+import { adminToken, createUser, expectProblem, useTestApi } from "../support/api.ts";
 
 const api = useTestApi();
 

@@ -4,7 +4,7 @@
  * its certificate; an inner revert is named with the target's ABI before anything is sent.
  */
 import { randomBytes } from "node:crypto";
-import { type Address, createWalletClient, type Hash, type Hex, http, keccak256, parseEther, parseEventLogs, toHex, zeroAddress } from "viem";
+import { type Address, type Hash, type Hex, keccak256, parseEther, parseEventLogs, toHex, zeroAddress } from "viem";
 import { english, generateMnemonic, generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { beforeAll, describe, expect, it } from "vitest";
 import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
@@ -15,6 +15,7 @@ import { CustodyWallet } from "../../api/src/chain/custody.ts";
 import { PermanentChainError } from "../../api/src/chain/errors.ts";
 import { relayForwarded } from "../../api/src/chain/forwarder.ts";
 import { Relayer } from "../../api/src/chain/relayer.ts";
+import { setRoleAsDeployer } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 
 const env = testEnvironment();
@@ -24,33 +25,18 @@ const buyer = privateKeyToAccount(generatePrivateKey()).address;
 let clients: ChainClients;
 let relayer: Relayer;
 
-/** A fresh relayer key with the certifier and settler roles, granted by the deployer (account #0, shared: retried on nonce races). */
+/** A fresh relayer key with the certifier and settler roles, granted by the deployer (account #0). */
 async function freshRelayer(): Promise<ChainClients> {
   const relayerClients = createChainClients({ rpcUrl: env.rpcUrl, chainId: env.chainId, relayerPrivateKey: generatePrivateKey() });
   const { publicClient, relayerAccount } = relayerClients;
   await publicClient.request({ method: "hardhat_setBalance", params: [relayerAccount.address, toHex(parseEther("100"))] } as never);
-  const deployer = createWalletClient({ account: privateKeyToAccount(env.relayerPrivateKey), transport: http(env.rpcUrl) });
   const grants = [
     { address: env.artCertificateAddress, abi: artCertificateAbi, role: "CERTIFIER_ROLE" },
     { address: env.artMarketAddress, abi: artMarketAbi, role: "SETTLER_ROLE" },
   ] as const;
   for (const grant of grants) {
     const role = (await publicClient.readContract({ address: grant.address, abi: grant.abi, functionName: grant.role })) as Hex;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const hash = await deployer.writeContract({
-          chain: null,
-          address: grant.address,
-          abi: artCertificateAbi,
-          functionName: "grantRole",
-          args: [role, relayerAccount.address],
-        });
-        if ((await publicClient.waitForTransactionReceipt({ hash })).status === "success") break;
-      } catch (error) {
-        if (attempt >= 8) throw error;
-      }
-      await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
-    }
+    await setRoleAsDeployer(grant, role, relayerAccount.address);
   }
   return relayerClients;
 }

@@ -2,17 +2,17 @@
  * Fractional ownership on real pieces: Postgres, the Hardhat chain with ArtCertificate and ArtShares,
  * Ponder (owner checks, SharesMinted and share balances), the sandbox processor and the API over HTTP.
  */
-import { type Address, createWalletClient, type Hex, http, keccak256, toBytes } from "viem";
+import { type Address, type Hex, keccak256, toBytes } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { artSharesAbi } from "../../contracts/abi/ArtShares.ts";
 import { loadConfig } from "../../api/src/config.ts";
 import { type RunningPlatform, startPlatform } from "../../api/src/platform.ts";
-import { artworkInput, publicClient, useArtworkPlatform } from "../support/artworks.ts";
+import { artworkInput, publicClient, setRoleAsDeployer, useArtworkPlatform } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { certifiedArtwork, indexedCertificate, walletClientOf, walletOf } from "../support/marketplace.ts";
 import { waitFor } from "../support/wait.ts";
-import { adminToken, createUser, expectProblem, send, testApiSettings, type TestUser } from "./helpers.ts";
+import { adminToken, createUser, expectProblem, send, testApiSettings, type TestUser } from "../support/api.ts";
 
 const p = useArtworkPlatform({ MARKETPLACE_SWEEP_INTERVAL_MS: "300", MARKETPLACE_CHARGE_ATTEMPTS: "2", PAYMENT_RETRY_BASE_MS: "5" });
 const env = () => testEnvironment();
@@ -20,23 +20,13 @@ const env = () => testEnvironment();
 type Art = "main" | "byAdmin" | "listed" | "race" | "failing" | "classFail" | "idem";
 const FAKE = { artwork: "art_01JD3Y5V0Q3G7W7J6T4N4C2X1M", purchase: "frac_01JD3Y5V0Q3G7W7J6T4N4C2X1M" };
 
-const readShares = <T>(functionName: "totalSupply" | "balanceOf" | "shareCap" | "purchaseMinted", args: readonly unknown[]) =>
+const readShares = <T>(functionName: "totalSupply" | "balanceOf" | "shareCap" | "purchaseMinted" | "SHARE_ISSUER_ROLE", args: readonly unknown[]) =>
   publicClient().readContract({ address: env().artSharesAddress, abi: artSharesAbi, functionName, args } as never) as Promise<T>;
 
-/** Grants or revokes the platform relayer's SHARE_ISSUER_ROLE as the deployer (account #0, shared: retried on nonce races). */
+/** Grants or revokes the platform relayer's SHARE_ISSUER_ROLE as the deployer. */
 async function setShareIssuer(relayer: Address, granted: boolean): Promise<void> {
-  const admin = createWalletClient({ account: privateKeyToAccount(env().relayerPrivateKey), transport: http(env().rpcUrl) });
-  const role = await publicClient().readContract({ address: env().artSharesAddress, abi: artSharesAbi, functionName: "SHARE_ISSUER_ROLE" });
-  for (let attempt = 1; ; attempt++) {
-    try {
-      const hash = await admin.writeContract({ chain: null, address: env().artSharesAddress, abi: artSharesAbi, functionName: granted ? "grantRole" : "revokeRole", args: [role, relayer] });
-      await publicClient().waitForTransactionReceipt({ hash });
-    } catch (error) {
-      if (attempt >= 8) throw error;
-    }
-    if ((await publicClient().readContract({ address: env().artSharesAddress, abi: artSharesAbi, functionName: "hasRole", args: [role, relayer] })) === granted) return;
-    await new Promise((r) => setTimeout(r, 50 * attempt));
-  }
+  const role = await readShares<Hex>("SHARE_ISSUER_ROLE", []);
+  await setRoleAsDeployer({ address: env().artSharesAddress, abi: artSharesAbi }, role, relayer, granted);
 }
 
 describe("fractional ownership", () => {

@@ -15,10 +15,12 @@ import { sql } from "kysely";
 import fc from "fast-check";
 import { privateKeyToAccount } from "viem/accounts";
 import { beforeAll, describe, expect, it } from "vitest";
-import { adminToken, createUser, type TestUser } from "./helpers.ts";
+import { adminToken, createUser, type TestUser } from "../support/api.ts";
 import { filesUnder, transactionCount, useArtworkPlatform } from "../support/artworks.ts";
 import { certifiedArtwork } from "../support/marketplace.ts";
-import { bytes, contextOf, expand, filler, type FuzzContext, idPrefix, type FuzzRequest, type OpenApiDocument, type Operation, operationsOf, requestsFor } from "../support/openapi-fuzz.ts";
+import { contextOf, type FuzzContext, type OpenApiDocument, type Operation, operationsOf } from "../support/openapi-document.ts";
+import { type FuzzRequest, requestsFor } from "../support/openapi-fuzz.ts";
+import { bytes, expand, filler, idPrefix } from "../support/openapi-fuzz-values.ts";
 import { waitFor } from "../support/wait.ts";
 
 // 1,500 in `npm test`'s fast tier (about 12 requests an operation), 4,000 in test:full and CI.

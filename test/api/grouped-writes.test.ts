@@ -8,7 +8,7 @@ import { GroupedWrites } from "../../api/src/db/grouped-writes.ts";
 import { hashSecret } from "../../api/src/lib/secrets.ts";
 import { holdCalls } from "../support/hold.ts";
 import { signalled, waitFor } from "../support/wait.ts";
-import { createUser, useTestApi } from "./helpers.ts";
+import { createUser, useTestApi } from "../support/api.ts";
 
 describe("GroupedWrites", () => {
   it("writes what arrives during a statement with the next one, and a statement that fails item by item", async () => {

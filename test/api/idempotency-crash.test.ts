@@ -13,8 +13,7 @@ import { binPath, childEnv, repoRoot } from "../../tools/stack/processes.ts";
 import { artworkInput, formFields, pngImage, postMultipart } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { waitFor } from "../support/wait.ts";
-import { createUser, send, startTestApi, type TestApi, testApiSettings } from "./helpers.ts";
-import { createIsolatedDatabase } from "./webhooks.support.ts";
+import { createIsolatedDatabase, createUser, send, startTestApi, type TestApi, testApiSettings } from "../support/api.ts";
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterAll(async () => {

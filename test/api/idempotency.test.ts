@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { IdempotencyClaimLost, IdempotencyStore, requestFingerprint } from "../../api/src/http/idempotency.ts";
 import { newId } from "../../api/src/lib/ids.ts";
 import { artworkInput, formFields, postMultipart } from "../support/artworks.ts";
-import { createUser, expectProblem, useTestApi } from "./helpers.ts";
+import { createUser, expectProblem, useTestApi } from "../support/api.ts";
 
 const api = useTestApi();
 

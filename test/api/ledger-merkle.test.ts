@@ -11,7 +11,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { beforeAll, describe, expect, it } from "vitest";
 import { canonicalEntry, entryHashOf, GENESIS_HASH } from "../../api/src/modules/ledger/entry-hash.ts";
 import { hashPair, levels, processProof, proof, root, verify } from "../../api/src/modules/ledger/merkle.ts";
-import { testEnvironment } from "./environment.ts";
+import { testEnvironment } from "../support/environment.ts";
 
 const leaf = (): Hex => toHex(randomBytes(32));
 const leavesOf = (n: number) => Array.from({ length: n }, leaf);

@@ -3,7 +3,7 @@
  * the indexer's current owner of the certificate) and the API over HTTP.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { adminToken, createUser, expectProblem, type TestUser } from "./helpers.ts";
+import { adminToken, createUser, expectProblem, type TestUser } from "../support/api.ts";
 import { artworkInput, publicClient, useArtworkPlatform } from "../support/artworks.ts";
 import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
 import { testEnvironment } from "../support/environment.ts";

@@ -8,7 +8,7 @@ import { publicClient, useArtworkPlatform } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { certificateCallFrom, certifiedArtwork, indexedCertificate, ownerOnChain, walletClientOf, walletOf } from "../support/marketplace.ts";
 import { waitFor } from "../support/wait.ts";
-import { adminToken, createUser, expectProblem, type TestUser } from "./helpers.ts";
+import { adminToken, createUser, expectProblem, type TestUser } from "../support/api.ts";
 
 const p = useArtworkPlatform({ MARKETPLACE_SWEEP_INTERVAL_MS: "300", MARKETPLACE_CHARGE_ATTEMPTS: "2", PAYMENT_RETRY_BASE_MS: "5" });
 

@@ -15,7 +15,7 @@ import { certifiedArtwork, indexedCertificate, ownerOnChain, walletOf } from "..
 import { holdCalls } from "../support/hold.ts";
 import { signalled, waitFor } from "../support/wait.ts";
 import { linkedWallet, sendStep, stablecoinBuyer, tokenBalance } from "../support/wallets.ts";
-import { createUser, expectProblem, type TestUser } from "./helpers.ts";
+import { createUser, expectProblem, type TestUser } from "../support/api.ts";
 
 const p = useArtworkPlatform();
 const env = () => testEnvironment();

@@ -5,7 +5,7 @@ import { declareRoutes } from "../../api/src/app.ts";
 import { ERROR_CODES, type ErrorCode, PROBLEM_TYPES, problemTypeUrl } from "../../api/src/lib/problem-types.ts";
 import { modules } from "../../api/src/modules/index.ts";
 import { documentationConfig, documentText } from "../../tools/openapi.ts";
-import { useTestApi } from "./helpers.ts";
+import { useTestApi } from "../support/api.ts";
 
 const api = useTestApi();
 

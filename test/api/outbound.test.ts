@@ -12,7 +12,7 @@ beforeAll(async () => {
     } else if (req.url === "/big") {
       res.writeHead(200).end("x".repeat(100_000));
     } else if (req.url === "/slow") {
-      setTimeout(() => res.writeHead(200).end("late"), 2_000);
+      // Never answers: the connection stays open until the server closes it after the file.
     } else {
       let body = "";
       req.on("data", (c) => (body += c));
@@ -22,7 +22,10 @@ beforeAll(async () => {
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
-afterAll(() => new Promise<void>((r) => server.close(() => r())));
+afterAll(() => {
+  server.closeAllConnections();
+  return new Promise<void>((r) => server.close(() => r()));
+});
 
 const strict = { allowPrivate: false };
 const dev = { allowPrivate: true };

@@ -44,7 +44,7 @@ import {
   predictSharePurchase,
 } from "../support/ownership-model.ts";
 import { waitFor } from "../support/wait.ts";
-import { adminToken, createUser, expectProblem, type TestResponse, type TestUser } from "./helpers.ts";
+import { adminToken, createUser, expectProblem, type TestResponse, type TestUser } from "../support/api.ts";
 
 type WalletClient = Awaited<ReturnType<typeof walletClientOf>>;
 

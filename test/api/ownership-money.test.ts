@@ -11,7 +11,7 @@ import { recordEvent } from "../../api/src/jobs/outbox.ts";
 import { useArtworkPlatform } from "../support/artworks.ts";
 import { certificateCallFrom, certifiedArtwork, indexedCertificate, ownerOnChain, walletOf } from "../support/marketplace.ts";
 import { waitFor } from "../support/wait.ts";
-import { adminToken, createUser, expectProblem, type TestResponse, type TestUser } from "./helpers.ts";
+import { adminToken, createUser, expectProblem, type TestResponse, type TestUser } from "../support/api.ts";
 
 const p = useArtworkPlatform({ MARKETPLACE_SWEEP_INTERVAL_MS: "300", PAYMENT_RETRY_BASE_MS: "5" });
 const DAY = 86_400_000;

@@ -5,7 +5,7 @@ import { ApiError } from "../../api/src/lib/errors.ts";
 import { PaymentDeclined, PaymentRequestRefused, PaymentTransientError } from "../../api/src/modules/payments/processor.ts";
 import { PaymentsService } from "../../api/src/modules/payments/payments.service.ts";
 import { SandboxProcessor, TEST_CARDS } from "../../api/src/modules/payments/sandbox.processor.ts";
-import { adminToken, createUser, expectProblem, testApiSettings, type TestUser, useTestApi } from "./helpers.ts";
+import { adminToken, createUser, expectProblem, testApiSettings, type TestUser, useTestApi } from "../support/api.ts";
 
 // Retries of transient failures after about 5 ms, 10 ms: three attempts in all.
 const api = useTestApi({ PAYMENT_RETRY_BASE_MS: "5", PAYMENT_MAX_ATTEMPTS: "3" });

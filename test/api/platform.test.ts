@@ -5,8 +5,8 @@ import { randomBytes } from "node:crypto";
 import net from "node:net";
 import { newId } from "../../api/src/lib/ids.ts";
 import { waitFor } from "../support/wait.ts";
-import { testEnvironment } from "./environment.ts";
-import { createUser, expectProblem, send, startTestApi, useTestApi, uniqueName } from "./helpers.ts";
+import { testEnvironment } from "../support/environment.ts";
+import { createUser, expectProblem, send, startTestApi, useTestApi, uniqueName } from "../support/api.ts";
 
 const api = useTestApi({ RATE_LIMIT_ANONYMOUS_PER_MINUTE: "5", RATE_LIMIT_TOKEN_PER_MINUTE: "1000" });
 

@@ -7,7 +7,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { ERROR_CODES, type ErrorCode, isErrorCode, PROBLEM_TYPES } from "../../api/src/lib/problem-types.ts";
 import { errorsMarkdown } from "../../tools/errors-doc.ts";
-import { createUser, type TestResponse, useTestApi } from "./helpers.ts";
+import { createUser, type TestResponse, useTestApi } from "../support/api.ts";
 
 const api = useTestApi();
 

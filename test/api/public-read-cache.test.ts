@@ -12,7 +12,7 @@ import { PUBLIC_DATA_TABLES } from "../../api/src/db/migrations/2026_11_26_0001_
 import { indexerNotifyChannel } from "../../api/src/chain/indexer-schema.ts";
 import { createPlatformDatabase } from "../support/artworks.ts";
 import { signalled, waitFor } from "../support/wait.ts";
-import { adminToken, createUser, startTestApi, type TestApi } from "./helpers.ts";
+import { adminToken, createUser, startTestApi, type TestApi } from "../support/api.ts";
 
 /** Tables no public read shows: changes to them never flush the kept reads. */
 const INTERNAL_TABLES = [

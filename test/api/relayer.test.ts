@@ -1,19 +1,12 @@
 /**
  * The relayer against the shared Hardhat node of the test run (test/support/global-setup.ts), with
- * its own ArtCertificate and ArtShares deployed from the compiled artifacts by fresh accounts: the
- * nonces and totals asserted here belong to this file alone, whatever other files relay from the
- * shared deployment's account #0 meanwhile. (Ignition's deployment of the same contracts is covered
- * by the global setup; it sends from account #0, whose nonces other files race for.)
+ * its own ArtCertificate and ArtShares (test/support/relayer.ts): pipelined nonces, simulation,
+ * races, lost responses and resyncs, receipts, share mints, and CertifyBatcher's gas limits. (Ignition's
+ * deployment of the same contracts is covered by the global setup; it sends from account #0, whose
+ * nonces other files race for.) How node errors are classified: chain-errors.test.ts.
  */
-import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
-import { createServer as createHttpServer } from "node:http";
-import { createServer, type Server, type Socket } from "node:net";
-import pino from "pino";
 import {
-  type Abi,
   type Address,
-  createTestClient,
   createWalletClient,
   encodeFunctionData,
   getAbiItem,
@@ -21,16 +14,14 @@ import {
   type Hex,
   http,
   keccak256,
-  parseEther,
   parseEventLogs,
   toBytes,
   toFunctionSelector,
   toHex,
   TransactionNotFoundError,
-  zeroAddress,
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
 import { artSharesAbi } from "../../contracts/abi/ArtShares.ts";
 import { type ChainClients, createChainClients } from "../../api/src/chain/clients.ts";
@@ -39,64 +30,19 @@ import { isAlreadyCertified, Relayer } from "../../api/src/chain/relayer.ts";
 import { CertifyBatcher } from "../../api/src/modules/artworks/certify-batcher.ts";
 import { freePort } from "../../tools/stack/processes.ts";
 import { testEnvironment } from "../support/environment.ts";
+import { type RelayerContracts, logger, startRpcProxy, useRelayerContracts } from "../support/relayer.ts";
 
 const HARDHAT_ACCOUNT_5_KEY = "0x8b3a350cf5c34c9194ca85829a2df0ec3153be0318b5e2d3348e872092edffba";
-const logger = pino({ level: process.env.RELAYER_TEST_LOG_LEVEL ?? "silent" });
-
 const env = testEnvironment();
-const admin = privateKeyToAccount(generatePrivateKey());
-const collector = privateKeyToAccount(generatePrivateKey()).address;
-const runId = randomBytes(4).toString("hex");
-let artworkSeq = 0;
 
+const { r, collector, runId, newArtworkId, certifyRequest, toBatchRequest, totalCertified, tokenIdOf, nonceOf } = useRelayerContracts();
 let clients: ChainClients;
 let relayer: Relayer;
 let certificate: Address;
 let shares: Address;
 let certifierRole: Hex;
-let hungRpc: { server: Server; sockets: Set<Socket>; url: string };
-
-beforeAll(async () => {
-  clients = createChainClients({ rpcUrl: env.rpcUrl, chainId: env.chainId, relayerPrivateKey: generatePrivateKey() });
-  const { chain, publicClient, relayerAccount } = clients;
-  const testClient = createTestClient({ mode: "hardhat", chain, transport: http(env.rpcUrl) });
-  for (const address of [admin.address, relayerAccount.address]) await testClient.setBalance({ address, value: parseEther("1000") });
-
-  // Sequential: one account, automine; each receipt before the next send.
-  const adminWallet = createWalletClient({ account: admin, chain, transport: http(env.rpcUrl) });
-  const deployed = async (hash: Hash) => {
-    const receipt = await publicClient.waitForTransactionReceipt({ hash });
-    if (receipt.status !== "success" || !receipt.contractAddress) throw new Error(`deployment ${hash} failed`);
-    return receipt.contractAddress;
-  };
-  certificate = await deployed(
-    await adminWallet.deployContract({ abi: artCertificateAbi, bytecode: artifactBytecode("ArtCertificate"), args: [admin.address, zeroAddress] }),
-  );
-  shares = await deployed(
-    await adminWallet.deployContract({
-      abi: artSharesAbi,
-      bytecode: artifactBytecode("ArtShares"),
-      args: [admin.address, certificate, "https://api.test.local/v1/fractional/metadata/{id}.json"],
-    }),
-  );
-  certifierRole = await publicClient.readContract({ address: certificate, abi: artCertificateAbi, functionName: "CERTIFIER_ROLE" });
-  const issuerRole = await publicClient.readContract({ address: shares, abi: artSharesAbi, functionName: "SHARE_ISSUER_ROLE" });
-  for (const hash of [
-    await adminWallet.writeContract({ address: certificate, abi: artCertificateAbi, functionName: "grantRole", args: [certifierRole, relayerAccount.address] }),
-    await adminWallet.writeContract({ address: shares, abi: artSharesAbi, functionName: "grantRole", args: [issuerRole, relayerAccount.address] }),
-  ]) {
-    expect((await publicClient.waitForTransactionReceipt({ hash })).status).toBe("success");
-  }
-
-  relayer = new Relayer({ publicClient, account: relayerAccount, chain, logger, receiptTimeoutMs: 20_000 });
-  hungRpc = await startHungRpc();
-});
-
-afterAll(async () => {
-  if (!hungRpc) return;
-  for (const socket of hungRpc.sockets) socket.destroy();
-  await new Promise((resolve) => hungRpc.server.close(resolve));
-});
+let hungRpc: RelayerContracts["hungRpc"];
+beforeAll(() => void ({ clients, relayer, certificate, shares, certifierRole, hungRpc } = r));
 
 describe("Relayer.write", () => {
   it("pipelines 50 concurrent certify writes on 50 consecutive nonces into 50 distinct tokens", async () => {
@@ -377,160 +323,3 @@ describe("CertifyBatcher's gas limits", () => {
     }
   });
 });
-
-describe("classifyChainError on errors of a real node", () => {
-  it("decodes reverts of call and estimateGas with the ABI, and names undecodable ones by selector", async () => {
-    const { publicClient } = clients;
-    const id = newArtworkId();
-    await relayer.write(certifyRequest(id));
-    const call = { account: relayer.address, to: certificate, data: encodeFunctionData(certifyRequest(id)) };
-
-    for (const err of [await publicClient.call(call).catch((e: unknown) => e), await publicClient.estimateGas(call).catch((e: unknown) => e)]) {
-      expect(classifyChainError(err, artCertificateAbi)).toMatchObject({ kind: "permanent", code: "reverted", errorName: "ArtCertificateAlreadyCertified" });
-      const undecoded = classifyChainError(err);
-      expect(undecoded).toMatchObject({ kind: "permanent", code: "reverted", errorName: undefined });
-      expect((undecoded as PermanentChainError).signature).toMatch(/^0x[0-9a-f]{8}$/);
-    }
-  });
-
-  it("classifies refused sends: stale nonce, fee below the base fee, and an unfunded sender", async () => {
-    const { publicClient, chain } = clients;
-    const scratch = privateKeyToAccount(generatePrivateKey());
-    await createTestClient({ mode: "hardhat", chain, transport: http(env.rpcUrl) }).setBalance({ address: scratch.address, value: parseEther("1") });
-    const wallet = createWalletClient({ account: scratch, chain, transport: http(env.rpcUrl, { retryCount: 0 }) });
-    const hash = await wallet.sendTransaction({ to: scratch.address, value: 0n });
-    await publicClient.waitForTransactionReceipt({ hash });
-
-    const stale = await wallet.sendTransaction({ to: scratch.address, value: 1n, nonce: 0 }).catch((e: unknown) => e);
-    expect(classifyChainError(stale)).toMatchObject({ kind: "transient", code: "nonce_conflict" });
-
-    const cheap = await wallet.sendTransaction({ to: scratch.address, value: 0n, maxFeePerGas: 1n, maxPriorityFeePerGas: 1n }).catch((e: unknown) => e);
-    expect(classifyChainError(cheap)).toMatchObject({ kind: "transient", code: "underpriced" });
-
-    const pauper = createWalletClient({ account: privateKeyToAccount(generatePrivateKey()), chain, transport: http(env.rpcUrl, { retryCount: 0 }) });
-    const broke = await pauper.sendTransaction({ to: scratch.address, value: 1n }).catch((e: unknown) => e);
-    expect(classifyChainError(broke)).toMatchObject({ kind: "transient", code: "insufficient_funds" });
-  });
-
-  it("classifies transport failures and a receipt that never comes as transient", async () => {
-    const down = createChainClients({ rpcUrl: `http://127.0.0.1:${await freePort()}`, chainId: env.chainId, relayerPrivateKey: generatePrivateKey(), retryCount: 0 });
-    expect(classifyChainError(await down.publicClient.getBlockNumber().catch((e: unknown) => e))).toMatchObject({ kind: "transient", code: "rpc_unavailable" });
-
-    const hung = createChainClients({ rpcUrl: hungRpc.url, chainId: env.chainId, relayerPrivateKey: generatePrivateKey(), retryCount: 0, timeoutMs: 200 });
-    expect(classifyChainError(await hung.publicClient.getChainId().catch((e: unknown) => e))).toMatchObject({ kind: "transient", code: "timeout" });
-
-    const never = await clients.publicClient
-      .waitForTransactionReceipt({ hash: keccak256(toHex(`never_${runId}`)), timeout: 300 })
-      .catch((e: unknown) => e);
-    expect(classifyChainError(never)).toMatchObject({ kind: "transient", code: "receipt_timeout" });
-  });
-
-  it("classifies requests that can never work as permanent invalid_request", async () => {
-    const { publicClient } = clients;
-    // certificate code is absent at the zero address: the call returns no data
-    const noContract = await publicClient.readContract({ address: zeroAddress, abi: artCertificateAbi, functionName: "totalCertified" }).catch((e: unknown) => e);
-    expect(classifyChainError(noContract)).toMatchObject({ kind: "permanent", code: "invalid_request" });
-
-    const badArgs = await relayer
-      .simulate({ address: certificate, abi: artCertificateAbi as Abi, functionName: "certify", args: ["not-an-address"] })
-      .catch((e: unknown) => e);
-    expect(classifyChainError(badArgs)).toMatchObject({ kind: "permanent", code: "invalid_request" });
-  });
-
-  it("classifies node messages a local automining node does not produce (hand-built)", async () => {
-    const { RpcRequestError, HttpRequestError, LimitExceededRpcError, InternalRpcError } = await import("viem");
-    const rpc = (code: number, message: string) => new RpcRequestError({ body: {}, error: { code, message }, url: "http://node" });
-    expect(classifyChainError(rpc(-32000, "already known"))).toMatchObject({ code: "nonce_conflict" });
-    expect(classifyChainError(rpc(-32000, "replacement transaction underpriced"))).toMatchObject({ code: "nonce_conflict" });
-    expect(classifyChainError(rpc(-32000, "transaction underpriced"))).toMatchObject({ code: "underpriced" });
-    expect(classifyChainError(new HttpRequestError({ url: "http://node", status: 429 }))).toMatchObject({ code: "rate_limited" });
-    expect(classifyChainError(new LimitExceededRpcError(rpc(-32005, "limit exceeded")))).toMatchObject({ code: "rate_limited" });
-    expect(classifyChainError(new InternalRpcError(rpc(-32603, "header not found")))).toMatchObject({ kind: "transient", code: "unknown" });
-    expect(classifyChainError(new HttpRequestError({ url: "http://node", status: 502 }))).toMatchObject({ code: "rpc_unavailable" });
-  });
-});
-
-function newArtworkId(): string {
-  artworkSeq += 1;
-  return `art_${runId}_${artworkSeq}`;
-}
-
-function certifyRequest(artworkId: string) {
-  return {
-    address: certificate,
-    abi: artCertificateAbi,
-    functionName: "certify",
-    args: [collector, artworkId, keccak256(toHex(`certificate document of ${artworkId}`)), `https://api.test.local/v1/certificates/${artworkId}`, collector, 500n],
-    label: `certify ${artworkId}`,
-  } as const;
-}
-
-/** certifyRequest's arguments as a CertificationRequest (certifyBatch's tuple). */
-function toBatchRequest(artworkId: string) {
-  const [to, , certificateHash, tokenURI, royaltyReceiver, royaltyBps] = certifyRequest(artworkId).args;
-  return { to, artworkId, certificateHash, tokenURI, royaltyReceiver, royaltyBps };
-}
-
-function totalCertified(): Promise<bigint> {
-  return clients.publicClient.readContract({ address: certificate, abi: artCertificateAbi, functionName: "totalCertified" });
-}
-
-function tokenIdOf(artworkId: string): Promise<bigint> {
-  return clients.publicClient.readContract({ address: certificate, abi: artCertificateAbi, functionName: "tokenIdOfArtwork", args: [keccak256(toBytes(artworkId))] });
-}
-
-function nonceOf(address: Address, blockTag: "pending" | "latest"): Promise<number> {
-  return clients.publicClient.getTransactionCount({ address, blockTag });
-}
-
-function artifactBytecode(contract: "ArtCertificate" | "ArtShares"): Hex {
-  const artifact = JSON.parse(readFileSync(new URL(`../../artifacts/contracts/${contract}.sol/${contract}.json`, import.meta.url), "utf8")) as { bytecode: Hex };
-  return artifact.bytecode;
-}
-
-/** An "RPC node" that accepts connections and never answers: a hung provider. */
-function startHungRpc(): Promise<{ server: Server; sockets: Set<Socket>; url: string }> {
-  const sockets = new Set<Socket>();
-  const server = createServer((socket) => {
-    sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
-  });
-  return new Promise((resolve) =>
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      resolve({ server, sockets, url: `http://127.0.0.1:${port}` });
-    }),
-  );
-}
-
-/**
- * A JSON-RPC proxy to `target` that can mistreat eth_sendRawTransaction: `lose-response` forwards it
- * and then drops the connection (the node has the transaction, the caller never hears), and
- * `drop-request` drops it without forwarding.
- */
-async function startRpcProxy(target: string) {
-  const server = createHttpServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const body = Buffer.concat(chunks).toString("utf8");
-    const isSend = (JSON.parse(body) as { method?: string }).method === "eth_sendRawTransaction";
-    if (isSend && proxy.sendRawTransaction === "drop-request") return void res.destroy();
-    const upstream = await fetch(target, { method: "POST", headers: { "content-type": "application/json" }, body });
-    const answer = await upstream.text();
-    if (isSend && proxy.sendRawTransaction === "lose-response") return void res.destroy();
-    res.writeHead(upstream.status, { "content-type": "application/json" }).end(answer);
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  const proxy = {
-    url: `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`,
-    sendRawTransaction: "forward" as "forward" | "lose-response" | "drop-request",
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-  return proxy;
-}

@@ -1,22 +1,19 @@
 /**
  * Admin reports: a quarter's figures (JSON, CSV and the HTML page with its charts) equal to rows
  * this file writes into 2024-Q4..2025-Q3 of a database of its own, with each boundary of the
- * half-open quarter tried; refused labels and formats; who may read them (Bearer and HTTP Basic);
- * and `last_login` moved by token exchanges and SIWE sign-ins.
+ * half-open quarter tried; refused labels and formats; who may read them (Bearer and HTTP Basic).
+ * (`last_login`, which the users list shows beside them: users.test.ts.)
  */
 import { randomBytes } from "node:crypto";
 import path from "node:path";
-import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { createSiweMessage } from "viem/siwe";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { TransactionType } from "../../api/src/modules/payments/payments.tables.ts";
 import { newId } from "../../api/src/lib/ids.ts";
 import { VERIFY_PAGE_CSP } from "../../api/src/modules/certificates/verify-page.ts";
 import { toCsv } from "../../api/src/modules/reports/report-csv.ts";
 import { launchChromium } from "../support/browser.ts";
-import { testEnvironment } from "./environment.ts";
-import { ADMIN_API_KEY, adminToken, createUser, expectProblem, type TestResponse, type TestUser, uniqueName } from "./helpers.ts";
-import { useIsolatedTestApi } from "./webhooks.support.ts";
+import { testEnvironment } from "../support/environment.ts";
+import { ADMIN_API_KEY, adminToken, createUser, expectProblem, type TestResponse, type TestUser, uniqueName, useIsolatedTestApi } from "../support/api.ts";
 
 // A database of its own: the seeded quarters hold exactly what this file writes.
 const api = useIsolatedTestApi();
@@ -436,88 +433,5 @@ describe("admin reports", () => {
     const html = doc.paths["/admin/reports"].get;
     expect(Object.keys(html.responses["200"].content)).toEqual(["text/html"]);
     expect(html.description).toContain('Basic realm="Admin reports"');
-  });
-});
-
-describe("last_login", () => {
-  const listed = async (admin: string, username: string) => {
-    const res = await api.request("GET", `/v1/admin/users?q=${encodeURIComponent(username)}`, { token: admin });
-    expect(res.status).toBe(200);
-    expect(res.body.data).toHaveLength(1);
-    return res.body.data[0] as { id: string; joined_at: string; last_login: string | null };
-  };
-  const stored = async (id: string) => (await api.db.selectFrom("users").select(["created_at", "last_login_at"]).where("id", "=", id).executeTakeFirstOrThrow());
-  const within = (iso: string | null, from: number, to: number) => {
-    expect(iso).not.toBeNull();
-    // Postgres' now() is the transaction's start; the database runs on this machine's clock.
-    expect(Date.parse(iso!)).toBeGreaterThanOrEqual(from - 1000);
-    expect(Date.parse(iso!)).toBeLessThanOrEqual(to + 1000);
-  };
-
-  it("is null until the first token exchange, then moves with exchanges a minute apart; joined_at is created_at", async () => {
-    const admin = await adminToken(api);
-    const username = uniqueName();
-    const created = await api.request("POST", "/v1/admin/users", { token: admin, body: { username, email: `${username}@example.test`, role: "collector" } });
-    expect(created.status).toBe(201);
-    expect(created.body.last_login).toBeNull();
-    const row = await stored(created.body.id);
-    expect(await listed(admin, username)).toMatchObject({ id: created.body.id, joined_at: row.created_at.toISOString(), last_login: null });
-
-    // A refused exchange is no login.
-    expectProblem(await api.request("POST", "/v1/auth/token", { body: { api_key: created.body.api_key.secret, scope: ["admin"] } }), 403, "insufficient_scope");
-    expect((await stored(created.body.id)).last_login_at).toBeNull();
-
-    const t0 = Date.now();
-    const exchanged = await api.request("POST", "/v1/auth/token", { body: { api_key: created.body.api_key.secret, scope: ["read"] } });
-    expect(exchanged.status).toBe(201);
-    const first = await listed(admin, username);
-    within(first.last_login, t0, Date.now());
-    expect(first.last_login).toBe((await stored(created.body.id)).last_login_at!.toISOString());
-
-    // Exchanges record the login to the minute: one half a minute after the last leaves it...
-    const halfAMinuteAgo = new Date(Date.parse(first.last_login!) - 30_000);
-    await api.db.updateTable("users").set({ last_login_at: halfAMinuteAgo }).where("id", "=", created.body.id).execute();
-    expect((await api.request("POST", "/v1/auth/token", { body: { api_key: created.body.api_key.secret, scope: ["read"] } })).status).toBe(201);
-    expect((await listed(admin, username)).last_login).toBe(halfAMinuteAgo.toISOString());
-    // ...one more than a minute after the last moves it.
-    await api.db.updateTable("users").set({ last_login_at: new Date(Date.parse(first.last_login!) - 61_000) }).where("id", "=", created.body.id).execute();
-    const t1 = Date.now();
-    expect((await api.request("POST", "/v1/auth/token", { body: { api_key: created.body.api_key.secret, scope: ["read"] } })).status).toBe(201);
-    const second = await listed(admin, username);
-    within(second.last_login, t1, Date.now());
-    expect(second.joined_at).toBe(first.joined_at);
-
-    // The admin's user update answers the same fields.
-    const patched = await api.request("PATCH", `/v1/admin/users/${created.body.id}`, { token: admin, body: { status: "active" } });
-    expect(patched.body).toMatchObject({ joined_at: first.joined_at, last_login: second.last_login });
-  });
-
-  it("is set by a Sign-In with Ethereum, the first (which creates the user) and each one after", async () => {
-    const admin = await adminToken(api);
-    const account = privateKeyToAccount(generatePrivateKey());
-    const signIn = async () => {
-      const nonce = (await api.request("POST", "/v1/auth/siwe/nonce")).body.nonce;
-      const message = createSiweMessage({
-        domain: "api.test.local", address: account.address, statement: "Sign in to the art platform", uri: "https://api.test.local/login",
-        version: "1", chainId: api.config.chain.id, nonce, issuedAt: new Date(),
-      });
-      const res = await api.request("POST", "/v1/auth/siwe/verify", { body: { message, signature: await account.signMessage({ message }) } });
-      expect(res.status, res.text).toBe(201);
-      return res.body.token as string;
-    };
-    const t0 = Date.now();
-    const token = await signIn();
-    const me = (await api.request("GET", "/v1/users/me", { token })).body;
-    const first = await listed(admin, me.username);
-    expect(first.joined_at).toBe(me.created_at);
-    within(first.last_login, t0, Date.now());
-
-    // As if the first were an hour ago: the next sets it to its own time.
-    await api.db.updateTable("users").set({ last_login_at: new Date(Date.parse(first.last_login!) - 3_600_000) }).where("id", "=", me.id).execute();
-    const t1 = Date.now();
-    await signIn();
-    const second = await listed(admin, me.username);
-    within(second.last_login, t1, Date.now());
-    expect((await stored(me.id)).last_login_at!.toISOString()).toBe(second.last_login);
   });
 });

@@ -12,7 +12,7 @@ import { newId } from "../../api/src/lib/ids.ts";
 import { useArtworkPlatform } from "../support/artworks.ts";
 import { certifiedArtwork } from "../support/marketplace.ts";
 import { waitFor } from "../support/wait.ts";
-import { adminToken, createUser, expectProblem, type TestUser } from "./helpers.ts";
+import { adminToken, createUser, expectProblem, type TestUser } from "../support/api.ts";
 
 const p = useArtworkPlatform();
 const DAY = 86_400_000;

@@ -16,7 +16,7 @@ import { promisify } from "node:util";
 import { build } from "esbuild";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signWebhook } from "../../api/src/modules/webhooks/signature.ts";
-import { createUser, useTestApi } from "./helpers.ts";
+import { createUser, useTestApi } from "../support/api.ts";
 
 const api = useTestApi();
 const root = path.resolve(import.meta.dirname, "../..");

@@ -9,8 +9,8 @@ import { SCHEMA_TYPES_FILE, schemaTypes } from "../../clients/typescript/generat
 import { ApiError, type components, createArtPlatformClient, type ErrorCode, verifyWebhookSignature } from "../../clients/typescript/index.ts";
 import { gifImage, pngImage } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
-import { createUser, type TestUser } from "./helpers.ts";
-import { useIsolatedTestApi, useReceiver } from "./webhooks.support.ts";
+import { createUser, type TestUser, useIsolatedTestApi } from "../support/api.ts";
+import { useReceiver } from "../support/webhooks.ts";
 
 // A database of its own: the webhook test's ping is delivered by this server's job queue. Images
 // in a directory of its own; a relayer without funds or roles: the artworks uploaded here are never

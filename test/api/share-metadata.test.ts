@@ -9,7 +9,7 @@ import { publicClient, useArtworkPlatform } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { certifiedArtwork, indexedCertificate } from "../support/marketplace.ts";
 import { waitFor } from "../support/wait.ts";
-import { createUser, expectProblem, send, type TestUser } from "./helpers.ts";
+import { createUser, expectProblem, send, type TestUser } from "../support/api.ts";
 
 const p = useArtworkPlatform();
 

@@ -19,7 +19,7 @@ import { type Computed, SharedReads } from "../../api/src/http/shared-reads.ts";
 import { ApiError } from "../../api/src/lib/errors.ts";
 import type { AuthContext } from "../../api/src/lib/actor.ts";
 import { waitUntil } from "../../tools/stack/processes.ts";
-import { createUser, expectProblem, send, useTestApi } from "./helpers.ts";
+import { createUser, expectProblem, send, useTestApi } from "../support/api.ts";
 
 /** A computation held until the test lets it end; `seen` is what it read when it started. */
 function gatedComputations(read: () => number) {

@@ -4,8 +4,8 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { hardhat } from "viem/chains";
 import { createSiweMessage } from "viem/siwe";
 import { describe, expect, it } from "vitest";
-import { testEnvironment } from "./environment.ts";
-import { expectProblem, useTestApi } from "./helpers.ts";
+import { testEnvironment } from "../support/environment.ts";
+import { expectProblem, useTestApi } from "../support/api.ts";
 
 /** Hardhat dev account #3: used only by this file, so its nonces race with nothing. */
 const DEPLOYER_KEY = "0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6";

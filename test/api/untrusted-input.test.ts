@@ -7,7 +7,7 @@
  */
 import { brotliCompressSync, deflateSync, gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ADMIN_API_KEY, adminToken, createUser, expectProblem, type TestResponse, type TestUser } from "./helpers.ts";
+import { ADMIN_API_KEY, adminToken, createUser, expectProblem, type TestResponse, type TestUser } from "../support/api.ts";
 import { artworkInput, filesUnder, formFields, pngImage, postMultipart, startImageServer, useArtworkPlatform } from "../support/artworks.ts";
 import { launchChromium } from "../support/browser.ts";
 import { waitFor } from "../support/wait.ts";

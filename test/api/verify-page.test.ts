@@ -7,7 +7,7 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../api/src/config.ts";
 import { renderVerifyPage, type VerifyPageFacts } from "../../api/src/modules/certificates/verify-page.ts";
-import { testApiSettings } from "./helpers.ts";
+import { testApiSettings } from "../support/api.ts";
 
 const owner = "0x1111111111111111111111111111111111111111";
 const sender = "0x2222222222222222222222222222222222222222";

@@ -8,7 +8,7 @@
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
 import { erc1271Wallet, signedLink } from "../support/wallets.ts";
-import { createUser, expectProblem, useTestApi } from "./helpers.ts";
+import { createUser, expectProblem, useTestApi } from "../support/api.ts";
 
 const api = useTestApi();
 

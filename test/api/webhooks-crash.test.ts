@@ -9,8 +9,8 @@ import { createDb } from "../../api/src/db/connection.ts";
 import { recordEvent } from "../../api/src/jobs/outbox.ts";
 import { binPath, childEnv, repoRoot } from "../../tools/stack/processes.ts";
 import { waitFor } from "../support/wait.ts";
-import { createUser, send, startTestApi, type TestApi, testApiSettings } from "./helpers.ts";
-import { createIsolatedDatabase, Receiver } from "./webhooks.support.ts";
+import { createIsolatedDatabase, createUser, send, startTestApi, type TestApi, testApiSettings } from "../support/api.ts";
+import { Receiver } from "../support/webhooks.ts";
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterAll(async () => {

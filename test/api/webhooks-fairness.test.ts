@@ -11,8 +11,8 @@ import { claimAttempts } from "../../api/src/modules/webhooks/webhooks.repositor
 import { createDb } from "../../api/src/db/connection.ts";
 import { newId } from "../../api/src/lib/ids.ts";
 import { waitFor } from "../support/wait.ts";
-import { createUser, type TestUser } from "./helpers.ts";
-import { type Reply, useIsolatedTestApi, useReceiver } from "./webhooks.support.ts";
+import { createUser, type TestUser, useIsolatedTestApi } from "../support/api.ts";
+import { type Reply, useReceiver } from "../support/webhooks.ts";
 
 const PER_USER = 2;
 const PER_SUBSCRIPTION = 1;

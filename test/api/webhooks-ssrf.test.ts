@@ -5,8 +5,8 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../api/src/config.ts";
 import { waitFor } from "../support/wait.ts";
-import { createUser, expectProblem, testApiSettings } from "./helpers.ts";
-import { useIsolatedTestApi, useReceiver } from "./webhooks.support.ts";
+import { createUser, expectProblem, testApiSettings, useIsolatedTestApi } from "../support/api.ts";
+import { useReceiver } from "../support/webhooks.ts";
 
 const api = useIsolatedTestApi({ ALLOW_PRIVATE_WEBHOOK_URLS: "false", WEBHOOK_RETRY_SCHEDULE: "60" });
 // What `npm start` runs: ALLOW_PRIVATE_WEBHOOK_URLS on.

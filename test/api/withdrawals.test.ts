@@ -17,8 +17,8 @@ import { certifiedArtwork, indexedCertificate, ownerOnChain, walletOf } from "..
 import { holdCalls } from "../support/hold.ts";
 import { signalled, waitFor } from "../support/wait.ts";
 import { erc1271Wallet, linkedWallet, signedLink } from "../support/wallets.ts";
-import { adminToken, createUser, expectProblem, type TestUser } from "./helpers.ts";
-import { useReceiver } from "./webhooks.support.ts";
+import { adminToken, createUser, expectProblem, type TestUser } from "../support/api.ts";
+import { useReceiver } from "../support/webhooks.ts";
 
 const p = useArtworkPlatform();
 const receiver = useReceiver();

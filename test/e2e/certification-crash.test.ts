@@ -11,7 +11,7 @@ import { english, generateMnemonic, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createDb } from "../../api/src/db/connection.ts";
 import { binPath, childEnv, freePort, type ManagedProcess, spawnManaged, waitUntil } from "../../tools/stack/processes.ts";
-import { ADMIN_API_KEY } from "../api/helpers.ts";
+import { ADMIN_API_KEY } from "../support/api.ts";
 import { createPlatformDatabase, freshRelayerKey, tokenIdOfArtwork, transactionCount } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { startIndexerForTest, type TestIndexer } from "../support/indexer.ts";

@@ -10,7 +10,7 @@ import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
 import { readIndexerStatus } from "../../api/src/chain/indexer-views.ts";
-import { startTestApi, type TestApi } from "../api/helpers.ts";
+import { startTestApi, type TestApi } from "../support/api.ts";
 import { freshRelayerKey, publicClient, tokenIdOfArtwork, useArtworkPlatform } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { type FreezableProxy, startFreezableProxy } from "../support/freezable-proxy.ts";

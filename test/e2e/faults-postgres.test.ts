@@ -2,7 +2,8 @@
  * Postgres restarted under load. The API runs as an operator runs it (HTTP process and worker as
  * children) on an embedded Postgres of this file's own (the run's shared one serves the other test
  * files), with a Ponder of its own on it. A few clients keep writing (posts, artworks) and reading
- * while Postgres is stopped (fast shutdown) and started again on the same port and data directory:
+ * while Postgres is stopped (fast shutdown) and started again on the same port and data directory
+ * once every client has been refused during the outage:
  * the API recovers by itself (same processes, /readyz ready again, the worker certifies what was
  * created around the outage), every request is answered within the client's timeout, what fails
  * fails as a problem+json 503, and every creation answered 2xx is there afterwards, no more, no less.
@@ -19,10 +20,12 @@ import { createPlatformDatabase, freshRelayerKey, platformSettings, publicClient
 import { testEnvironment } from "../support/environment.ts";
 import { startIndexerForTest, type TestIndexer } from "../support/indexer.ts";
 import { type ArtPlatformClient, artworkForm, createSdkUser, sdk, type SdkUser } from "../support/sdk.ts";
-import { waitFor } from "../support/wait.ts";
+import { Recording, waitFor } from "../support/wait.ts";
 
-/** How long Postgres stays down. */
-const OUTAGE_MS = 4_000;
+/** The clients' successful requests before the fault, and after the recovery, each. */
+const STEADY_REQUESTS = 3;
+/** A client refused pauses this long before its next request: the load's pace while the API is down, no wait for anything. */
+const PAUSE_AFTER_REFUSAL_MS = 100;
 /** A request not answered within this counts as hung. */
 const CLIENT_TIMEOUT_MS = 15_000;
 /** Clients writing posts (each reads back what it wrote), and one creating artworks. */
@@ -34,6 +37,8 @@ let postgres: EmbeddedPostgres;
 let database: Awaited<ReturnType<typeof createPlatformDatabase>>;
 let indexer: TestIndexer;
 let api: ApiProcesses;
+/** The API's processes that exited (none should, for whatever the database does). */
+const exits: string[] = [];
 
 beforeAll(async () => {
   postgresOptions = {
@@ -52,6 +57,8 @@ beforeAll(async () => {
     CERTIFICATION_SWEEP_INTERVAL_MS: "1000",
     CERTIFICATION_RETRY_BASE_MS: "200",
   });
+  void api.http.exited.then(() => exits.push("http"));
+  void api.worker!.exited.then(() => exits.push("worker"));
 }, 120_000);
 
 afterAll(async () => {
@@ -62,6 +69,8 @@ afterAll(async () => {
 
 interface Outcome {
   what: "post" | "read" | "artwork";
+  /** The client that sent it: a writer's number, or "artworks". */
+  client: number | "artworks";
   status: number | "timeout" | "connection failed";
   contentType: string | null;
   body: any;
@@ -77,14 +86,14 @@ const clientOf = (user: SdkUser) => sdk(api.url, { token: user.token, retry: { m
 const timeout = () => ({ signal: AbortSignal.timeout(CLIENT_TIMEOUT_MS) });
 
 /** One SDK call; a problem answer, a hang or a dropped connection is an outcome, not an exception. */
-async function call(what: Outcome["what"], request: () => Promise<{ data: unknown; response: Response }>, began: number): Promise<Outcome> {
+async function call(what: Outcome["what"], client: Outcome["client"], request: () => Promise<{ data: unknown; response: Response }>, began: number): Promise<Outcome> {
   const sentAt = Date.now() - began;
   try {
     const { data, response } = await request();
-    return { what, status: response.status, contentType: response.headers.get("content-type"), body: data, sentAt };
+    return { what, client, status: response.status, contentType: response.headers.get("content-type"), body: data, sentAt };
   } catch (error) {
-    if (error instanceof ApiError) return { what, status: error.status, contentType: error.response.headers.get("content-type"), body: error.body, sentAt };
-    return { what, status: (error as Error).name === "TimeoutError" ? "timeout" : "connection failed", contentType: null, body: String(error), sentAt };
+    if (error instanceof ApiError) return { what, client, status: error.status, contentType: error.response.headers.get("content-type"), body: error.body, sentAt };
+    return { what, client, status: (error as Error).name === "TimeoutError" ? "timeout" : "connection failed", contentType: null, body: String(error), sentAt };
   }
 }
 
@@ -97,52 +106,57 @@ it("recovers from a Postgres restart by itself: no hang, failures are 503 proble
   await publicClient().request({ method: "evm_mine", params: [] } as never);
   await waitFor(async () => (await fetch(`${api.url}/readyz`)).status === 200, { timeoutMs: 30_000, intervalMs: 250, what: "/readyz ready before the fault" });
 
-  const outcomes: Outcome[] = [];
+  const recorded = new Recording<Outcome>();
+  const outcomes = recorded.items;
   const began = Date.now();
   let running = true;
+  const pause = () => new Promise((r) => setTimeout(r, PAUSE_AFTER_REFUSAL_MS));
   const postClient = async (user: SdkUser, n: number) => {
     const client: ArtPlatformClient = clientOf(user);
     for (let i = 0; running; i++) {
-      const created = await call("post", () => client.POST("/v1/community/posts", { body: { type: "discussion", content: `client ${n}, post ${i}` }, ...timeout() }), began);
-      outcomes.push(created);
-      if (ok(created)) outcomes.push(await call("read", () => sdk(api.url, { retry: { maxRetries: 0 } }).GET("/v1/community/posts/{id}", { params: { path: { id: created.body.post_id } }, ...timeout() }), began));
-      else await new Promise((r) => setTimeout(r, 100));
+      const created = await call("post", n, () => client.POST("/v1/community/posts", { body: { type: "discussion", content: `client ${n}, post ${i}` }, ...timeout() }), began);
+      recorded.push(created);
+      if (ok(created)) recorded.push(await call("read", n, () => sdk(api.url, { retry: { maxRetries: 0 } }).GET("/v1/community/posts/{id}", { params: { path: { id: created.body.post_id } }, ...timeout() }), began));
+      else await pause();
     }
   };
   const artworkClient = async () => {
     const client = clientOf(artist);
     while (running) {
-      const created = await call("artwork", () => client.POST("/v1/artworks", { body: artworkForm(), ...timeout() }), began);
-      outcomes.push(created);
-      if (!ok(created)) await new Promise((r) => setTimeout(r, 100));
+      const created = await call("artwork", "artworks", () => client.POST("/v1/artworks", { body: artworkForm(), ...timeout() }), began);
+      recorded.push(created);
+      if (!ok(created)) await pause();
     }
   };
+  const clients: Outcome["client"][] = [...writers.map((_, n) => n), "artworks"];
+  /** Every client has `count` creations that `pass`. */
+  const everyClient = (count: number, pass: (o: Outcome) => boolean) => (items: readonly Outcome[]) =>
+    clients.every((client) => items.filter((o) => o.client === client && o.what !== "read" && pass(o)).length >= count);
   const traffic = Promise.all([...writers.map(postClient), artworkClient()]);
 
-  // Steady traffic first, then Postgres down (fast shutdown: sessions are ended, open transactions rolled back).
-  await new Promise((r) => setTimeout(r, 2_000));
+  // Steady traffic first, then Postgres down (fast shutdown: sessions are ended, open transactions
+  // rolled back) until every client has been refused; then started again.
+  await recorded.until(everyClient(STEADY_REQUESTS, ok), `${STEADY_REQUESTS} creations of every client before the fault`, 30_000);
   const stoppedAt = Date.now() - began;
   await postgres.stop();
-  await new Promise((r) => setTimeout(r, OUTAGE_MS));
+  await recorded.until(everyClient(1, (o) => !ok(o) && o.sentAt >= stoppedAt), "a refused request of every client during the outage", CLIENT_TIMEOUT_MS * 2);
+  // Raw HTTP: the readiness probe, with the database down.
+  expect((await fetch(`${api.url}/readyz`)).status).toBe(503);
   postgres = await startEmbeddedPostgres(postgresOptions);
   const restartedAt = Date.now() - began;
 
   // The same processes come back to ready, and serve writes again.
-  // Raw HTTP: the readiness probe.
+  // Raw HTTP: the readiness probe (polled: the API has no signal to give a test in another process).
   const ready = await waitFor(async () => ((await fetch(`${api.url}/readyz`)).status === 200 ? Date.now() - began : null), {
     timeoutMs: 30_000,
     intervalMs: 250,
     what: "/readyz ready after the restart",
   });
-  await waitFor(() => writers.every((w, n) => outcomes.some((o) => o.what === "post" && ok(o) && o.sentAt > ready && o.body.content.startsWith(`client ${n},`))), {
-    timeoutMs: 15_000,
-    what: "a post of every client after the recovery",
-  });
-  await new Promise((r) => setTimeout(r, 1_000));
+  await recorded.until(everyClient(STEADY_REQUESTS, (o) => ok(o) && o.sentAt > ready), `${STEADY_REQUESTS} creations of every client after the recovery`, 15_000);
   running = false;
   await traffic;
   expect(api.http.stopping).toBe(false);
-  expect(await Promise.race([api.http.exited, api.worker!.exited, new Promise((r) => setTimeout(() => r("running"), 10))])).toBe("running");
+  expect(exits).toEqual([]);
 
   // Every request was answered in time; what failed, failed as a 503 problem (only around the outage).
   const hung = outcomes.filter((o) => typeof o.status !== "number");

@@ -23,7 +23,7 @@ import { auditAnchorAbi } from "../../contracts/abi/AuditAnchor.ts";
 import { fundLocalAccount, type HardhatNode, readChainIdentity, startHardhatNode } from "../../tools/stack/chain.ts";
 import { deploymentDirOf } from "../../tools/stack/deploy.ts";
 import { binPath, childEnv, freePort, type ManagedProcess, repoRoot, spawnManaged } from "../../tools/stack/processes.ts";
-import { startTestApi, type TestApi } from "../api/helpers.ts";
+import { startTestApi, type TestApi } from "../support/api.ts";
 import { createPlatformDatabase } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { startIndexerForTest, type TestIndexer } from "../support/indexer.ts";

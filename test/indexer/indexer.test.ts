@@ -4,19 +4,8 @@
  * the API reads. Also measures the realtime lag (block mined -> row visible), logged only.
  */
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
 import type { Kysely } from "kysely";
-import {
-  type Address,
-  createPublicClient,
-  createWalletClient,
-  type Hex,
-  http,
-  keccak256,
-  parseEther,
-  toHex,
-  zeroAddress,
-} from "viem";
+import { type Address, createPublicClient, createWalletClient, type Hex, http, keccak256, toHex, zeroAddress } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
@@ -30,6 +19,7 @@ import { freshRelayerKey, sendAsDeployer } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { startIndexerForTest, type TestIndexer } from "../support/indexer.ts";
 import { waitFor } from "../support/wait.ts";
+import { deployAuditAnchor, fundedAccount } from "../support/wallets.ts";
 
 const env = testEnvironment();
 const publicClient = createPublicClient({ transport: http(env.rpcUrl) });
@@ -53,7 +43,7 @@ beforeAll(async () => {
   const started = performance.now();
   relayer = privateKeyToAccount(await freshRelayerKey());
   relayerWallet = createWalletClient({ account: relayer, transport: http(env.rpcUrl) });
-  auditAnchor = await deployAuditAnchor();
+  ({ address: auditAnchor, anchorer } = await deployAuditAnchor());
   // The websocket path, as the stack runs it: this file measures its lag (below).
   indexer = await startIndexerForTest({ target: { auditAnchor }, websocket: true });
   console.log(`[indexer test] Ponder ready in ${Math.round(performance.now() - started)} ms`);
@@ -74,17 +64,6 @@ afterAll(async () => {
   await closeDb?.();
 });
 
-/** A fresh funded account, so this file's data never collides with other tests'. */
-async function fundedAccount() {
-  const account = privateKeyToAccount(generatePrivateKey());
-  await publicClient.request({
-    method: "hardhat_setBalance",
-    params: [account.address, toHex(parseEther("100"))],
-  } as never);
-  return { account, wallet: createWalletClient({ account, transport: http(env.rpcUrl) }) };
-}
-
-
 /** Certifies a new artwork to `owner` (the relayer holds CERTIFIER_ROLE) and returns its token id once mined. */
 async function certifyTo(owner: Address, royalty: { royaltyReceiver: Address; royaltyBps: bigint } = { royaltyReceiver: zeroAddress, royaltyBps: 0n }) {
   const artworkId = `art_${randomBytes(8).toString("hex")}`;
@@ -98,21 +77,6 @@ async function certifyTo(owner: Address, royalty: { royaltyReceiver: Address; ro
   });
   await publicClient.waitForTransactionReceipt({ hash, pollingInterval: 5 });
   return publicClient.readContract({ address: env.artCertificateAddress, abi: artCertificateAbi, functionName: "tokenIdOfArtwork", args: [artworkKey] });
-}
-
-/** Deploys an AuditAnchor administered by a fresh account, which also holds ANCHORER_ROLE. */
-async function deployAuditAnchor(): Promise<Address> {
-  const { account, wallet } = await fundedAccount();
-  const artifact = JSON.parse(
-    readFileSync(new URL("../../artifacts/contracts/AuditAnchor.sol/AuditAnchor.json", import.meta.url), "utf8"),
-  ) as { bytecode: Hex };
-  const deployHash = await wallet.deployContract({ abi: auditAnchorAbi, bytecode: artifact.bytecode, args: [account.address], chain: null });
-  const { contractAddress } = await publicClient.waitForTransactionReceipt({ hash: deployHash });
-  const role = await publicClient.readContract({ address: contractAddress!, abi: auditAnchorAbi, functionName: "ANCHORER_ROLE" });
-  const grantHash = await wallet.writeContract({ address: contractAddress!, abi: auditAnchorAbi, functionName: "grantRole", args: [role, account.address], chain: null });
-  await publicClient.waitForTransactionReceipt({ hash: grantHash });
-  anchorer = wallet;
-  return contractAddress!;
 }
 
 /**

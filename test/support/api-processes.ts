@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { binPath, childEnv, freePort, type ManagedProcess, spawnManaged, waitUntil } from "../../tools/stack/processes.ts";
-import { send, type TestApi, testApiSettings } from "../api/helpers.ts";
+import { send, type TestApi, testApiSettings } from "./api.ts";
 import { testEnvironment } from "./environment.ts";
 
 /** For an API whose processes a test kills: a lost attempt is taken up again within seconds, not minutes. */

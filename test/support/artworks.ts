@@ -24,9 +24,10 @@ import { moduleMigrations } from "../../api/src/modules/index.ts";
 import type { Database } from "../../api/src/db/database.ts";
 import type { IndexerTarget } from "../../tools/stack/indexer.ts";
 import { dropDatabase, ensureDatabase, withDatabase } from "../../tools/stack/postgres.ts";
-import { startTestApi, type TestApi, type TestResponse } from "../api/helpers.ts";
+import { standIn, startTestApi, type TestApi, type TestResponse, type TestUser } from "./api.ts";
 import { testEnvironment } from "./environment.ts";
 import { startIndexerForTest, type TestIndexer } from "./indexer.ts";
+import { waitFor } from "./wait.ts";
 
 export interface ArtworkPlatform {
   api: TestApi;
@@ -44,28 +45,32 @@ export interface ArtworkPlatform {
 const env = () => testEnvironment();
 export const publicClient = () => createPublicClient({ transport: http(env().rpcUrl) });
 
-const deployerWallet = () => createWalletClient({ account: privateKeyToAccount(env().relayerPrivateKey), transport: http(env().rpcUrl) });
-
 /**
- * Sends from the deployer (account #0, the contracts' admin). Test files running at the same time
- * send from it too, so a send that loses a nonce race is sent again, after a short backoff.
+ * The deployer (account #0, the contracts' admin) as an account the run's Hardhat node holds
+ * unlocked: its transactions go as eth_sendTransaction, and the node gives each its nonce as it
+ * takes it. Test files send from this account at the same time (and test servers relay from it with
+ * nonces of their own): a nonce read beforehand and signed here could lose that race, one the node
+ * assigns cannot.
  */
-export async function sendAsDeployer(send: (deployer: ReturnType<typeof deployerWallet>) => Promise<Hex>): Promise<Hex> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await send(deployerWallet());
-    } catch (error) {
-      if (attempt >= 8 || !/nonce|underpriced|already known/i.test(String(error))) throw error;
-      await new Promise((r) => setTimeout(r, 50 * attempt)); // a backoff before the next nonce
-    }
-  }
+const deployerWallet = () => createWalletClient({ account: privateKeyToAccount(env().relayerPrivateKey).address, transport: http(env().rpcUrl) });
+export type DeployerWallet = ReturnType<typeof deployerWallet>;
+
+/** Sends from the deployer (see deployerWallet: the node assigns the nonce, so no send loses a nonce race). */
+export async function sendAsDeployer(send: (deployer: DeployerWallet) => Promise<Hex>): Promise<Hex> {
+  return send(deployerWallet());
+}
+
+/** Grants (or revokes) `role` of the contract at `address` to `account` as the deployer, once mined. */
+export async function setRoleAsDeployer(contract: { address: Address; abi: Abi }, role: Hex, account: Address, granted = true): Promise<void> {
+  const hash = await sendAsDeployer((admin) => admin.writeContract({ chain: null, address: contract.address, abi: contract.abi, functionName: granted ? "grantRole" : "revokeRole", args: [role, account] }));
+  expect((await publicClient().waitForTransactionReceipt({ hash })).status).toBe("success");
 }
 
 /**
  * A fresh relayer key, funded, holding the roles the API's relayer needs: CERTIFIER_ROLE
  * (ArtCertificate), SHARE_ISSUER_ROLE (ArtShares), SETTLER_ROLE (ArtMarket), ANCHORER_ROLE (AuditAnchor) and
  * ORDER_SIGNER_ROLE (ArtExchange: the platform's order key), granted by the
- * deployer (account #0, shared: each grant retried on nonce races).
+ * deployer (account #0).
  */
 export async function freshRelayerKey(): Promise<Hex> {
   const key = generatePrivateKey();
@@ -81,8 +86,7 @@ export async function freshRelayerKey(): Promise<Hex> {
   ] as const;
   for (const grant of grants) {
     const role = (await client.readContract({ address: grant.address, abi: grant.abi as Abi, functionName: grant.role })) as Hex;
-    const hash = await sendAsDeployer((admin) => admin.writeContract({ chain: null, address: grant.address, abi: grant.abi as Abi, functionName: "grantRole", args: [role, address] }));
-    expect((await client.waitForTransactionReceipt({ hash })).status).toBe("success");
+    await setRoleAsDeployer({ address: grant.address, abi: grant.abi as Abi }, role, address);
   }
   return key;
 }
@@ -174,12 +178,7 @@ export function useArtworkPlatform(
   afterAll(async () => {
     await current?.close();
   });
-  return new Proxy({} as ArtworkPlatform, {
-    get(_target, property) {
-      if (!current) throw new Error("The artwork platform runs only inside tests (after beforeAll)");
-      return Reflect.get(current, property);
-    },
-  });
+  return standIn<ArtworkPlatform>(() => current, "The artwork platform");
 }
 
 /** A valid 1x1 PNG; `salt` appended after IEND makes each image (and its hash) distinct. */
@@ -319,4 +318,49 @@ export function useQueueDatabase(): { readonly databaseUrl: string; readonly han
       return handle!;
     },
   };
+}
+
+/** startImageServer for the calling test file (beforeAll), closed after it. */
+export function useImageServer(): Awaited<ReturnType<typeof startImageServer>> {
+  let server: Awaited<ReturnType<typeof startImageServer>> | undefined;
+  beforeAll(async () => {
+    server = await startImageServer();
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+  return standIn(() => server, "The image server");
+}
+
+/** Reads and waits of the artwork tests on platform `p`. */
+export function artworkReads(p: ArtworkPlatform) {
+
+  async function artworkRow(id: string) {
+    return p.db.selectFrom("artworks").selectAll().where("id", "=", id).executeTakeFirst();
+  }
+
+  /** The artist's `artworks_count` as their public profile shows it. */
+  async function artworksCount(userId: string): Promise<number> {
+    const res = await p.api.request("GET", `/v1/users/${userId}`);
+    expect(res.status).toBe(200);
+    return res.body.artworks_count as number;
+  }
+
+  async function waitCertified(id: string) {
+    return waitFor(
+      async () => {
+        const res = await p.api.request("GET", `/v1/artworks/${id}`);
+        return res.body?.status === "certified" ? res.body : null;
+      },
+      { timeoutMs: 20_000, what: `certification of ${id}` },
+    );
+  }
+
+  async function createCertified(artist: TestUser, extra: Record<string, unknown> = {}) {
+    const res = await postMultipart(p.api.url, artist.token, formFields(artworkInput(extra)), { bytes: pngImage() });
+    expect(res.status).toBe(201);
+    return waitCertified(res.body.id);
+  }
+
+  return { artworkRow, artworksCount, waitCertified, createCertified };
 }

@@ -1,6 +1,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll } from "vitest";
+import { standIn } from "./api.ts";
 import { type ArtworkPlatform, useArtworkPlatform } from "./artworks.ts";
 import { testEnvironment } from "./environment.ts";
 import { readBody } from "./rpc-proxy.ts";
@@ -122,11 +123,5 @@ export function useGatedPlatform(overrides: Record<string, string> = {}): { plat
     await gate?.close();
   });
   const platform = useArtworkPlatform(() => ({ CHAIN_RPC_URL: gate!.url, ...overrides }));
-  const current = new Proxy({} as ChainGate, {
-    get(_target, property) {
-      if (!gate) throw new Error("The chain gate runs only inside tests (after beforeAll)");
-      return Reflect.get(gate, property);
-    },
-  });
-  return { platform, gate: current };
+  return { platform, gate: standIn(() => gate, "The chain gate") };
 }

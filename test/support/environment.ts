@@ -33,6 +33,7 @@ declare module "vitest" {
   }
 }
 
-export function testEnvironment(): TestEnvironment {
-  return inject("testEnvironment");
+/** What global-setup.ts started, plus Redis for the rate-limit store when TEST_REDIS_URL is set (CI's second pass). */
+export function testEnvironment(): TestEnvironment & { redisUrl: string | null } {
+  return { ...inject("testEnvironment"), redisUrl: process.env.TEST_REDIS_URL ?? null };
 }

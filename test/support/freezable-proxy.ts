@@ -20,6 +20,8 @@ export interface FreezableProxy {
   restore(): void;
   /** Connections reset while cut. */
   refused(): number;
+  /** Resolves once `count` connections have been reset while cut. */
+  refusedAtLeast(count: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -29,11 +31,16 @@ export async function startFreezableProxy(upstreamPort: number): Promise<Freezab
   let severed = false;
   let accepted = 0;
   let refused = 0;
+  const refusalWaiters: { count: number; resolve: () => void }[] = [];
   const pipes = new Set<{ client: Socket; upstream: Socket; held: Buffer[] }>();
   const server = createServer((client) => {
     accepted++;
     if (severed) {
       refused++;
+      for (const w of refusalWaiters.filter((w) => refused >= w.count)) {
+        refusalWaiters.splice(refusalWaiters.indexOf(w), 1);
+        w.resolve();
+      }
       client.resetAndDestroy();
       return;
     }
@@ -77,6 +84,7 @@ export async function startFreezableProxy(upstreamPort: number): Promise<Freezab
       severed = false;
     },
     refused: () => refused,
+    refusedAtLeast: (count) => (refused >= count ? Promise.resolve() : new Promise<void>((resolve) => refusalWaiters.push({ count, resolve }))),
     close: () =>
       new Promise<void>((resolve) => {
         for (const pipe of pipes) {

@@ -3,7 +3,7 @@ import { type Address, createWalletClient, type Hex, http, parseEther, toHex } f
 import { HDKey, hdKeyToAccount } from "viem/accounts";
 import { mnemonicToSeedSync } from "@scure/bip39";
 import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
-import type { TestUser } from "../api/helpers.ts";
+import type { TestUser } from "./api.ts";
 import { custodyMnemonic } from "./custody.ts";
 import { type ArtworkPlatform, publicClient } from "./artworks.ts";
 import { testEnvironment } from "./environment.ts";

@@ -5,7 +5,7 @@
  */
 import { type Kysely, sql } from "kysely";
 import type { Database } from "../../api/src/db/database.ts";
-import type { TestApi, TestUser } from "../api/helpers.ts";
+import type { TestApi, TestUser } from "./api.ts";
 import { waitFor } from "./wait.ts";
 
 export interface RewardsBalance {

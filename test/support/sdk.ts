@@ -5,7 +5,7 @@
  */
 import { expect } from "vitest";
 import { type ArtPlatformClient, type ArtPlatformOptions, ApiError, type components, createArtPlatformClient, type Scope } from "../../clients/typescript/index.ts";
-import { ADMIN_API_KEY, type TestUser, uniqueName } from "../api/helpers.ts";
+import { ADMIN_API_KEY, type TestUser, uniqueName } from "./api.ts";
 import { artworkInput, formFields, pngImage } from "./artworks.ts";
 
 export type { ArtPlatformClient };

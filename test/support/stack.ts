@@ -91,8 +91,14 @@ export async function bootStack(options: BootStackOptions = {}): Promise<BootedS
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";
-  child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  let bannerPrinted!: () => void;
+  const banner = new Promise<void>((resolve) => (bannerPrinted = resolve));
+  const collect = (chunk: Buffer) => {
+    output += chunk.toString();
+    if (/Press Ctrl-C to stop/.test(output)) bannerPrinted();
+  };
+  child.stdout!.on("data", collect);
+  child.stderr!.on("data", collect);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once("exit", (code, signal) => resolve({ code, signal })),
   );
@@ -107,17 +113,16 @@ export async function bootStack(options: BootStackOptions = {}): Promise<BootedS
   running.add(abandon);
 
   const timeoutMs = options.timeoutMs ?? 120_000;
-  const deadline = Date.now() + timeoutMs;
-  let exitedEarly = false;
-  void exited.then(() => (exitedEarly = true));
-  while (!/Press Ctrl-C to stop/.test(output)) {
-    if (exitedEarly || Date.now() > deadline) {
-      await abandon();
-      throw new Error(
-        `The stack ${exitedEarly ? "exited" : `printed no banner within ${timeoutMs} ms`}; its output:\n${output}\n(data dir ${dataDir})`,
-      );
-    }
-    await new Promise((r) => setTimeout(r, 50));
+  let timer: NodeJS.Timeout | undefined;
+  const outcome = await Promise.race([
+    banner.then(() => "banner" as const),
+    exited.then(() => "exited" as const),
+    new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), timeoutMs))),
+  ]);
+  clearTimeout(timer);
+  if (outcome !== "banner") {
+    await abandon();
+    throw new Error(`The stack ${outcome === "exited" ? "exited" : `printed no banner within ${timeoutMs} ms`}; its output:\n${output}\n(data dir ${dataDir})`);
   }
 
   const field = (name: string) => new RegExp(`^\\s+${name}:\\s+(\\S+)`, "m").exec(output)?.[1] ?? null;

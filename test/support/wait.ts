@@ -48,3 +48,31 @@ export async function signalled<T>(signal: Promise<T>, what: string, timeoutMs =
     clearTimeout(timer);
   }
 }
+
+/**
+ * What a test records as it goes (a fake's calls, a client's answers, a receiver's requests), and
+ * waits on: `until(test, what)` resolves once the records pass `test` (at once if they already
+ * do), checked after each `push`; no polling. A condition that never comes fails naming `what`.
+ */
+export class Recording<T> {
+  readonly items: T[] = [];
+  private readonly waiters: { test: (items: readonly T[]) => boolean; resolve: () => void }[] = [];
+
+  push(...items: T[]): void {
+    this.items.push(...items);
+    for (const waiter of [...this.waiters]) {
+      if (!waiter.test(this.items)) continue;
+      this.waiters.splice(this.waiters.indexOf(waiter), 1);
+      waiter.resolve();
+    }
+  }
+
+  get length(): number {
+    return this.items.length;
+  }
+
+  until(test: (items: readonly T[]) => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+    if (test(this.items)) return Promise.resolve();
+    return signalled(new Promise<void>((resolve) => this.waiters.push({ test, resolve })), what, timeoutMs);
+  }
+}

@@ -1,8 +1,9 @@
 import { readFileSync } from "node:fs";
-import { createWalletClient, erc20Abi, getAddress, type Hex, http, parseEther, toHex } from "viem";
+import { type Address, createWalletClient, erc20Abi, getAddress, type Hex, http, parseEther, toHex } from "viem";
 import { generatePrivateKey, nonceManager, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { createSiweMessage } from "viem/siwe";
-import type { TestApi } from "../api/helpers.ts";
+import { auditAnchorAbi } from "../../contracts/abi/AuditAnchor.ts";
+import type { TestApi } from "./api.ts";
 import { publicClient } from "./artworks.ts";
 import { testEnvironment } from "./environment.ts";
 
@@ -102,4 +103,28 @@ function revertData(error: unknown): Hex | undefined {
     if (typeof e.data === "string" && e.data.startsWith("0x")) return e.data as Hex;
   }
   return undefined;
+}
+
+/** A fresh funded account, so a file's data never collides with other tests'. */
+export async function fundedAccount() {
+  const account = privateKeyToAccount(generatePrivateKey());
+  await publicClient().request({
+    method: "hardhat_setBalance",
+    params: [account.address, toHex(parseEther("100"))],
+  } as never);
+  return { account, wallet: createWalletClient({ account, transport: http(testEnvironment().rpcUrl) }) };
+}
+
+/** Deploys an AuditAnchor administered by a fresh account, which also holds ANCHORER_ROLE. */
+export async function deployAuditAnchor(): Promise<{ address: Address; anchorer: Awaited<ReturnType<typeof fundedAccount>>["wallet"] }> {
+  const { account, wallet } = await fundedAccount();
+  const artifact = JSON.parse(
+    readFileSync(new URL("../../artifacts/contracts/AuditAnchor.sol/AuditAnchor.json", import.meta.url), "utf8"),
+  ) as { bytecode: Hex };
+  const deployHash = await wallet.deployContract({ abi: auditAnchorAbi, bytecode: artifact.bytecode, args: [account.address], chain: null });
+  const { contractAddress } = await publicClient().waitForTransactionReceipt({ hash: deployHash });
+  const role = await publicClient().readContract({ address: contractAddress!, abi: auditAnchorAbi, functionName: "ANCHORER_ROLE" });
+  const grantHash = await wallet.writeContract({ address: contractAddress!, abi: auditAnchorAbi, functionName: "grantRole", args: [role, account.address], chain: null });
+  await publicClient().waitForTransactionReceipt({ hash: grantHash });
+  return { address: contractAddress!, anchorer: wallet };
 }

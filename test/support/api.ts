@@ -3,7 +3,8 @@ import { afterAll, beforeAll } from "vitest";
 import { type Config, loadConfig } from "../../api/src/config.ts";
 import { createDb } from "../../api/src/db/connection.ts";
 import { type RunningPlatform, startPlatform } from "../../api/src/platform.ts";
-import { custodyMnemonic } from "../support/custody.ts";
+import { dropDatabase, ensureDatabase, withDatabase } from "../../tools/stack/postgres.ts";
+import { custodyMnemonic } from "./custody.ts";
 import { testEnvironment } from "./environment.ts";
 
 /** Every API test server shares this admin key (the first server to start bootstraps the admin). */
@@ -104,6 +105,17 @@ export async function startTestApi(overrides: Record<string, string> = {}): Prom
   };
 }
 
+/** The object a test file's `use…` helper returns: it stands for what beforeAll started, inside tests. */
+export function standIn<T extends object>(current: () => T | undefined, what: string): T {
+  return new Proxy({} as T, {
+    get(_target, property) {
+      const value = current();
+      if (!value) throw new Error(`${what} runs only inside tests (after beforeAll)`);
+      return Reflect.get(value, property);
+    },
+  });
+}
+
 /**
  * Starts an API server for the calling test file (beforeAll) and stops it after (afterAll); the
  * returned object stands for that server inside tests.
@@ -116,12 +128,35 @@ export function useTestApi(overrides: Record<string, string> = {}): TestApi {
   afterAll(async () => {
     await current?.close();
   });
-  return new Proxy({} as TestApi, {
-    get(_target, property) {
-      if (!current) throw new Error("The test API runs only inside tests (after beforeAll)");
-      return Reflect.get(current, property);
-    },
+  return standIn(() => current, "The test API");
+}
+
+/**
+ * A database of its own, migrated by the first server that starts on it. A file needs one
+ * when it counts a table's rows, or when its jobs must run on a server with its settings: every
+ * test server runs the job queue of its database (a webhook delivery must be sent by a server with
+ * the retry schedule or URL policy under test, not by another test file's).
+ */
+export async function createIsolatedDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const { serverUrl } = testEnvironment();
+  const name = `isolated_${randomBytes(6).toString("hex")}`;
+  await ensureDatabase(serverUrl, name);
+  return { url: withDatabase(serverUrl, name), drop: () => dropDatabase(serverUrl, name) };
+}
+
+/** useTestApi on an isolated database. */
+export function useIsolatedTestApi(overrides: Record<string, string> = {}): TestApi {
+  let current: TestApi | undefined;
+  let database: Awaited<ReturnType<typeof createIsolatedDatabase>> | undefined;
+  beforeAll(async () => {
+    database = await createIsolatedDatabase();
+    current = await startTestApi({ DATABASE_URL: database.url, ...overrides });
   });
+  afterAll(async () => {
+    await current?.close();
+    await database?.drop();
+  });
+  return standIn(() => current, "The test API");
 }
 
 export async function send(baseUrl: string, method: string, path: string, opts: RequestOptions = {}): Promise<TestResponse> {

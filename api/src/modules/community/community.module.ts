@@ -1,8 +1,10 @@
 import type { ArtworksService } from "../artworks/artworks.service.ts";
 import { defineModule, migrationsOf } from "../module.ts";
+import { registerChallengesRoutes } from "./challenges.routes.ts";
 import { ChallengesService } from "./challenges.service.ts";
-import { registerCommunityRoutes } from "./community.routes.ts";
+import { registerDiscussionsRoutes } from "./discussions.routes.ts";
 import { DiscussionsService } from "./discussions.service.ts";
+import { registerPostsRoutes } from "./posts.routes.ts";
 import { PostsService } from "./posts.service.ts";
 
 /**
@@ -16,5 +18,10 @@ export const communityModule = defineModule<{ posts: PostsService; discussions: 
     const posts = new PostsService({ db, storage, artworks, links });
     return { posts, discussions: new DiscussionsService({ db, posts, popularCacheMs: config.community.popularCacheMs }), challenges: new ChallengesService({ db, posts }) };
   },
-  routes: ({ api }, services) => registerCommunityRoutes(api, services),
+  // In this order: the OpenAPI document lists the paths as they are declared.
+  routes: ({ api }, { posts, discussions, challenges }) => {
+    registerPostsRoutes(api, posts);
+    registerDiscussionsRoutes(api, discussions);
+    registerChallengesRoutes(api, challenges);
+  },
 });

@@ -61,12 +61,7 @@ export interface AllowedQueries {
   reason: string;
 }
 
-const MOVING = "moving in issue 39";
-export const ALLOWED_QUERIES: AllowedQueries[] = [
-  { file: "api/src/http/idempotency.ts", reason: MOVING },
-  { file: "api/src/http/public-read-cache.ts", reason: MOVING },
-  { file: "api/src/modules/community/challenges.service.ts", reason: MOVING },
-];
+export const ALLOWED_QUERIES: AllowedQueries[] = [];
 
 export interface QueryOutsideRepository {
   file: string;

@@ -1662,7 +1662,7 @@ export interface paths {
         put?: never;
         /**
          * Join a challenge
-         * @description `{artwork_id?, content?}` by JSON, or `multipart/form-data` with an `image` part (and those fields as text parts): at least one of them. The artwork must be your own (you are its artist: else 403).
+         * @description `{artwork_id?, content?}` by JSON, or `multipart/form-data` with an `image` part (and those fields as text parts): at least one of them. The artwork must be your own: its certificate is held by a wallet of yours (before certification, you registered it), else 403.
          *
          *     One submission per user and challenge (a second: 409 `conflict`), only while the challenge is active (else 409 `invalid_state`). The submission is also a `challenge_submission` post. Fires `challenge.joined` (to the submitter's webhooks, and admins').
          *

@@ -1,12 +1,13 @@
 /**
  * Community: posts (filters, likes and comments under concurrency, multipart images, moderation),
- * discussions (orders, replies, pins), challenges (states, submissions, winners, challenge.joined),
+ * discussions (orders, replies, pins), challenges (states, submissions of the holder's artworks, winners, challenge.joined),
  * the access matrix and refused inputs that store nothing, on a platform of its own (Postgres, chain, API).
  */
 import { randomBytes } from "node:crypto";
 import { sql } from "kysely";
 import { beforeAll, describe, expect, it } from "vitest";
 import { artworkInput, filesUnder, formFields, gifImage, pngImage, postMultipart, useArtworkPlatform } from "../support/artworks.ts";
+import { certificateCallFrom, certifiedArtwork, indexedCertificate, ownerOnChain, walletOf } from "../support/marketplace.ts";
 import { adminToken, createUser, expectProblem, type TestResponse, type TestUser } from "../support/api.ts";
 
 // Every request ranks popular discussions afresh: the tests read the order right after changing it.
@@ -314,6 +315,22 @@ describe("community", () => {
     expect(named.body).toMatchObject({ status: "closed", winners: [sub.submission_id] });
     expectProblem(await req("POST", `/v1/community/challenges/${active}/winners`, admin, { submission_ids: [sub.submission_id] }), 409, "invalid_state");
   }, 60_000);
+
+  it("submissions name an artwork its certificate's holder owns: once the certificate moved, the new holder may submit it and its artist may not", async () => {
+    const [maker, holder] = await Promise.all([createUser(p.api, { role: "artist" }), createUser(p.api, { role: "collector" })]);
+    const moved = await certifiedArtwork(p, maker);
+    const { tokenId } = await indexedCertificate(p, moved);
+    await certificateCallFrom(p, maker.id, { functionName: "transferFrom", args: [(await walletOf(p, maker.id)) as `0x${string}`, (await walletOf(p, holder.id)) as `0x${string}`, tokenId] });
+    expect(await ownerOnChain(tokenId)).toBe(await walletOf(p, holder.id));
+    const active = await challenge({ startsInS: -60, endsInS: 3600 });
+
+    expectProblem(await req("POST", `/v1/community/challenges/${active}/submissions`, maker.token, { artwork_id: moved }), 403, "forbidden");
+    const submitted = await req("POST", `/v1/community/challenges/${active}/submissions`, holder.token, { artwork_id: moved });
+    expect(submitted.status, submitted.text).toBe(201);
+    expect(submitted.body).toMatchObject({ user_id: holder.id, artwork_id: moved });
+    const stored = await p.db.selectFrom("community_submissions").select(["user_id", "artwork_id"]).where("challenge_id", "=", active).execute();
+    expect(stored).toEqual([{ user_id: holder.id, artwork_id: moved }]);
+  }, 120_000);
 
   it("access: anonymous reads work; every write needs a token (401) with community:write (403); admin endpoints need an admin (403)", async () => {
     const target = await post(artist, { type: "discussion", content: "access" });

@@ -1,8 +1,10 @@
 import canonicalize from "canonicalize";
-import { type Kysely, sql, type Transaction } from "kysely";
+import type { Kysely, Transaction } from "kysely";
 import type { Database, Db } from "../db/database.ts";
 import { ApiError } from "../lib/errors.ts";
 import { sha256Hex } from "../lib/secrets.ts";
+import { z } from "../openapi/zod.ts";
+import * as repo from "./idempotency.repository.ts";
 
 /** An in-progress key older than this belongs to a request that died; a retry may take it over. */
 const ABANDONED_AFTER_SECONDS = 120;
@@ -13,11 +15,7 @@ export const IDEMPOTENCY_TTL_HOURS = 24;
  * A key this request holds. `token` is the claim's `locked_at` (as text, microseconds kept): a
  * request that lost its key to a takeover (abandoned after 120 s) can no longer complete or free it.
  */
-export interface ClaimedKey {
-  principal: string;
-  key: string;
-  token: string;
-}
+export type ClaimedKey = repo.KeyHold;
 
 export type IdempotencyClaim =
   | { kind: "claimed"; claim: ClaimedKey }
@@ -57,42 +55,10 @@ export class IdempotencyStore {
   ) {}
 
   async claim(principal: string, key: string, method: string, path: string, fingerprint: string): Promise<IdempotencyClaim> {
-    const inserted = await this.db
-      .insertInto("idempotency_keys")
-      .values({ principal, key, request_hash: fingerprint, method, path, state: "in_progress", response_status: null, response_body: null, locked_at: sql<Date>`now()` })
-      .onConflict((oc) =>
-        // Take over an expired or abandoned key in the same statement, so two retries cannot both win.
-        oc.columns(["principal", "key"]).doUpdateSet({
-          request_hash: fingerprint,
-          method,
-          path,
-          state: "in_progress",
-          response_status: null,
-          response_body: null,
-          created_at: sql<Date>`now()`,
-          locked_at: sql<Date>`now()`,
-          completed_at: null,
-        }).where((eb) =>
-          eb.or([
-            eb("idempotency_keys.created_at", "<", sql<Date>`now() - make_interval(hours => ${IDEMPOTENCY_TTL_HOURS})`),
-            eb.and([
-              eb("idempotency_keys.state", "=", "in_progress"),
-              eb("idempotency_keys.request_hash", "=", fingerprint),
-              eb("idempotency_keys.locked_at", "<", sql<Date>`now() - make_interval(secs => ${ABANDONED_AFTER_SECONDS})`),
-            ]),
-          ]),
-        ),
-      )
-      .returning(sql<string>`locked_at::text`.as("token"))
-      .executeTakeFirst();
-    if (inserted) return { kind: "claimed", claim: { principal, key, token: inserted.token } };
+    const token = await repo.claim(this.db, { principal, key, fingerprint, method, path }, { ttlHours: IDEMPOTENCY_TTL_HOURS, abandonedAfterSeconds: ABANDONED_AFTER_SECONDS });
+    if (token !== undefined) return { kind: "claimed", claim: { principal, key, token } };
 
-    const existing = await this.db
-      .selectFrom("idempotency_keys")
-      .selectAll()
-      .where("principal", "=", principal)
-      .where("key", "=", key)
-      .executeTakeFirst();
+    const existing = await repo.find(this.db, principal, key);
     if (!existing) return this.claim(principal, key, method, path, fingerprint); // deleted meanwhile
     if (existing.request_hash !== fingerprint) {
       throw new ApiError(422, "idempotency_key_reused", "This Idempotency-Key was used with a different request; use a new key for a new request");
@@ -112,16 +78,8 @@ export class IdempotencyStore {
    * a concurrent retry waits only for the commit (then replays) instead of for the whole handler.
    */
   private async completeIn(trx: Transaction<Database>, claim: ClaimedKey, status: number, body: unknown): Promise<void> {
-    const updated = await trx
-      .updateTable("idempotency_keys")
-      .set({ state: "completed", response_status: status, response_body: JSON.stringify(body ?? null), completed_at: sql<Date>`now()` })
-      .where("principal", "=", claim.principal)
-      .where("key", "=", claim.key)
-      .where("state", "=", "in_progress")
-      .where(sql<boolean>`locked_at = ${claim.token}::timestamptz`)
-      .returning("key")
-      .executeTakeFirst();
-    if (!updated) throw new IdempotencyClaimLost();
+    const stored = await repo.storeAnswer(trx, claim, { status, body }, { inProgressOnly: true });
+    if (!stored) throw new IdempotencyClaimLost();
   }
 
   /**
@@ -156,31 +114,29 @@ export class IdempotencyStore {
    * transaction stored (a handler that learned more after the commit).
    */
   async complete(claim: ClaimedKey, status: number, body: unknown): Promise<void> {
-    await this.db
-      .updateTable("idempotency_keys")
-      .set({ state: "completed", response_status: status, response_body: JSON.stringify(body ?? null), completed_at: sql<Date>`now()` })
-      .where("principal", "=", claim.principal)
-      .where("key", "=", claim.key)
-      .where(sql<boolean>`locked_at = ${claim.token}::timestamptz`)
-      .execute();
+    await repo.storeAnswer(this.db, claim, { status, body }, { inProgressOnly: false });
   }
 
   /** A server-side failure is not a result: free the key so the client can retry. */
   async release(claim: ClaimedKey): Promise<void> {
-    await this.db
-      .deleteFrom("idempotency_keys")
-      .where("principal", "=", claim.principal)
-      .where("key", "=", claim.key)
-      .where("state", "=", "in_progress")
-      .where(sql<boolean>`locked_at = ${claim.token}::timestamptz`)
-      .execute();
+    await repo.release(this.db, claim);
   }
 
-  async purgeExpired(): Promise<number> {
-    const res = await this.db
-      .deleteFrom("idempotency_keys")
-      .where("created_at", "<", sql<Date>`now() - make_interval(hours => ${IDEMPOTENCY_TTL_HOURS})`)
-      .executeTakeFirst();
-    return Number(res.numDeletedRows);
+  purgeExpired(): Promise<number> {
+    return repo.purgeOlderThan(this.db, IDEMPOTENCY_TTL_HOURS);
   }
 }
+
+/** The header every POST takes, as documented (route-openapi.ts) and as checked (ApiRouter). */
+export const idempotencyHeaders = z.object({
+  "Idempotency-Key": z
+    .string()
+    .regex(/^[\x21-\x7e]{1,255}$/, "must be 1-255 printable ASCII characters")
+    .optional()
+    .openapi({
+      param: {
+        description: `Makes a retry safe: a request with a key used in the last ${IDEMPOTENCY_TTL_HOURS} h gets the first one's answer again (\`Idempotent-Replayed: true\`); the key with another request is 422, while the first still runs 409. 1-255 printable ASCII characters (a UUID).`,
+      },
+      example: "5f1d7c8e-9a0b-4c3d-8e2f-1a2b3c4d5e6f",
+    }),
+});

@@ -1,8 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { type Kysely, sql } from "kysely";
+import type { Kysely } from "kysely";
 import type { Logger } from "pino";
 import { NotificationListener } from "../db/notifications.ts";
 import { indexerNotifyChannel } from "../chain/indexer-schema.ts";
+import * as repo from "./public-read-cache.repository.ts";
 
 /** The channel the `public_data_changed` triggers NOTIFY on (payload: the table's name). */
 export const PUBLIC_DATA_CHANNEL = "public_data_changed";
@@ -38,19 +39,10 @@ export class ReadDependencies {
   ) {}
 
   static async load(db: Kysely<any>, viewsSchema: string): Promise<ReadDependencies> {
-    const notifying = new Set(
-      (
-        await sql<{ name: string }>`
-          select distinct c.relname as name from pg_trigger t
-          join pg_class c on c.oid = t.tgrelid join pg_proc p on p.oid = t.tgfoid
-          where p.proname = 'notify_public_data_changed' and not t.tgisinternal`.execute(db)
-      ).rows.map((r) => r.name),
-    );
-    const names = (await sql<{ name: string }>`select relname as name from pg_class where relnamespace = 'public'::regnamespace and relkind in ('r', 'v', 'm', 'p')`.execute(db)).rows.map((r) => r.name);
+    const notifying = new Set(await repo.notifyingTables(db));
+    const names = await repo.relationNames(db);
     const uses = new Map<string, string[]>();
-    for (const r of (await sql<{ view: string; used: string }>`select view_name as view, table_name as used from information_schema.view_table_usage where view_schema = 'public' and table_schema = 'public'`.execute(db)).rows) {
-      uses.set(r.view, [...(uses.get(r.view) ?? []), r.used]);
-    }
+    for (const r of await repo.viewUses(db)) uses.set(r.view, [...(uses.get(r.view) ?? []), r.used]);
     const expand = (name: string, seen: Set<string>): string[] => {
       if (seen.has(name)) return [];
       seen.add(name);
@@ -214,7 +206,7 @@ export class PublicReadCache {
       timer = setTimeout(() => resolve(false), SETTLE_TIMEOUT_MS);
     });
     try {
-      await sql`select pg_notify(${PUBLIC_DATA_CHANNEL}, ${payload})`.execute(db);
+      await repo.notify(db, PUBLIC_DATA_CHANNEL, payload);
       if (!(await heard)) this.invalidate();
     } catch {
       this.invalidate();

@@ -1,3 +1,4 @@
+import type { Request, Response } from "express";
 import { Redis } from "ioredis";
 import {
   type RateLimiterAbstract,
@@ -5,6 +6,8 @@ import {
   RateLimiterRedis,
   RateLimiterRes,
 } from "rate-limiter-flexible";
+import type { AuthContext } from "../lib/actor.ts";
+import { ApiError } from "../lib/errors.ts";
 
 export interface RateLimitDecision {
   allowed: boolean;
@@ -77,4 +80,21 @@ export function createRateLimiter(opts: {
       if (redis) await redis.quit().catch(() => redis.disconnect());
     },
   };
+}
+
+/** Takes one request from the caller's budget: the user's with a credential, else the address's. */
+export function consumeRateLimit(rateLimiter: RateLimiter, req: Request, auth: AuthContext | null): Promise<RateLimitDecision> {
+  return auth ? rateLimiter.consume("user", auth.principal) : rateLimiter.consume("anonymous", `ip:${req.ip}`);
+}
+
+/** The decision's RateLimit-* headers; refused: 429 with Retry-After. */
+export function enforceRateLimit(res: Response, decision: RateLimitDecision): void {
+  res.setHeader("RateLimit-Limit", String(decision.limit));
+  res.setHeader("RateLimit-Remaining", String(decision.remaining));
+  res.setHeader("RateLimit-Reset", String(decision.resetSeconds));
+  if (!decision.allowed) {
+    throw new ApiError(429, "rate_limited", `Rate limit of ${decision.limit} requests per minute exceeded; retry in ${decision.resetSeconds} s`, {
+      headers: { "Retry-After": String(decision.resetSeconds) },
+    });
+  }
 }

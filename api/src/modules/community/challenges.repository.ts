@@ -81,6 +81,12 @@ export async function deleteSubmission(db: Db, id: string): Promise<void> {
   await db.deleteFrom("community_submissions").where("id", "=", id).execute();
 }
 
+/** The user of each of the submissions, by id. */
+export async function submittersOf(db: Db, ids: readonly string[]): Promise<Map<string, string>> {
+  const rows = await db.selectFrom("community_submissions").select(["id", "user_id"]).where("id", "in", ids).execute();
+  return new Map(rows.map((r) => [r.id, r.user_id]));
+}
+
 /** Ranks the named submissions 1.. in order; how many of them belong to the challenge. */
 export async function setWinners(db: Db, challengeId: string, submissionIds: readonly string[]): Promise<number> {
   let ranked = 0;

@@ -9,6 +9,7 @@ import { centsToUsd, usdToCents } from "../../lib/money.ts";
 import { type Page, paginated } from "../../lib/pagination.ts";
 import { iso } from "../../lib/time.ts";
 import type { Actor } from "../../lib/actor.ts";
+import type { OwnershipService } from "../artworks/ownership.ts";
 import * as repo from "./challenges.repository.ts";
 import type { ChallengeCreate, ChallengePatch, ChallengeStatus, SubmissionCreate } from "./community.schemas.ts";
 import type { PostsService } from "./posts.service.ts";
@@ -17,10 +18,10 @@ import type { PostsService } from "./posts.service.ts";
  * Challenges (docs/decisions.md#states: `upcoming` -> `active` -> `closed`, from `starts_at` and
  * `deadline`, as of the database's clock when read) and their submissions: one per user (a unique
  * index), only while active, each also a `challenge_submission` post; `challenge.joined` is
- * recorded with it.
+ * recorded with it. A submission names an artwork only of the submitter's own (its holder, OwnershipService).
  */
 export class ChallengesService {
-  constructor(private readonly deps: { db: Kysely<Database>; posts: PostsService }) {}
+  constructor(private readonly deps: { db: Kysely<Database>; posts: PostsService; ownership: OwnershipService }) {}
 
   create(actor: Actor, input: ChallengeCreate, transact: Transact = transactOn(this.deps.db)) {
     requireFutureDeadline(input.deadline);
@@ -80,8 +81,9 @@ export class ChallengesService {
       throw ApiError.validation([{ field: "body", code: "required", message: "send artwork_id, content or an image (multipart), at least one" }]);
     }
     if (input.artwork_id !== undefined) {
-      const artwork = await posts.requireVisibleArtwork(input.artwork_id);
-      if (artwork.artist_id !== actor.userId) throw ApiError.forbidden("A challenge submission may only name an artwork of your own");
+      // Its owner is who holds its certificate (docs/ownership-and-money.md), not who made it.
+      const holder = await this.deps.ownership.holderOf(await posts.requireVisibleArtwork(input.artwork_id));
+      if (holder.user?.id !== actor.userId) throw ApiError.forbidden("A challenge submission may only name an artwork you own: its certificate is in a wallet of yours (before certification, you registered it)");
     }
     const postId = newId("post");
     const submissionId = newId("submission");
@@ -147,8 +149,7 @@ export class ChallengesService {
       const ranked = await repo.setWinners(trx, challenge.id, submissionIds);
       if (ranked !== submissionIds.length) throw ApiError.validation([{ field: "submission_ids", code: "not_found", message: "every id must be a submission to this challenge" }]);
       // Internal (not a webhook event): the winners and their places, for rewards.
-      const submitters = await trx.selectFrom("community_submissions").select(["id", "user_id"]).where("id", "in", submissionIds).execute();
-      const userOf = new Map(submitters.map((x) => [x.id, x.user_id]));
+      const userOf = await repo.submittersOf(trx, submissionIds);
       const winners = submissionIds.map((submissionId, i) => ({ submission_id: submissionId, user_id: userOf.get(submissionId)!, rank: i + 1 }));
       await recordEvent(trx, "challenge.winners_named", { challenge_id: challenge.id, winners }, winners.map((w) => w.user_id));
       return toChallenge((await repo.find(trx, challenge.id))!);

@@ -1,0 +1,64 @@
+import type { OpenAPIRegistry, RouteConfig } from "@asteasolutions/zod-to-openapi";
+import { idempotencyHeaders } from "./idempotency.ts";
+import { problemResponses } from "./problem.ts";
+import type { RouteAuth } from "./route-auth.ts";
+import type { RouteDef } from "./route-definition.ts";
+
+/**
+ * A route's entry in the OpenAPI document, from its declaration alone: its schemas, its auth rule in
+ * words and as `x-auth`, its answers and the problems every route of its kind may answer.
+ */
+export function documentRoute<A extends RouteAuth, B, Q, P>(registry: OpenAPIRegistry, def: RouteDef<A, B, Q, P>): void {
+  const openapiPath = def.path.replace(/:([A-Za-z_]+)/g, "{$1}");
+  const request: RouteConfig["request"] = {};
+  if (def.params) request.params = def.params as never;
+  if (def.query) request.query = def.query as never;
+  if (def.method === "post") request.headers = idempotencyHeaders as never;
+  if (def.body) {
+    request.body = {
+      required: true,
+      content: {
+        "application/json": { schema: def.body },
+        ...(def.multipart ? { "multipart/form-data": { schema: def.multipart.schema as never } } : {}),
+      },
+    };
+  }
+  const status = def.status ?? 200;
+  const needsAuth = !("public" in def.auth);
+  // 403 on public routes too: a suspended user's credential is refused everywhere; 503 on every
+  // route: the database (or a dependency the answer needs) may be down.
+  const extraErrors = new Set<number>([400, 401, 403, 429, 500, 503, ...(def.errors ?? [])]);
+  if (def.method === "post") extraErrors.add(409).add(422);
+  if (def.multipart) extraErrors.add(413).add(415);
+  registry.registerPath({
+    method: def.method,
+    path: openapiPath,
+    operationId: def.operationId,
+    summary: def.summary,
+    description: [
+      def.description,
+      "public" in def.auth
+        ? "Public: works without a token (a token, if sent, must be valid)."
+        : `Requires a bearer (an access token or an API key)${def.auth.scope === null ? " of any scope" : ` with the \`${def.auth.scope}\` scope`}${def.auth.roles ? ` and the role ${def.auth.roles.join(" or ")}` : ""}.`,
+    ]
+      .filter(Boolean)
+      .join("\n\n"),
+    tags: def.tags,
+    security: needsAuth ? [{ bearerAuth: [] }] : [{}, { bearerAuth: [] }],
+    // The same rule, machine-readable (access tests and generated clients read it).
+    "x-auth": "public" in def.auth ? { public: true } : { scope: def.auth.scope, ...(def.auth.roles ? { roles: [...def.auth.roles] } : {}) },
+    request,
+    responses: {
+      [status]: def.response
+        ? { description: def.responseDescription ?? "Success", content: { [def.produces ?? "application/json"]: { schema: def.response } } }
+        : { description: def.responseDescription ?? "Success" },
+      ...Object.fromEntries(
+        Object.entries(def.alternatives ?? {}).map(([code, alt]) => [
+          code,
+          alt.schema ? { description: alt.description, content: { [alt.contentType ?? "application/json"]: { schema: alt.schema } } } : { description: alt.description },
+        ]),
+      ),
+      ...problemResponses([...extraErrors]),
+    },
+  });
+}

@@ -21,21 +21,22 @@ export function insert(db: Db, artworkId: string, terms: ClassTerms): Promise<Fr
 
 /** A class whose creation failed, asked for again with new terms. */
 export function renew(db: Db, artworkId: string, terms: ClassTerms): Promise<FractionalArtwork> {
-  return db.updateTable("fractional_artworks").set({ ...terms, failure_reason: null, updated_at: sql<Date>`now()` }).where("artwork_id", "=", artworkId).returningAll().executeTakeFirstOrThrow();
+  return db.updateTable("fractional_artworks").set({ ...terms, updated_at: sql<Date>`now()` }).where("artwork_id", "=", artworkId).returningAll().executeTakeFirstOrThrow();
 }
 
-/** A pending class, on-chain now. */
-export async function activate(db: Db, artworkId: string, txHash: string): Promise<void> {
+/** A pending class, on-chain now (its transaction is its chain operation's). */
+export async function activate(db: Db, artworkId: string): Promise<void> {
   await db
     .updateTable("fractional_artworks")
-    .set({ status: "active", class_tx_hash: txHash, activated_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+    .set({ status: "active", activated_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
     .where("artwork_id", "=", artworkId)
     .where("status", "=", "pending")
     .execute();
 }
 
-export async function markFailed(db: Db, artworkId: string, reason: string): Promise<void> {
-  await db.updateTable("fractional_artworks").set({ status: "failed", failure_reason: reason, updated_at: sql<Date>`now()` }).where("artwork_id", "=", artworkId).execute();
+/** A class whose creation failed for good (why is its chain operation's). */
+export async function markFailed(db: Db, artworkId: string): Promise<void> {
+  await db.updateTable("fractional_artworks").set({ status: "failed", updated_at: sql<Date>`now()` }).where("artwork_id", "=", artworkId).execute();
 }
 
 /** The class of a share token (the certificate's token id) once it is on-chain. */
@@ -125,23 +126,16 @@ export function purchasesOfKeys(db: Db, purchaseKeys: string[]): Promise<Pick<Fr
   return db.selectFrom("fractional_purchases").select(["id", "purchase_key"]).where("purchase_key", "in", purchaseKeys).execute();
 }
 
-/** A pending purchase still charging moves to minting with its charge; undefined when it was closed meanwhile. */
-export function startMint(db: Db, id: string, charge: { chargeId: string; feeCents: bigint }): Promise<FractionalPurchase | undefined> {
-  return db
-    .updateTable("fractional_purchases")
-    .set({ stage: "minting", charge_id: charge.chargeId, fee_cents: charge.feeCents, updated_at: sql<Date>`now()` })
-    .where("id", "=", id)
-    .where("status", "=", "pending")
-    .where("stage", "=", "charging")
-    .returningAll()
-    .executeTakeFirst();
+/** A purchase whose shares are still reserved (not minted, not released). */
+export function findPending(db: Db, id: string): Promise<FractionalPurchase | undefined> {
+  return db.selectFrom("fractional_purchases").selectAll().where("id", "=", id).where("status", "=", "pending").executeTakeFirst();
 }
 
-/** A pending purchase failed; undefined when it was no longer pending. */
-export function failPurchase(db: Db, id: string, failure: { code: string; reason: string }): Promise<FractionalPurchase | undefined> {
+/** A pending purchase failed (its shares are released by the caller); undefined when it was no longer pending. */
+export function failPurchase(db: Db, id: string): Promise<FractionalPurchase | undefined> {
   return db
     .updateTable("fractional_purchases")
-    .set({ status: "failed", stage: "done", failure_code: failure.code, failure_reason: failure.reason, failed_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+    .set({ status: "failed", updated_at: sql<Date>`now()` })
     .where("id", "=", id)
     .where("status", "=", "pending")
     .returningAll()
@@ -149,10 +143,10 @@ export function failPurchase(db: Db, id: string, failure: { code: string; reason
 }
 
 /** The pending purchase of a minted key, confirmed; undefined when it was no longer pending. */
-export function confirmPurchase(db: Db, purchaseKey: string, txHash: string): Promise<FractionalPurchase | undefined> {
+export function confirmPurchase(db: Db, purchaseKey: string): Promise<FractionalPurchase | undefined> {
   return db
     .updateTable("fractional_purchases")
-    .set({ status: "confirmed", stage: "done", mint_tx_hash: txHash, confirmed_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+    .set({ status: "confirmed", updated_at: sql<Date>`now()` })
     .where("purchase_key", "=", purchaseKey)
     .where("status", "=", "pending")
     .returningAll()

@@ -106,14 +106,14 @@ describe("platform event tickets", () => {
     expectProblem(await buy(reader, e.event_id, ok), 403, "insufficient_scope");
     expect({ orders: await count("ticket_orders"), charges: await count("sandbox_charges"), txns: await count("transactions") }).toEqual(before);
 
-    // A declined card: 402, the order failed, its seats back, its transaction failed.
+    // A declined card: 402, the order failed, its seats back, its transaction failed saying why.
     const declined = await buy(buyer, e.event_id, { ...ok, quantity: 4, payment_method_id: "pm_card_chargeDeclined" });
     expectProblem(declined, 402, "payment_declined");
     const order = await p.db.selectFrom("ticket_orders").selectAll().where("id", "=", declined.body.order_id).executeTakeFirstOrThrow();
-    expect(order).toMatchObject({ status: "failed", failure_code: "generic_decline" });
+    expect(order).toMatchObject({ status: "failed", failure_reason: null });
     expect((await detail(e.event_id)).tickets.in_person.remaining).toBe(10);
-    const txn = await p.db.selectFrom("transactions").select("status").where("id", "=", order.transaction_id!).executeTakeFirstOrThrow();
-    expect(txn.status).toBe("failed");
+    const txn = await p.db.selectFrom("transactions").select(["status", "failure_code", "charge_id"]).where("id", "=", order.transaction_id!).executeTakeFirstOrThrow();
+    expect(txn).toEqual({ status: "failed", failure_code: "generic_decline", charge_id: null });
     expect(await p.db.selectFrom("tickets").select("id").where("order_id", "=", order.id).execute()).toHaveLength(0);
   });
 
@@ -327,7 +327,7 @@ describe("platform event tickets", () => {
     // Every order ends refunded (confirmed before the cancellation) or failed (after it), and every
     // charge taken is refunded in full.
     const settled = await waitFor(async () => {
-      const orders = await p.db.selectFrom("ticket_orders").select(["id", "buyer_id", "status", "refund_stage"]).where("event_id", "=", e.event_id).execute();
+      const orders = await p.db.selectFrom("ticket_orders").select(["id", "buyer_id", "status"]).where("event_id", "=", e.event_id).execute();
       if (orders.some((o) => o.status === "pending" || o.status === "confirmed")) return undefined;
       const charges = await p.db.selectFrom("sandbox_charges").select(["idempotency_key", "amount_cents", "amount_refunded_cents"]).where("idempotency_key", "in", orders.map((o) => `ticket_order:${o.id}`)).execute();
       // A purchase records its refund just after the processor made it.

@@ -115,7 +115,7 @@ describe("withdrawals", () => {
     // The second withdrawal's send is held, as if its process died before the hash was recorded:
     // what the indexer shows of the same token between the same wallets is the first one's transfer.
     const service = p.api.server.platform.services.withdrawals;
-    const sends = holdCalls(service as unknown as { send: (op: unknown) => Promise<void> }, "send", { which: (op) => (op as { key: string }).key !== `withdraw:${first.body.id}` });
+    const sends = holdCalls(service.certificates as unknown as { send: (op: unknown) => Promise<void> }, "send", { which: (op) => (op as { key: string }).key !== `withdraw:${first.body.id}` });
     let second: { id: string };
     try {
       const asked = await waitFor(async () => {
@@ -127,9 +127,9 @@ describe("withdrawals", () => {
       const op = await p.db.selectFrom("chain_operations").selectAll().where("key", "=", `withdraw:${second.id}`).executeTakeFirstOrThrow();
       expect(op.tx_hash).toBeNull();
       // The sweep's lookup and the cursor's read over every block so far find nothing of it.
-      expect(await service.withdrawalKind.lookupIndexed([op])).toEqual([]);
+      expect(await service.certificates.kind.lookupIndexed([op])).toEqual([]);
       const head = await publicClient().getBlockNumber({ cacheTime: 0 });
-      expect((await service.withdrawalKind.readIndexed(0n, head)).filter((f) => f.key === op.key)).toEqual([]);
+      expect((await service.certificates.kind.readIndexed(0n, head)).filter((f) => f.key === op.key)).toEqual([]);
     } finally {
       sends.restore();
     }
@@ -312,25 +312,25 @@ describe("withdrawals", () => {
     // meanwhile, forced into the interleaving that could sign twice: both find the withdrawal not yet
     // signed, and the second signs only once the first has signed and sent its transaction (mined at once).
     const service = p.api.server.platform.services.withdrawals;
-    const kind = service.sharesKind;
+    const kind = service.shares.kind;
     const send = kind.send.bind(kind);
     const worker = holdCalls(kind, "send", { keyOf: (op) => (op as { key: string }).key });
-    const signing = service as unknown as { signShares(payload: unknown): Promise<unknown> };
-    const sign = signing.signShares.bind(service);
+    const signing = service.shares.sender;
+    const sign = signing.signOnce.bind(signing);
     let firstSent!: () => void;
     const sentOnce = new Promise<void>((resolve) => (firstSent = resolve));
     let bothArrived!: () => void;
     const arrivedTogether = new Promise<void>((resolve) => (bothArrived = resolve));
     let arrived = 0;
-    Object.defineProperty(signing, "signShares", {
+    Object.defineProperty(signing, "signOnce", {
       configurable: true,
       writable: true,
-      value: async (payload: unknown) => {
+      value: async (...args: Parameters<typeof sign>) => {
         const mine = ++arrived;
         if (arrived === 2) bothArrived();
         await arrivedTogether;
         if (mine === 2) await sentOnce;
-        return sign(payload);
+        return sign(...args);
       },
     });
     let withdrawal: Record<string, unknown>;
@@ -351,7 +351,7 @@ describe("withdrawals", () => {
       await signalled(Promise.all([send(op, ctx), send(op, ctx)]), "both attempts settled", 60_000);
       expect(arrived).toBe(2);
     } finally {
-      delete (signing as { signShares?: unknown }).signShares;
+      delete (signing as { signOnce?: unknown }).signOnce;
       worker.restore();
     }
     const done = await completed(holder.token, String(withdrawal!.id));

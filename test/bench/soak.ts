@@ -328,7 +328,7 @@ async function main(): Promise<number> {
             select 'artworks pending certification' as what, count(*)::int as n from artworks where status not in ('certified', 'certification_failed') and deleted_at is null
             union all select 'sales in progress', count(*)::int from sales where status in ('pending_payment', 'paid')
             union all select 'share purchases pending', count(*)::int from fractional_purchases where status = 'pending'
-            union all select 'ticket orders pending', count(*)::int from ticket_orders where status = 'pending' or refund_stage = 'refunding'
+            union all select 'ticket orders pending', count(*)::int from ticket_orders o where o.status = 'pending' or exists (select from transactions t where t.id = o.transaction_id and t.stage = 'refunding')
             union all select 'chain operations open', count(*)::int from chain_operations where status not in ('confirmed', 'failed')
             union all select 'transactions pending', count(*)::int from transactions where status = 'pending'
             union all select 'outbox events undispatched', count(*)::int from outbox_events where dispatched_at is null`.execute(db);
@@ -359,7 +359,7 @@ async function main(): Promise<number> {
     // How long the purchases answered 2xx took to complete, from their creation (the request's transaction).
     const { rows: settleTimes } = await sql<{ kind: string; ms: number }>`
       select 'sale (buy-now or accepted offer)' as kind, extract(epoch from completed_at - created_at)::float8 * 1000 as ms from transactions where type = 'sale' and status = 'completed' and id in (${sql.join(purchases.sales.length ? purchases.sales : [""])})
-      union all select 'share purchase', extract(epoch from confirmed_at - created_at)::float8 * 1000 from fractional_purchases where status = 'confirmed' and id in (${sql.join(purchases.shares.length ? purchases.shares : [""])})
+      union all select 'share purchase', extract(epoch from t.completed_at - p.created_at)::float8 * 1000 from fractional_purchases p join transactions t on t.id = p.transaction_id where p.status = 'confirmed' and p.id in (${sql.join(purchases.shares.length ? purchases.shares : [""])})
       union all select 'ticket order', extract(epoch from confirmed_at - created_at)::float8 * 1000 from ticket_orders where status = 'confirmed' and id in (${sql.join(purchases.tickets.length ? purchases.tickets : [""])})`.execute(db);
 
     const checks = await checkInvariants({ db, baseUrl, adminToken: admin, rpcUrl: ctx.rpcUrl, deployment: ctx.deployment, purchases });

@@ -149,7 +149,8 @@ it.each([
 
     // At the kill: charged once, its mint requested but neither stored as sent nor minted.
     expect(await chargesOf(id)).toBe(1);
-    expect(await db.selectFrom("fractional_purchases").select(["status", "stage"]).where("id", "=", id).executeTakeFirstOrThrow()).toEqual({ status: "pending", stage: "minting" });
+    expect(await db.selectFrom("fractional_purchases").select("status").where("id", "=", id).executeTakeFirstOrThrow()).toEqual({ status: "pending" });
+    expect(await db.selectFrom("transactions").select(["status", "stage"]).where("reference_id", "=", id).executeTakeFirstOrThrow()).toEqual({ status: "pending", stage: "effecting" });
     expect(await db.selectFrom("chain_operations").select(["status", "tx_hash"]).where("key", "=", `mint:${id}`).executeTakeFirstOrThrow()).toEqual({ status: "pending", tx_hash: null });
     expect(await mintsOf(id)).toBe(0);
     release();

@@ -103,7 +103,9 @@ it("seeds users, certified artworks, listings, share classes, events and posts o
   expect(classes).toHaveLength(8);
   const listed = new Set(listings.map((l) => l.artwork_id));
   for (const c of classes) {
-    expect(c).toMatchObject({ status: "active", class_tx_hash: expect.stringMatching(/^0x[0-9a-f]{64}$/), shares_sold: 0 });
+    expect(c).toMatchObject({ status: "active", shares_sold: 0 });
+    const op = await db.selectFrom("chain_operations").select(["status", "result"]).where("key", "=", `share_class:${c.artwork_id}`).executeTakeFirstOrThrow();
+    expect(op).toMatchObject({ status: "confirmed", result: { tokenId: String(c.token_id), txHash: expect.stringMatching(/^0x[0-9a-f]{64}$/) } });
     expect(listed.has(c.artwork_id)).toBe(false);
     expect(String(c.token_id)).toBe(byId.get(c.artwork_id)!.token_id);
     expect(c.owner_id).toBe(artworks.find((a) => a.id === c.artwork_id)!.artist_id);

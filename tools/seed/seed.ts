@@ -350,8 +350,9 @@ async function seedListings(db: Db, artworks: SeededArtwork[], count: number, ch
 
 /**
  * Share classes of `artworks` on ArtShares (createShareClass, several on their way at once, through
- * the API's Relayer), then their `fractional_artworks` rows `active` with the class's transaction and
- * the artworks marked fractionalized: what FractionalService writes once a class is on-chain. The
+ * the API's Relayer), then their `fractional_artworks` rows `active`, their `share_class:` chain
+ * operations confirmed with the class's transaction, and the artworks marked fractionalized: what
+ * ShareClasses writes once a class is on-chain. The
  * artist holds each certificate, so it is the proceeds' recipient.
  */
 async function seedFractional(db: Db, target: SeedTarget, { relayer }: SeedChain, artworks: SeededArtwork[], options: SeedOptions & { chunk: number }): Promise<number> {
@@ -380,11 +381,18 @@ async function seedFractional(db: Db, target: SeedTarget, { relayer }: SeedChain
     const batch = classes.slice(from, from + options.chunk);
     await db.transaction().execute(async (trx) => {
       await sql`
-        insert into fractional_artworks (artwork_id, token_id, owner_id, created_by, total_shares, price_per_share_cents, status, class_tx_hash, created_at, updated_at, activated_at)
-        select id, token_id, artist, artist, total, price, 'active', tx, now(), now(), now()
+        insert into fractional_artworks (artwork_id, token_id, owner_id, created_by, total_shares, price_per_share_cents, status, created_at, updated_at, activated_at)
+        select id, token_id, artist, artist, total, price, 'active', now(), now(), now()
         from unnest(${batch.map((c) => c.artwork.id)}::text[], ${batch.map((c) => c.artwork.tokenId.toString())}::numeric[], ${batch.map((c) => c.artwork.artistId)}::text[],
-                    ${batch.map((c) => c.totalShares)}::int[], ${batch.map((c) => c.priceCents)}::bigint[], ${batch.map((c) => c.txHash)}::text[])
-          as t(id, token_id, artist, total, price, tx)`.execute(trx);
+                    ${batch.map((c) => c.totalShares)}::int[], ${batch.map((c) => c.priceCents)}::bigint[])
+          as t(id, token_id, artist, total, price)`.execute(trx);
+      // The class's transaction is its chain operation's, confirmed from its receipt (the indexer's cursor reconciles it).
+      await sql`
+        insert into chain_operations (key, kind, payload, status, tx_hash, result, confirmed_from, confirmed_at)
+        select 'share_class:' || id, 'fractional_create_class', jsonb_build_object('artwork_id', id, 'token_id', token_id, 'cap', total::text),
+               'confirmed', tx, jsonb_build_object('tokenId', token_id, 'txHash', tx), 'chain', now()
+        from unnest(${batch.map((c) => c.artwork.id)}::text[], ${batch.map((c) => c.artwork.tokenId.toString())}::text[], ${batch.map((c) => c.totalShares)}::int[], ${batch.map((c) => c.txHash)}::text[])
+          as t(id, token_id, total, tx)`.execute(trx);
       await sql`update artworks set fractionalized_at = now() where id = any(${batch.map((c) => c.artwork.id)}::text[])`.execute(trx);
     });
   }

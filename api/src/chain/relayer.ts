@@ -79,7 +79,7 @@ const MAX_SEND_ATTEMPTS = 3;
 /** Headroom over the gas estimate: concurrent writes run against a slightly different state than the estimate saw. */
 const GAS_HEADROOM_PERCENT = 120n;
 
-type Fees = { type: "eip1559"; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | { type: "legacy"; gasPrice: bigint };
+export type Fees = { type: "eip1559"; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | { type: "legacy"; gasPrice: bigint };
 
 /**
  * Relays contract writes from one account, safely under concurrency.
@@ -281,7 +281,7 @@ export class Relayer {
       // Another process may have sent since: the nonce is read from the node under the lock, every time.
       return this.exclusive(() =>
         shared.transaction().execute(async (trx) => {
-          await lockNamed(trx, `relayer_nonce:${this.account.address.toLowerCase()}`);
+          await lockNonces(trx, this.account.address);
           return this.signAndSend(await this.syncNonce(), tx, abi, label);
         }),
       );
@@ -301,18 +301,10 @@ export class Relayer {
     );
     const hash = keccak256(serializedTransaction);
     try {
-      await this.publicClient.sendRawTransaction({ serializedTransaction });
+      await sendSigned(this.publicClient, serializedTransaction, { abi, label });
     } catch (err) {
       this.nextNonce = undefined;
-      // A retried HTTP request can land twice ("already known", or "nonce too low" once mined), and
-      // Hardhat answers a reverting transaction with an error although it mined it: if the node has
-      // our exact transaction, it was sent.
-      if (!(await this.isKnown(hash))) {
-        const failed = classifyChainError(err, abi, { label });
-        // Refused outright, the transaction does not exist; lost on the way, it may still be mined.
-        const mayHaveLanded = failed.code === "rpc_unavailable" || failed.code === "timeout" || failed.code === "unknown";
-        throw mayHaveLanded ? classifyChainError(err, abi, { label, hash }) : failed;
-      }
+      throw err;
     }
     this.nextNonce = nonce + 1;
     this.log?.debug({ label, hash, nonce }, "transaction sent");
@@ -320,28 +312,13 @@ export class Relayer {
   }
 
   private async syncNonce(): Promise<number> {
-    const nonce = await this.publicClient.getTransactionCount({ address: this.account.address, blockTag: "pending" });
+    const nonce = await pendingNonce(this.publicClient, this.account.address);
     this.log?.debug({ nonce }, "nonce read from the chain");
     return nonce;
   }
 
-  private async isKnown(hash: Hash): Promise<boolean> {
-    try {
-      await this.publicClient.getTransaction({ hash });
-      return true;
-    } catch {
-      return false;
-    }
-  }
-
-  private async estimateFees(): Promise<Fees> {
-    try {
-      const { maxFeePerGas, maxPriorityFeePerGas } = await this.publicClient.estimateFeesPerGas({ chain: this.chain, type: "eip1559" });
-      return { type: "eip1559", maxFeePerGas, maxPriorityFeePerGas };
-    } catch (err) {
-      if (!(err instanceof Eip1559FeesNotSupportedError)) throw err;
-      return { type: "legacy", gasPrice: await this.publicClient.getGasPrice() };
-    }
+  private estimateFees(): Promise<Fees> {
+    return estimateFees(this.publicClient, this.chain);
   }
 
   /** Replays a reverted transaction on its block's state to name the custom error it reverted with. */
@@ -372,6 +349,63 @@ export class Relayer {
     const run = this.nonceLock.then(critical);
     this.nonceLock = run.catch(() => undefined);
     return run;
+  }
+}
+
+// What every sender of a transaction shares (this Relayer for its key, CustodialSender for a
+// custodial wallet's own transactions): nonces under one lock per address, fees, the send.
+
+/**
+ * Takes the lock under which the nonces of `address` are assigned, shared by every process and
+ * every sender of that address (a transaction-scoped advisory lock: inside a transaction).
+ */
+export function lockNonces(trx: Kysely<any>, address: Address): Promise<void> {
+  return lockNamed(trx, `relayer_nonce:${address.toLowerCase()}`);
+}
+
+/** The next nonce of `address`: its pending transaction count on the node. */
+export function pendingNonce(publicClient: PublicClient<Transport, Chain>, address: Address): Promise<number> {
+  return publicClient.getTransactionCount({ address, blockTag: "pending" });
+}
+
+/** Fees for a transaction now: EIP-1559's estimate, or the gas price on a chain without a base fee. */
+export async function estimateFees(publicClient: PublicClient<Transport, Chain>, chain: Chain = publicClient.chain): Promise<Fees> {
+  try {
+    const { maxFeePerGas, maxPriorityFeePerGas } = await publicClient.estimateFeesPerGas({ chain, type: "eip1559" });
+    return { type: "eip1559", maxFeePerGas, maxPriorityFeePerGas };
+  } catch (err) {
+    if (!(err instanceof Eip1559FeesNotSupportedError)) throw err;
+    return { type: "legacy", gasPrice: await publicClient.getGasPrice() };
+  }
+}
+
+/**
+ * Sends a signed transaction; its hash. A failure is a ChainWriteError (errors.ts), unless the node
+ * has this exact transaction: a retried HTTP request can land twice ("already known", or "nonce too
+ * low" once mined), and Hardhat answers a reverting transaction with an error although it mined it.
+ * An error that may hide a transaction on its way (the node unreachable, a timeout) carries its hash.
+ */
+export async function sendSigned(publicClient: PublicClient<Transport, Chain>, serializedTransaction: Hex, { abi, label }: { abi?: Abi | undefined; label: string }): Promise<Hash> {
+  const hash = keccak256(serializedTransaction);
+  try {
+    await publicClient.sendRawTransaction({ serializedTransaction });
+  } catch (err) {
+    if (!(await isKnown(publicClient, hash))) {
+      const failed = classifyChainError(err, abi, { label });
+      // Refused outright, the transaction does not exist; lost on the way, it may still be mined.
+      const mayHaveLanded = failed.code === "rpc_unavailable" || failed.code === "timeout" || failed.code === "unknown";
+      throw mayHaveLanded ? classifyChainError(err, abi, { label, hash }) : failed;
+    }
+  }
+  return hash;
+}
+
+async function isKnown(publicClient: PublicClient<Transport, Chain>, hash: Hash): Promise<boolean> {
+  try {
+    await publicClient.getTransaction({ hash });
+    return true;
+  } catch {
+    return false;
   }
 }
 

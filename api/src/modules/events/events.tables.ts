@@ -69,11 +69,12 @@ export interface EventArtistsTable {
 export type TicketOrderStatus = "awaiting_payment" | "pending" | "confirmed" | "failed" | "expired" | "refunded";
 
 /**
- * An order of `quantity` tickets of one kind (`ord_…`): `awaiting_payment` while its seats are held
- * for a later payment (until `payment_due_at`, then `expired`), `pending` while it is charged, then
- * `confirmed` (tickets issued) or `failed` (declined: seats released); a confirmed order becomes
- * `refunded` when its event is cancelled (`refund_stage`: `refunding` until the processor's refund
- * is recorded). `transaction_id` is its `ticket_purchase` transaction (null for free tickets).
+ * An order of `quantity` tickets of one kind (`ord_…`): its seats, price and discount. `status` is
+ * the seats': `awaiting_payment` while held for a later payment (until `payment_due_at`, then
+ * `expired`), `pending` while paid, then `confirmed` (tickets issued) or `failed` (seats released);
+ * a confirmed order becomes `refunded` when its event is cancelled and the refund is through.
+ * `transaction_id` is its `ticket_purchase` purchase (payments/purchases.ts; null for free tickets
+ * and held seats), which holds its payment: the charge, the fee, the stage of a refund, a failure.
  */
 export interface TicketOrdersTable {
   id: string;
@@ -86,16 +87,10 @@ export interface TicketOrdersTable {
   /** A reward's discount applied while awaiting payment: the amount charged is total - discount. */
   discount_cents: ColumnType<bigint, bigint | undefined, bigint>;
   payment_due_at: NullableTimestamp;
-  payment_method_id: string | null;
   transaction_id: string | null;
   status: TicketOrderStatus;
-  refund_stage: "refunding" | "refunded" | null;
-  /** Set before the processor is first asked: from then on a charge may exist under the order's key. */
-  charge_started_at: NullableTimestamp;
-  charge_id: string | null;
-  fee_cents: ColumnType<bigint | null, bigint | null | undefined, bigint | null>;
-  failure_code: string | null;
-  failure_reason: string | null;
+  /** Why an order that never had a purchase ended (its hold expired, or its event was cancelled while held); a paid order's failure is its purchase's. */
+  failure_reason: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
   confirmed_at: NullableTimestamp;

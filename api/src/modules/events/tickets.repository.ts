@@ -74,11 +74,11 @@ export function eventIdOf(db: Db, orderId: string): Promise<Pick<TicketOrder, "e
   return db.selectFrom("ticket_orders").select("event_id").where("id", "=", orderId).executeTakeFirstOrThrow();
 }
 
-/** An order moves to `pending` with its purchase: charged next. */
-export async function startCharge(db: Db, id: string, paymentMethodId: string, transactionId: string): Promise<void> {
+/** An order moves to `pending` with its purchase (which holds its payment): charged next. */
+export async function startCharge(db: Db, id: string, transactionId: string): Promise<void> {
   await db
     .updateTable("ticket_orders")
-    .set({ status: "pending", payment_method_id: paymentMethodId, transaction_id: transactionId, payment_due_at: null, updated_at: sql<Date>`now()` })
+    .set({ status: "pending", transaction_id: transactionId, payment_due_at: null, updated_at: sql<Date>`now()` })
     .where("id", "=", id)
     .execute();
 }
@@ -104,45 +104,38 @@ export function expireHold(db: Db, id: string): Promise<TicketOrder | undefined>
     .executeTakeFirst();
 }
 
-/** A pending order confirmed (with its charge, if any); undefined when it was no longer pending. */
-export function confirmOrder(db: Db, id: string, charge: { chargeId: string; feeCents: bigint } | null): Promise<TicketOrder | undefined> {
+/** A pending order confirmed (its charge, if any, is its purchase's); undefined when it was no longer pending. */
+export function confirmOrder(db: Db, id: string): Promise<TicketOrder | undefined> {
   return db
     .updateTable("ticket_orders")
-    .set({ status: "confirmed", charge_id: charge?.chargeId ?? null, fee_cents: charge?.feeCents ?? null, confirmed_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+    .set({ status: "confirmed", confirmed_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
     .where("id", "=", id)
     .where("status", "=", "pending")
     .returningAll()
     .executeTakeFirst();
 }
 
-/** A pending order failed; undefined when it was no longer pending. */
-export function failOrder(db: Db, id: string, failure: { code: string; reason: string }, chargeId: string | null): Promise<TicketOrder | undefined> {
+/** A pending order failed (why is its purchase's); undefined when it was no longer pending. */
+export function failOrder(db: Db, id: string): Promise<TicketOrder | undefined> {
   return db
     .updateTable("ticket_orders")
-    .set({ status: "failed", charge_id: chargeId, failure_code: failure.code, failure_reason: failure.reason, failed_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+    .set({ status: "failed", failed_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
     .where("id", "=", id)
     .where("status", "=", "pending")
     .returningAll()
     .executeTakeFirst();
 }
 
-/** The confirmed orders of an event not yet being refunded, marked `refunding`; those orders. */
-export function startRefundsOf(db: Db, eventId: string): Promise<TicketOrder[]> {
-  return db
-    .updateTable("ticket_orders")
-    .set({ refund_stage: "refunding", updated_at: sql<Date>`now()` })
-    .where("event_id", "=", eventId)
-    .where("status", "=", "confirmed")
-    .where("refund_stage", "is", null)
-    .returningAll()
-    .execute();
+/** The confirmed orders of an event, locked for their refunds (a paid one's refund is its purchase's, under way until it is `refunded`). */
+export function lockConfirmedOf(trx: Transaction<Database>, eventId: string): Promise<TicketOrder[]> {
+  return trx.selectFrom("ticket_orders").selectAll().where("event_id", "=", eventId).where("status", "=", "confirmed").orderBy("id").forUpdate().execute();
 }
 
-/** The event's orders awaiting payment, failed with `failure`; those orders. */
-export function failUnpaidOf(db: Db, eventId: string, failure: { code: string; reason: string }): Promise<TicketOrder[]> {
+/** The event's orders awaiting payment (they have no purchase), failed saying why; those orders. */
+export function failUnpaidOf(db: Db, eventId: string, reason: string): Promise<TicketOrder[]> {
   return db
     .updateTable("ticket_orders")
-    .set({ status: "failed", failure_code: failure.code, failure_reason: failure.reason, failed_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+    .set({ status: "failed", failure_reason: reason, failed_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
     .where("event_id", "=", eventId)
     .where("status", "=", "awaiting_payment")
     .returningAll()
@@ -152,7 +145,7 @@ export function failUnpaidOf(db: Db, eventId: string, failure: { code: string; r
 export function markRefunded(db: Db, id: string): Promise<TicketOrder> {
   return db
     .updateTable("ticket_orders")
-    .set({ status: "refunded", refund_stage: "refunded", refunded_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+    .set({ status: "refunded", refunded_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
     .where("id", "=", id)
     .returningAll()
     .executeTakeFirstOrThrow();

@@ -1,6 +1,6 @@
 import type { Kysely, Transaction } from "kysely";
 import type { Logger } from "pino";
-import type { Database } from "../../db/database.ts";
+import type { Database, Db } from "../../db/database.ts";
 import { type Transact, transactOn } from "../../db/transact.ts";
 import { recordEvent } from "../../jobs/outbox.ts";
 import { enqueue, removeJobs, type Task } from "../../jobs/queue.ts";
@@ -9,17 +9,18 @@ import { ApiError, found } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
 import { centsToUsd } from "../../lib/money.ts";
 import { type Page, paginated } from "../../lib/pagination.ts";
-import { iso, isoOrNull } from "../../lib/time.ts";
+import { iso } from "../../lib/time.ts";
 import type { Actor } from "../../lib/actor.ts";
 import type { LedgerAppend, LedgerService } from "../ledger/ledger.service.ts";
 import type { PaymentFailure } from "../payments/charge-step.ts";
 import type { PaymentsService } from "../payments/payments.service.ts";
-import type { PurchaseKind, Purchases } from "../payments/purchases.ts";
+import { failureOf, type PurchaseKind, type Purchases } from "../payments/purchases.ts";
 import type { UsersService } from "../users/users.service.ts";
 import * as events from "./events.repository.ts";
 import { onSale, remainingOf } from "./events.service.ts";
 import type { TicketPurchase } from "./events.schemas.ts";
-import type { PlatformEvent, Ticket, TicketKind, TicketOrder } from "./events.tables.ts";
+import type { PlatformEvent, TicketKind, TicketOrder } from "./events.tables.ts";
+import { toOrder, toTicket } from "./ticket-views.ts";
 import * as repo from "./tickets.repository.ts";
 
 export const TICKET_HOLD_EXPIRY_TASK = "ticket_order_hold_expiry";
@@ -93,7 +94,6 @@ export class TicketsService {
         quantity: input.quantity,
         unit_price_cents: unit,
         total_cents: total,
-        payment_method_id: null,
         transaction_id: null,
         status: held ? "awaiting_payment" : "pending",
         payment_due_at: held ? new Date(Date.now() + this.deps.holdMs) : null,
@@ -145,7 +145,7 @@ export class TicketsService {
       { type: "ticket_purchase", referenceId: order.id, amountCents: amount, buyerId, paymentMethodId, description: `${order.quantity} ${order.kind} ticket(s) for ${order.event_id}` },
       { chargeInRequest: true },
     );
-    await repo.startCharge(trx, order.id, paymentMethodId, purchase.id);
+    await repo.startCharge(trx, order.id, purchase.id);
   }
 
   /** After the order's transaction committed: charges a pending order here (its purchase's fallback job otherwise), and reads the outcome. */
@@ -154,13 +154,14 @@ export class TicketsService {
     if (pending?.status === "pending" && pending.transaction_id) {
       await this.deps.purchases.charge(pending.transaction_id).catch((err: unknown) => this.log.error({ err, order_id: orderId }, "charging in the request failed; the job will"));
     }
-    const order = await this.orderIn(this.deps.db, orderId);
-    const row = (await this.findOrder(orderId))!;
+    const { row, paid, view: order } = await this.read(this.deps.db, orderId);
+    // An order without a purchase fails only by its event's cancellation while its seats were held.
+    const failureCode = row.status !== "failed" ? null : paid ? (failureOf(paid)?.code ?? null) : EVENT_CANCELLED.code;
     // A cancellation meanwhile is the event's (409); any other failure with no charge kept is the payment's (402).
-    if (row.status === "failed" && row.failure_code === EVENT_CANCELLED.code) {
+    if (failureCode === EVENT_CANCELLED.code) {
       throw new ApiError(409, "invalid_state", `The event was cancelled while your order was being paid; any payment taken is refunded (order ${row.id})`, { order_id: row.id });
     }
-    return { order, paymentFailed: row.status === "failed" && row.charge_id === null, failureCode: row.failure_code };
+    return { order, paymentFailed: row.status === "failed" && (paid?.charge_id ?? null) === null, failureCode };
   }
 
   readonly holdExpiryTask: Task = async (payload) => {
@@ -251,19 +252,19 @@ export class TicketsService {
       // the confirmed order).
       const locked = await events.lockStatus(trx, order.event_id);
       if (locked.status === "cancelled") {
-        await this.failOrder(trx, orderId, EVENT_CANCELLED, charge.chargeId);
+        await this.failOrder(trx, orderId);
         return { refund: EVENT_CANCELLED };
       }
       return (await this.confirm(trx, orderId, { chargeId: charge.chargeId, feeCents: charge.feeCents })) ? "completed" : undefined;
     },
-    onPaymentFailed: async (trx, purchase, failure) => {
-      await this.failOrder(trx, purchase.reference_id!, failure, null);
+    onPaymentFailed: async (trx, purchase) => {
+      await this.failOrder(trx, purchase.reference_id!);
     },
     // A refund of a confirmed order (its event was cancelled); an order whose charge came back after it failed stays failed.
     onRefunded: async (trx, purchase, refund, cause) => {
       if (!cause) return;
       const order = (await repo.lockOrder(trx, purchase.reference_id!))!;
-      return order.refund_stage === "refunding" ? [await this.markRefunded(trx, order, refund.id)] : [];
+      return order.status === "confirmed" ? [await this.markRefunded(trx, order, { chargeId: purchase.charge_id, refundId: refund.id })] : [];
     },
   };
 
@@ -272,7 +273,7 @@ export class TicketsService {
    * to the buyer, a ledger entry; false when it was no longer pending.
    */
   private async confirm(trx: Transaction<Database>, id: string, charge: { chargeId: string; feeCents: bigint } | null): Promise<boolean> {
-    const order = await repo.confirmOrder(trx, id, charge);
+    const order = await repo.confirmOrder(trx, id);
     if (!order) return false;
     const tickets = await repo.insertTickets(
       trx,
@@ -309,9 +310,9 @@ export class TicketsService {
     return true;
   }
 
-  /** Fails a pending order in `trx` and releases its seats (its purchase's money is the purchase's: refunded when `chargeId` was taken). */
-  private async failOrder(trx: Transaction<Database>, id: string, failure: PaymentFailure, chargeId: string | null): Promise<boolean> {
-    const order = await repo.failOrder(trx, id, failure, chargeId);
+  /** Fails a pending order in `trx` and releases its seats (why, and its money, are its purchase's: refunded when charged). */
+  private async failOrder(trx: Transaction<Database>, id: string): Promise<boolean> {
+    const order = await repo.failOrder(trx, id);
     if (!order) return false;
     await repo.releaseSeats(trx, order.event_id, order.kind, order.quantity);
     await closed(trx, order);
@@ -330,16 +331,16 @@ export class TicketsService {
       const event = found(isId("event", eventId) ? await events.lock(trx, eventId) : undefined, "Event");
       if (event.status === "cancelled") return answer(trx);
       await events.cancel(trx, event.id);
-      const confirmed = await repo.startRefundsOf(trx, event.id);
+      const confirmed = await repo.lockConfirmedOf(trx, event.id);
       await repo.refundTicketsOf(trx, event.id);
       // Orders holding seats without payment: nothing was paid, they just fail.
-      for (const unpaid of await repo.failUnpaidOf(trx, event.id, { code: EVENT_CANCELLED.code, reason: "The event was cancelled before the order was paid" })) await closed(trx, unpaid);
+      for (const unpaid of await repo.failUnpaidOf(trx, event.id, "The event was cancelled before the order was paid")) await closed(trx, unpaid);
       const appends: LedgerAppend[] = [];
       for (const order of confirmed) {
         if (order.transaction_id) {
           await this.deps.purchases.refund(trx, order.transaction_id, { reason: "event_cancelled", actorId: null, referenceId: event.id });
         } else {
-          appends.push(await this.markRefunded(trx, order, null));
+          appends.push(await this.markRefunded(trx, order, { chargeId: null, refundId: null }));
         }
       }
       for (const entry of appends) await this.deps.ledger.append(trx, entry);
@@ -347,8 +348,8 @@ export class TicketsService {
     });
   }
 
-  /** A confirmed order of a cancelled event, refunded: its state, its tickets' and `ticket.refunded`; the ledger entry to append last. */
-  private async markRefunded(trx: Transaction<Database>, order: TicketOrder, refundId: string | null): Promise<LedgerAppend> {
+  /** A confirmed order of a cancelled event, refunded (its purchase's charge and refund, for a paid one): its state, its tickets' and `ticket.refunded`; the ledger entry to append last. */
+  private async markRefunded(trx: Transaction<Database>, order: TicketOrder, { chargeId, refundId }: { chargeId: string | null; refundId: string | null }): Promise<LedgerAppend> {
     const refunded = await repo.markRefunded(trx, order.id);
     await closed(trx, refunded);
     const tickets = await repo.ticketIdsOf(trx, order.id);
@@ -372,7 +373,7 @@ export class TicketsService {
       subjectId: order.id,
       actorId: null,
       parties: [order.buyer_id],
-      data: { order_id: order.id, event_id: order.event_id, transaction_id: order.transaction_id, charge_id: order.charge_id, refund_id: refundId, amount_cents: (order.total_cents - order.discount_cents).toString() },
+      data: { order_id: order.id, event_id: order.event_id, transaction_id: order.transaction_id, charge_id: chargeId, refund_id: refundId, amount_cents: (order.total_cents - order.discount_cents).toString() },
     };
   }
 
@@ -422,10 +423,16 @@ export class TicketsService {
     return repo.findOrder(this.deps.db, id);
   }
 
-  private async orderIn(db: Kysely<Database>, id: string) {
-    const order = (await repo.findOrder(db, id))!;
+  private async orderIn(db: Db, id: string) {
+    return (await this.read(db, id)).view;
+  }
+
+  /** An order, its purchase (paid orders) and its tickets, and the TicketOrder they answer as. */
+  private async read(db: Db, id: string) {
+    const row = (await repo.findOrder(db, id))!;
+    const paid = row.transaction_id ? await this.deps.purchases.find(db, row.transaction_id) : undefined;
     const tickets = await repo.ticketsOf(db, id);
-    return toOrder(order, tickets);
+    return { row, paid, view: toOrder(row, tickets, paid) };
   }
 }
 
@@ -450,40 +457,4 @@ export function ticketCode(): string {
 /** A code as typed at the door: any case, spaces and dashes ignored, Crockford's look-alikes read as digits. */
 export function normalizeCode(code: string): string {
   return code.toUpperCase().replace(/[\s-]/g, "").replace(/[IL]/g, "1").replace(/O/g, "0");
-}
-
-function toTicket(t: Ticket) {
-  return {
-    ticket_id: t.id,
-    order_id: t.order_id,
-    event_id: t.event_id,
-    holder_id: t.holder_id,
-    kind: t.kind,
-    code: t.code,
-    status: t.status,
-    checked_in_at: isoOrNull(t.checked_in_at),
-    created_at: iso(t.created_at),
-  };
-}
-
-function toOrder(o: TicketOrder, tickets: Ticket[]) {
-  return {
-    order_id: o.id,
-    event_id: o.event_id,
-    buyer_id: o.buyer_id,
-    kind: o.kind,
-    quantity: o.quantity,
-    unit_price_usd: centsToUsd(o.unit_price_cents),
-    total_usd: centsToUsd(o.total_cents),
-    discount_usd: centsToUsd(o.discount_cents),
-    amount_due_usd: centsToUsd(o.total_cents - o.discount_cents),
-    status: o.status,
-    payment_due_at: isoOrNull(o.payment_due_at),
-    transaction_id: o.transaction_id,
-    tickets: tickets.map(toTicket),
-    failure_reason: o.failure_reason,
-    created_at: iso(o.created_at),
-    confirmed_at: isoOrNull(o.confirmed_at),
-    refunded_at: isoOrNull(o.refunded_at),
-  };
 }

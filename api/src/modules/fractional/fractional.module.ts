@@ -19,7 +19,7 @@ export const fractionalModule = defineModule<
 >({
   name: "fractional",
   migrations: migrationsOf(import.meta.url),
-  create: ({ db, config, logger, users, artworks, ownership, payments, purchases, ledger, chainOperations, relayer, publicClient }) => {
+  create: ({ db, config, logger, users, artworks, ownership, payments, purchases, ledger, chainOperations, relayer, publicClient, indexedChain }) => {
     const fractional = new FractionalService({
       db,
       logger,
@@ -32,7 +32,7 @@ export const fractionalModule = defineModule<
       operations: chainOperations,
       relayer,
       publicClient,
-      viewsSchema: config.indexer.viewsSchema,
+      shares: indexedChain.shares,
       artShares: config.chain.artSharesAddress,
       purchaseWaitMs: config.fractional.purchaseWaitMs,
     });

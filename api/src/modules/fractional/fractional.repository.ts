@@ -1,7 +1,4 @@
-import { type Insertable, type Kysely, sql } from "kysely";
-import type { Hex } from "viem";
-import { readViews } from "../../chain/indexer-views.ts";
-import type { IndexerViews } from "../../chain/indexer-schema.ts";
+import { type Insertable, sql } from "kysely";
 import type { Db } from "../../db/database.ts";
 import { type Page, paginate } from "../../lib/pagination.ts";
 import type { FractionalArtwork, FractionalArtworksTable, FractionalPurchase, FractionalPurchasesTable } from "./fractional.tables.ts";
@@ -21,21 +18,22 @@ export function insert(db: Db, artworkId: string, terms: ClassTerms): Promise<Fr
 
 /** A class whose creation failed, asked for again with new terms. */
 export function renew(db: Db, artworkId: string, terms: ClassTerms): Promise<FractionalArtwork> {
-  return db.updateTable("fractional_artworks").set({ ...terms, failure_reason: null, updated_at: sql<Date>`now()` }).where("artwork_id", "=", artworkId).returningAll().executeTakeFirstOrThrow();
+  return db.updateTable("fractional_artworks").set({ ...terms, updated_at: sql<Date>`now()` }).where("artwork_id", "=", artworkId).returningAll().executeTakeFirstOrThrow();
 }
 
-/** A pending class, on-chain now. */
-export async function activate(db: Db, artworkId: string, txHash: string): Promise<void> {
+/** A pending class, on-chain now (its transaction is its chain operation's). */
+export async function activate(db: Db, artworkId: string): Promise<void> {
   await db
     .updateTable("fractional_artworks")
-    .set({ status: "active", class_tx_hash: txHash, activated_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+    .set({ status: "active", activated_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
     .where("artwork_id", "=", artworkId)
     .where("status", "=", "pending")
     .execute();
 }
 
-export async function markFailed(db: Db, artworkId: string, reason: string): Promise<void> {
-  await db.updateTable("fractional_artworks").set({ status: "failed", failure_reason: reason, updated_at: sql<Date>`now()` }).where("artwork_id", "=", artworkId).execute();
+/** A class whose creation failed for good (why is its chain operation's). */
+export async function markFailed(db: Db, artworkId: string): Promise<void> {
+  await db.updateTable("fractional_artworks").set({ status: "failed", updated_at: sql<Date>`now()` }).where("artwork_id", "=", artworkId).execute();
 }
 
 /** The class of a share token (the certificate's token id) once it is on-chain. */
@@ -125,23 +123,16 @@ export function purchasesOfKeys(db: Db, purchaseKeys: string[]): Promise<Pick<Fr
   return db.selectFrom("fractional_purchases").select(["id", "purchase_key"]).where("purchase_key", "in", purchaseKeys).execute();
 }
 
-/** A pending purchase still charging moves to minting with its charge; undefined when it was closed meanwhile. */
-export function startMint(db: Db, id: string, charge: { chargeId: string; feeCents: bigint }): Promise<FractionalPurchase | undefined> {
-  return db
-    .updateTable("fractional_purchases")
-    .set({ stage: "minting", charge_id: charge.chargeId, fee_cents: charge.feeCents, updated_at: sql<Date>`now()` })
-    .where("id", "=", id)
-    .where("status", "=", "pending")
-    .where("stage", "=", "charging")
-    .returningAll()
-    .executeTakeFirst();
+/** A purchase whose shares are still reserved (not minted, not released). */
+export function findPending(db: Db, id: string): Promise<FractionalPurchase | undefined> {
+  return db.selectFrom("fractional_purchases").selectAll().where("id", "=", id).where("status", "=", "pending").executeTakeFirst();
 }
 
-/** A pending purchase failed; undefined when it was no longer pending. */
-export function failPurchase(db: Db, id: string, failure: { code: string; reason: string }): Promise<FractionalPurchase | undefined> {
+/** A pending purchase failed (its shares are released by the caller); undefined when it was no longer pending. */
+export function failPurchase(db: Db, id: string): Promise<FractionalPurchase | undefined> {
   return db
     .updateTable("fractional_purchases")
-    .set({ status: "failed", stage: "done", failure_code: failure.code, failure_reason: failure.reason, failed_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+    .set({ status: "failed", updated_at: sql<Date>`now()` })
     .where("id", "=", id)
     .where("status", "=", "pending")
     .returningAll()
@@ -149,10 +140,10 @@ export function failPurchase(db: Db, id: string, failure: { code: string; reason
 }
 
 /** The pending purchase of a minted key, confirmed; undefined when it was no longer pending. */
-export function confirmPurchase(db: Db, purchaseKey: string, txHash: string): Promise<FractionalPurchase | undefined> {
+export function confirmPurchase(db: Db, purchaseKey: string): Promise<FractionalPurchase | undefined> {
   return db
     .updateTable("fractional_purchases")
-    .set({ status: "confirmed", stage: "done", mint_tx_hash: txHash, confirmed_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+    .set({ status: "confirmed", updated_at: sql<Date>`now()` })
     .where("purchase_key", "=", purchaseKey)
     .where("status", "=", "pending")
     .returningAll()
@@ -173,38 +164,4 @@ export async function confirmedSharesOf(db: Db, artworkId: string, buyerId: stri
 
 export async function setOwnershipBps(db: Db, id: string, bps: number): Promise<void> {
   await db.updateTable("fractional_purchases").set({ new_ownership_bps: bps }).where("id", "=", id).execute();
-}
-
-// ---- the indexer's views (a missing view is IndexerNotReadyError) ----
-
-function views(db: Db, viewsSchema: string): Kysely<IndexerViews> {
-  return (db as unknown as Kysely<any>).withTables<IndexerViews>().withSchema(viewsSchema) as unknown as Kysely<IndexerViews>;
-}
-
-/** Share classes created in blocks (fromBlock, toBlock]. */
-export function indexedClassesIn(db: Db, viewsSchema: string, fromBlock: bigint, toBlock: bigint): Promise<{ token_id: bigint; tx_hash: Hex }[]> {
-  return readViews(() => views(db, viewsSchema).selectFrom("share_class").select(["token_id", "tx_hash"]).where("block_number", ">", fromBlock).where("block_number", "<=", toBlock).execute());
-}
-
-export function indexedClassesOf(db: Db, viewsSchema: string, tokenIds: bigint[]): Promise<{ token_id: bigint; tx_hash: Hex }[]> {
-  return readViews(() => views(db, viewsSchema).selectFrom("share_class").select(["token_id", "tx_hash"]).where("token_id", "in", tokenIds).execute());
-}
-
-/** Share mints in blocks (fromBlock, toBlock]. */
-export function indexedMintsIn(db: Db, viewsSchema: string, fromBlock: bigint, toBlock: bigint): Promise<{ purchase_key: Hex; tx_hash: Hex }[]> {
-  return readViews(() => views(db, viewsSchema).selectFrom("share_mint").select(["purchase_key", "tx_hash"]).where("block_number", ">", fromBlock).where("block_number", "<=", toBlock).execute());
-}
-
-export function indexedMintsOf(db: Db, viewsSchema: string, purchaseKeys: Hex[]): Promise<{ purchase_key: Hex; tx_hash: Hex }[]> {
-  return readViews(() => views(db, viewsSchema).selectFrom("share_mint").select(["purchase_key", "tx_hash"]).where("purchase_key", "in", purchaseKeys).execute());
-}
-
-/** A token's holders with a positive balance, largest first. */
-export function indexedHolders(db: Db, viewsSchema: string, tokenId: bigint, page: Page) {
-  const query = views(db, viewsSchema).selectFrom("share_balance").where("token_id", "=", tokenId).where("balance", ">", 0n);
-  return readViews(() => paginate(query, page, (q) => q.select(["holder", "balance", "first_acquired_at"]).orderBy("balance", "desc").orderBy("holder")));
-}
-
-export function indexedBalance(db: Db, viewsSchema: string, tokenId: bigint, holder: Hex): Promise<{ balance: bigint } | undefined> {
-  return readViews(() => views(db, viewsSchema).selectFrom("share_balance").select("balance").where("token_id", "=", tokenId).where("holder", "=", holder).executeTakeFirst());
 }

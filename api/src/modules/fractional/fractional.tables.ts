@@ -18,9 +18,8 @@ export interface FractionalArtworksTable {
   price_per_share_cents: ColumnType<bigint, bigint, bigint>;
   shares_sold: ColumnType<number, number | undefined, number>;
   shares_confirmed: ColumnType<number, number | undefined, number>;
+  /** Its `share_class:<artwork>` chain operation's state: pending while asked for, active once on-chain (its transaction and failure are the operation's). */
   status: FractionalStatus;
-  class_tx_hash: string | null;
-  failure_reason: string | null;
   created_at: Timestamp;
   updated_at: Timestamp;
   activated_at: NullableTimestamp;
@@ -29,9 +28,11 @@ export interface FractionalArtworksTable {
 export type FractionalPurchaseStatus = "pending" | "confirmed" | "failed";
 
 /**
- * A purchase of shares (`frac_…`, docs/decisions.md#states: `pending` -> `confirmed` (minted
- * on-chain) / `failed` (payment refunded, shares released)); `stage` is where a pending one is:
- * `charging` (the charge job), `minting` (the `mint:<id>` chain operation), `done`.
+ * A purchase of shares (`frac_…`): what is the module's own, the shares reserved for the buyer at a
+ * price; its money, stage and failure are its `share_purchase` transaction's (`transaction_id`,
+ * payments/purchases.ts), the mint's transaction its `mint:<id>` chain operation's. `status` is the
+ * reservation's (docs/decisions.md#states): `pending` while reserved, `confirmed` once minted,
+ * `failed` once released (at a mint's failure, before its purchase's refund is through).
  */
 export interface FractionalPurchasesTable {
   id: string;
@@ -42,22 +43,12 @@ export interface FractionalPurchasesTable {
   owner_id: string;
   shares: number;
   price_per_share_cents: ColumnType<bigint, bigint, bigint>;
-  total_cents: ColumnType<bigint, bigint, bigint>;
-  payment_method_id: string;
   transaction_id: string;
   purchase_key: string;
   status: FractionalPurchaseStatus;
-  stage: "charging" | "minting" | "done";
-  charge_id: string | null;
-  fee_cents: ColumnType<bigint | null, bigint | null | undefined, bigint | null>;
-  mint_tx_hash: string | null;
   new_ownership_bps: number | null;
-  failure_code: string | null;
-  failure_reason: string | null;
   created_at: Timestamp;
   updated_at: Timestamp;
-  confirmed_at: NullableTimestamp;
-  failed_at: NullableTimestamp;
 }
 
 export interface FractionalTables {

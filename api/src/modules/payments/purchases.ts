@@ -7,9 +7,12 @@ import type { LedgerAppend, LedgerService } from "../ledger/ledger.service.ts";
 import { chargeStep, type PaymentFailure } from "./charge-step.ts";
 import type { ChargeResult, PaymentsService } from "./payments.service.ts";
 import type { Refund } from "./processor.ts";
+import { refundedNote } from "./purchase-failure.ts";
 import type { PurchaseStage, TransactionRow, TransactionType } from "./payments.tables.ts";
 import * as repo from "./purchases.repository.ts";
 import { TRANSACTION_TYPES } from "./transactions.ts";
+
+export { failureOf } from "./purchase-failure.ts";
 
 /** The job that charges a purchase (payload `{ id, run? }`): the fallback of a request that charges itself, or the charge itself. */
 export const PURCHASE_CHARGE_TASK = "purchase_charge";
@@ -385,7 +388,7 @@ export class Purchases {
       const p = await this.lock(trx, id);
       if (!p || p.stage !== "refunding") return;
       const cause = p.status === "completed" ? ((p.refund_cause ?? null) as RefundCause | null) : null;
-      const note = `${p.failure_reason ?? "The purchase did not go through"}; the payment was refunded (${refund.id})`;
+      const note = `${p.failure_reason ?? "The purchase did not go through"}${refundedNote(refund.id)}`;
       const moved = p.status === "completed" ? await repo.markRefunded(trx, id, refund.id) : await repo.markFailedRefunded(trx, id, refund.id, note);
       const refunded = moved.find((t) => t.id === id)!;
       const appends = (await kind.onRefunded?.(trx, refunded, refund, cause)) ?? [];

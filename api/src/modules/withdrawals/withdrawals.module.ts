@@ -31,5 +31,5 @@ export const withdrawalsModule = defineModule<{ withdrawals: WithdrawalsService 
     return { withdrawals };
   },
   routes: ({ api }, { withdrawals }) => registerWithdrawalsRoutes(api, withdrawals),
-  chainOperationKinds: ({ withdrawals }) => [withdrawals.withdrawalKind, withdrawals.sharesKind, withdrawals.paymentTokenKind],
+  chainOperationKinds: ({ withdrawals }) => withdrawals.kinds(),
 });

@@ -20,7 +20,7 @@ import { type IndexerViews } from "../../api/src/chain/indexer-schema.ts";
 import { createDb, createDbHandle, type DbHandle } from "../../api/src/db/connection.ts";
 import { migrateJobQueue } from "../../api/src/jobs/queue.ts";
 import { migrateToLatest } from "../../api/src/db/migrate.ts";
-import type { Database } from "../../api/src/db/database.ts";
+import type { ChainOperation, Database } from "../../api/src/db/database.ts";
 import type { IndexerTarget } from "../../tools/stack/indexer.ts";
 import { dropDatabase, ensureDatabase, withDatabase } from "../../tools/stack/postgres.ts";
 import { startTestApi, type TestApi, type TestResponse } from "../api/helpers.ts";
@@ -256,6 +256,11 @@ export async function tokenIdOfArtwork(artworkId: string): Promise<bigint> {
     functionName: "tokenIdOfArtwork",
     args: [keccak256(toBytes(artworkId))],
   });
+}
+
+/** The chain operation of an artwork's certification (its transaction, attempts, errors, confirmation): the chain phase's facts, which the artwork does not copy. */
+export function certifyOperationOf(db: Kysely<Database>, artworkId: string): Promise<ChainOperation | undefined> {
+  return db.selectFrom("chain_operations").selectAll().where("key", "=", `certify:${artworkId}`).executeTakeFirst();
 }
 
 export async function transactionCount(address: Address): Promise<number> {

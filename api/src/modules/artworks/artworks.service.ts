@@ -244,7 +244,7 @@ export class ArtworksService {
       certificate_hash: a.certificate_hash,
       token_id: a.token_id === null ? null : Number(a.token_id),
       certified_at: isoOrNull(a.certified_at),
-      certification_error: a.status === "certification_failed" ? a.certification_error : null,
+      certification_error: a.certification_error, // set with certification_failed only
       image_url: links.image(a.id),
       thumbnail_url,
       image_sha256: a.image_sha256,

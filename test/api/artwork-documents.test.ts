@@ -98,9 +98,9 @@ describe("documents, metadata and hash lookup", () => {
     expectProblem(await p.api.request("GET", `/v1/artworks/${res.body.id}/certificate`), 404, "not_found");
     expectProblem(await p.api.request("GET", `/v1/artworks/${res.body.id}/certificate/document`), 404, "not_found");
     expectProblem(await p.api.request("GET", `/v1/artworks/${res.body.id}/image`), 404, "not_found");
-    // A 503 is retried: the attempts count up, the artwork stays pending.
-    await waitFor(async () => ((await artworkRow(res.body.id))!.certification_attempts >= 2 ? true : null), { what: "a retry" });
-    expect((await artworkRow(res.body.id))!.status).toBe("pending_certification");
+    // A 503 is retried: the download's attempts count up with its error, the artwork stays pending (no failure reason).
+    await waitFor(async () => ((await artworkRow(res.body.id))!.image_fetch_attempts >= 2 ? true : null), { what: "a retry" });
+    expect(await artworkRow(res.body.id)).toMatchObject({ status: "pending_certification", image_fetch_error: "image_url answered HTTP 503", certification_error: null });
     await p.api.request("DELETE", `/v1/artworks/${res.body.id}`, { token: artist.token });
   });
 });

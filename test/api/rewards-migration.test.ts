@@ -6,30 +6,16 @@
  */
 import { randomBytes } from "node:crypto";
 import { sql } from "kysely";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createDb } from "../../api/src/db/connection.ts";
-import { migrateToLatest, migrateUpTo } from "../../api/src/db/migrate.ts";
+import { describe, expect, it } from "vitest";
+import { migrateToLatest } from "../../api/src/db/migrate.ts";
 import { moduleMigrations } from "../../api/src/modules/index.ts";
-import { dropDatabase, ensureDatabase, withDatabase } from "../../tools/stack/postgres.ts";
-import { testEnvironment } from "../support/environment.ts";
+import { useDatabaseMigratedUpTo } from "../support/migration-database.ts";
 
-const env = testEnvironment();
-const name = `rewards_mig_${randomBytes(4).toString("hex")}`;
-let db: ReturnType<typeof createDb>;
-
-beforeAll(async () => {
-  await ensureDatabase(env.serverUrl, name);
-  db = createDb(withDatabase(env.serverUrl, name), 2);
-  await migrateUpTo(db, moduleMigrations, "2026_11_27_0022_artwork_summaries");
-});
-
-afterAll(async () => {
-  await db?.destroy();
-  await dropDatabase(env.serverUrl, name);
-});
+const database = useDatabaseMigratedUpTo("rewards_mig", "2026_11_27_0022_artwork_summaries");
 
 describe("rewards ledger migration", () => {
   it("keeps every balance, reads each earning's source from its key, and opens an unexplained balance with an adjustment", async () => {
+    const { db } = database;
     const user = (id: string, points: number, lifetime: number, tier: string) =>
       sql`insert into users (id, username, display_name, email, role, status, wallet_address, wallet_kind, service_points, lifetime_points, tier)
         values (${id}, ${id}, ${id}, ${`${id}@example.test`}, 'collector', 'active', ${`0x${randomBytes(20).toString("hex")}`}, 'siwe', ${points}, ${lifetime}, ${tier})`.execute(db);

@@ -6,32 +6,18 @@
  */
 import { randomBytes } from "node:crypto";
 import { sql } from "kysely";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createDb } from "../../api/src/db/connection.ts";
-import { migrateToLatest, migrateUpTo } from "../../api/src/db/migrate.ts";
+import { describe, expect, it } from "vitest";
+import { migrateToLatest } from "../../api/src/db/migrate.ts";
 import { moduleMigrations } from "../../api/src/modules/index.ts";
-import { dropDatabase, ensureDatabase, withDatabase } from "../../tools/stack/postgres.ts";
-import { testEnvironment } from "../support/environment.ts";
+import { useDatabaseMigratedUpTo } from "../support/migration-database.ts";
 
-const env = testEnvironment();
-const name = `sale_money_mig_${randomBytes(4).toString("hex")}`;
-let db: ReturnType<typeof createDb>;
+const database = useDatabaseMigratedUpTo("sale_money_mig", "2026_11_29_0048_withdrawal_after_block");
 const wallet = () => `0x${randomBytes(20).toString("hex")}`;
 const hash = () => `0x${randomBytes(32).toString("hex")}`;
 
-beforeAll(async () => {
-  await ensureDatabase(env.serverUrl, name);
-  db = createDb(withDatabase(env.serverUrl, name), 2);
-  await migrateUpTo(db, moduleMigrations, "2026_11_29_0048_withdrawal_after_block");
-});
-
-afterAll(async () => {
-  await db?.destroy();
-  await dropDatabase(env.serverUrl, name);
-});
-
 describe("sale money migration", () => {
   it("keeps every sale's money in its transaction, ends a sale a fill beat lost_to_fill, and drops the copies", async () => {
+    const { db } = database;
     for (const id of ["usr_seller", "usr_buyer"]) {
       await sql`insert into users (id, username, display_name, email, role, status, wallet_address, wallet_kind)
         values (${id}, ${id}, ${id}, ${`${id}@example.test`}, 'collector', 'active', ${wallet()}, 'siwe')`.execute(db);

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { createDb } from "../../api/src/db/connection.ts";
 import { binPath, childEnv, freePort, type ManagedProcess, spawnManaged, waitUntil } from "../../tools/stack/processes.ts";
 import { ADMIN_API_KEY } from "../support/api.ts";
-import { createPlatformDatabase, freshRelayerKey, tokenIdOfArtwork, transactionCount } from "../support/artworks.ts";
+import { certifyOperationOf, createPlatformDatabase, freshRelayerKey, tokenIdOfArtwork, transactionCount } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { startIndexerForTest, type TestIndexer } from "../support/indexer.ts";
 import { artworkForm, createSdkUser, sdk } from "../support/sdk.ts";
@@ -105,9 +105,13 @@ it("mints once and certifies once when the API is killed between sending certify
   expect(exit.signal).toBe("SIGKILL");
 
   const [registered] = await db.selectFrom("artworks").selectAll().where("artist_id", "=", artist.id).execute();
-  expect(registered).toMatchObject({ status: "pending_certification", certification_attempts: 1 });
-  expect(registered!.certification_tx_hash).toMatch(/^0x[0-9a-f]{64}$/);
+  expect(registered).toMatchObject({ status: "pending_certification" });
   const id = registered!.id;
+  // The chain operation holds the attempt and the transaction sent.
+  const sent = (await certifyOperationOf(db, id))!;
+  expect(sent).toMatchObject({ status: "sent", attempts: 1 });
+  const txHash = sent.tx_hash!;
+  expect(txHash).toMatch(/^0x[0-9a-f]{64}$/);
   // The transaction was sent (and mined: the local chain mines on arrival); nothing was recorded as certified.
   expect(await transactionCount(relayer)).toBe(1);
   const tokenId = await tokenIdOfArtwork(id);
@@ -119,13 +123,13 @@ it("mints once and certifies once when the API is killed between sending certify
   const blind = await startApiProcess("api-resuming", { INDEXER_VIEWS_SCHEMA: `absent_${indexer.viewsSchema}` });
   const resumed = await waitFor(
     async () => {
-      const row = await db.selectFrom("artworks").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
-      return row.certification_attempts >= 3 ? row : null;
+      const op = (await certifyOperationOf(db, id))!;
+      return op.attempts >= 3 ? op : null;
     },
     { timeoutMs: 30_000, what: "the resumed attempts" },
   );
-  expect(resumed.status).toBe("pending_certification");
-  expect(resumed.certification_error).toBeNull();
+  expect(resumed).toMatchObject({ status: "sent", tx_hash: txHash, last_error: null });
+  expect((await db.selectFrom("artworks").select("status").where("id", "=", id).executeTakeFirstOrThrow()).status).toBe("pending_certification");
   expect(await transactionCount(relayer)).toBe(1);
   await blind.process.stop("SIGTERM");
 
@@ -145,11 +149,12 @@ it("mints once and certifies once when the API is killed between sending certify
   const views = db.withSchema(indexer.viewsSchema) as unknown as typeof db;
   const onChain = await sql<{ token_id: bigint; tx_hash: string }>`select token_id, tx_hash from ${sql.id(indexer.viewsSchema, "certificate")} where artwork_id = ${id}`.execute(views);
   expect(onChain.rows).toHaveLength(1);
-  expect(onChain.rows[0]!.tx_hash).toBe(registered!.certification_tx_hash);
+  expect(onChain.rows[0]!.tx_hash).toBe(txHash);
   const events = await db.selectFrom("outbox_events").select("payload").where("event_type", "=", "artwork.certified").where(sql`payload->>'artwork_id'`, "=", id).execute();
   expect(events).toHaveLength(1);
-  expect(events[0]!.payload).toMatchObject({ artwork_id: id, token_id: Number(tokenId), tx_hash: registered!.certification_tx_hash });
+  expect(events[0]!.payload).toMatchObject({ artwork_id: id, token_id: Number(tokenId), tx_hash: txHash });
   const certifiedEntries = await db.selectFrom("artwork_provenance").select("tx_hash").where("artwork_id", "=", id).where("event", "=", "certified").execute();
-  expect(certifiedEntries).toEqual([{ tx_hash: registered!.certification_tx_hash }]);
+  expect(certifiedEntries).toEqual([{ tx_hash: txHash }]);
+  expect(await certifyOperationOf(db, id)).toMatchObject({ status: "confirmed", tx_hash: txHash });
   await healthy.process.stop("SIGTERM");
 }, 120_000);

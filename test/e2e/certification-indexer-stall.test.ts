@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
 import { readIndexerStatus } from "../../api/src/chain/indexer-views.ts";
 import { startTestApi, type TestApi } from "../support/api.ts";
-import { freshRelayerKey, publicClient, tokenIdOfArtwork, useArtworkPlatform } from "../support/artworks.ts";
+import { certifyOperationOf, freshRelayerKey, publicClient, tokenIdOfArtwork, useArtworkPlatform } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { type FreezableProxy, startFreezableProxy } from "../support/freezable-proxy.ts";
 import { artworkForm, createSdkUser, type SdkUser, sdk, sdkOf } from "../support/sdk.ts";
@@ -40,6 +40,8 @@ afterAll(async () => {
 });
 
 const row = (id: string) => p.db.selectFrom("artworks").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
+/** The certification's chain phase: its operation (transaction, confirmation, indexing). */
+const operation = async (id: string) => (await certifyOperationOf(p.db, id))!;
 const certifiedEvents = (id: string) =>
   p.db.selectFrom("outbox_events").select("payload").where("event_type", "=", "artwork.certified").where(sql`payload->>'artwork_id'`, "=", id).execute();
 const certifiedEntries = (id: string) =>
@@ -65,7 +67,8 @@ describe("certification while the indexer is stalled", () => {
     await mineBlock();
     await waitFor(async () => (await readyz(p.api)).status === 200, { timeoutMs: 15_000, what: "/readyz 200 before the stall" });
     const { data: before } = await artist.api.POST("/v1/artworks", { body: artworkForm() });
-    expect((await waitCertified(before.id)).certification_indexed_at).not.toBeNull();
+    await waitCertified(before.id);
+    expect((await operation(before.id)).indexed_at).not.toBeNull();
 
     feed.freeze();
     for (const api of [p.api, second, p.api, second, p.api, second]) {
@@ -103,12 +106,15 @@ describe("certification while the indexer is stalled", () => {
       const [log] = await client.getContractEvents({ address: env.artCertificateAddress, abi: artCertificateAbi, eventName: "ArtworkCertified", args: { tokenId }, fromBlock: 0n, strict: true });
       const block = await client.getBlock({ blockNumber: log!.blockNumber });
       expect(block.number).toBeGreaterThan(stuckAt);
-      expect(r).toMatchObject({
-        certificate_hash: log!.args.certificateHash,
-        certification_tx_hash: log!.transactionHash,
-        certified_at: new Date(Number(block.timestamp) * 1000),
-        certification_indexed_at: null,
-        certification_lease_until: null,
+      expect(r).toMatchObject({ certificate_hash: log!.args.certificateHash, certified_at: new Date(Number(block.timestamp) * 1000) });
+      // Confirmed from the chain, not yet indexed, no attempt holding it.
+      expect(await operation(r.id)).toMatchObject({
+        status: "confirmed",
+        confirmed_from: "chain",
+        tx_hash: log!.transactionHash,
+        result: expect.objectContaining({ txHash: log!.transactionHash, certificateHash: log!.args.certificateHash }),
+        indexed_at: null,
+        lease_until: null,
       });
       // Exactly once, though both processes confirmed from the chain.
       const events = await certifiedEvents(r.id);
@@ -127,14 +133,14 @@ describe("certification while the indexer is stalled", () => {
     // The API answers certified, with the provenance entry and its transaction.
     const { data: detail } = await sdk(p.api.url).GET("/v1/artworks/{id}", { params: { path: { id: ids[0]! } } });
     expect(detail).toMatchObject({ status: "certified", verified: true, token_id: Number(rows[0]!.token_id) });
-    expect(detail.provenance.find((e) => e.event === "certified")).toMatchObject({ tx: rows[0]!.certification_tx_hash });
+    expect(detail.provenance.find((e) => e.event === "certified")).toMatchObject({ tx: (await operation(ids[0]!)).tx_hash });
   }, 90_000);
 
   it("reconciles with the indexer once its feed delivers again: the same facts, still one event and one entry each", async () => {
     feed.thaw();
     // A new block, in case the held-back heads ended before the last certification.
     await mineBlock();
-    await waitFor(async () => (await Promise.all(ids.map(row))).every((r) => r.certification_indexed_at !== null), {
+    await waitFor(async () => (await Promise.all(ids.map(operation))).every((op) => op.indexed_at !== null), {
       timeoutMs: 30_000,
       what: "reconciliation with the indexer",
     });
@@ -142,12 +148,8 @@ describe("certification while the indexer is stalled", () => {
     expect(indexed).toHaveLength(ids.length);
     for (const c of indexed) {
       const r = await row(c.artwork_id);
-      expect(r).toMatchObject({
-        token_id: c.token_id,
-        certification_tx_hash: c.tx_hash,
-        certificate_hash: c.certificate_hash,
-        certified_at: new Date(Number(c.certified_at) * 1000),
-      });
+      expect(r).toMatchObject({ token_id: c.token_id, certificate_hash: c.certificate_hash, certified_at: new Date(Number(c.certified_at) * 1000) });
+      expect((await operation(c.artwork_id)).result).toMatchObject({ txHash: c.tx_hash, tokenId: c.token_id.toString() });
       expect(await certifiedEvents(c.artwork_id)).toHaveLength(1);
       expect(await certifiedEntries(c.artwork_id)).toEqual([{ tx_hash: c.tx_hash }]);
     }

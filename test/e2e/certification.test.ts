@@ -13,9 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { privateKeyToAccount } from "viem/accounts";
 import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
 import { ADMIN_VERIFY_WAIT_MS } from "../../api/src/modules/artworks/artworks.service.ts";
-import { CERTIFY_TASK } from "../../api/src/modules/artworks/certification.ts";
-import { enqueue } from "../../api/src/jobs/queue.ts";
-import { pngImage, publicClient, startImageServer, tokenIdOfArtwork, transactionCount, useArtworkPlatform } from "../support/artworks.ts";
+import { certifyOperationOf, pngImage, publicClient, startImageServer, tokenIdOfArtwork, transactionCount, useArtworkPlatform } from "../support/artworks.ts";
 import { launchChromiumContext } from "../support/browser.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { adminSdk, artworkForm, artworkJson, createSdkUser, expectApiError, sdk, type SdkUser } from "../support/sdk.ts";
@@ -206,24 +204,26 @@ describe("certification end to end", () => {
     await artist.api.DELETE("/v1/artworks/{id}", { params: { path: { id: pending.id } } });
   });
 
-  it("mints one token when the same artwork's job runs three times at once", async () => {
+  it("mints one token when three attempts of the same artwork's operation run at once", async () => {
     const relayer = privateKeyToAccount(p.relayerKey).address;
-    const attemptsOf = async (id: string) =>
-      (await p.db.selectFrom("artworks").select("certification_attempts").where("id", "=", id).executeTakeFirstOrThrow()).certification_attempts;
+    const attemptsOf = async (id: string) => (await certifyOperationOf(p.db, id))!.attempts;
     const nonceBefore = await transactionCount(relayer);
     const fromBlock = await publicClient().getBlockNumber();
     // The API's chain requests wait at the proxy: no attempt gets past the chain until all three have started.
     rpcProxy.held = [];
     let id: string;
+    let extra: Promise<void>[] = [];
     try {
       const { data: created, response } = await artist.api.POST("/v1/artworks", { body: artworkForm() });
       expect(response.status).toBe(201);
       id = created.id;
-      // Two more jobs for the same artwork, beside the one the creation queued (no job key: no de-duplication).
-      await enqueue(p.db, CERTIFY_TASK, { artwork_id: id });
-      await enqueue(p.db, CERTIFY_TASK, { artwork_id: id });
-      // The barrier: each attempt counts itself before its first chain request, so three counted while
-      // the chain is held means three attempts under way at once.
+      // The worker's claim makes one attempt; two more of the same operation run beside it, as a
+      // second worker whose lease of it looked lost would (`run` attempts whether due or not).
+      await waitFor(async () => ((await attemptsOf(id)) === 1 ? true : null), { what: "the worker's attempt" });
+      const operations = p.api.server.platform.chainOperations;
+      extra = [operations.run(`certify:${id}`), operations.run(`certify:${id}`)];
+      // The barrier: each attempt is counted on the operation before its first chain request, so three
+      // counted while the chain is held means three attempts under way at once.
       await waitFor(async () => ((await attemptsOf(id)) === 3 ? true : null), { what: "three attempts under way at once" });
       expect(await transactionCount(relayer)).toBe(nonceBefore);
     } finally {
@@ -232,8 +232,9 @@ describe("certification end to end", () => {
       for (const release of held) release();
     }
 
+    await Promise.all(extra);
     await waitCertified(id);
-    expect(await attemptsOf(id)).toBe(3); // none failed and retried
+    expect(await certifyOperationOf(p.db, id)).toMatchObject({ status: "confirmed", attempts: 3, last_error: null }); // none failed and retried
     // The chain holds one token and one ArtworkCertified event for it, minted by this relayer. How many
     // transactions carried it is not fixed: the first attempt's certify leaves at once, and each other
     // one either rides a later certifyBatch (the contract skips an artwork already certified) or is
@@ -263,15 +264,19 @@ describe("certification end to end", () => {
       const { data: created, response } = await artist.api.POST("/v1/artworks", { body: artworkForm() });
       expect(response.status).toBe(201);
       const id = created.id;
+      // The chain operation counts the attempts and keeps the last error; the artwork stays pending, with no failure reason.
       const retried = await waitFor(
         async () => {
-          const row = await p.db.selectFrom("artworks").selectAll().where("id", "=", id).executeTakeFirstOrThrow();
-          return row.certification_attempts >= 2 ? row : null;
+          const op = (await certifyOperationOf(p.db, id))!;
+          return op.attempts >= 2 && op.last_error !== null ? op : null;
         },
         { timeoutMs: 15_000, what: "two failed attempts" },
       );
-      expect(retried.status).toBe("pending_certification");
-      expect(retried.certification_error).toMatch(/HTTP request failed|503|unavailable/i);
+      expect(retried.last_error).toMatch(/HTTP request failed|503|unavailable/i);
+      expect(await p.db.selectFrom("artworks").select(["status", "certification_error"]).where("id", "=", id).executeTakeFirstOrThrow()).toEqual({
+        status: "pending_certification",
+        certification_error: null,
+      });
 
       const admin = adminSdk(p.api.url);
       const adminId = (await admin.GET("/v1/users/me")).data.id;

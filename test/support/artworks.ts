@@ -21,7 +21,7 @@ import { createDb, createDbHandle, type DbHandle } from "../../api/src/db/connec
 import { migrateJobQueue } from "../../api/src/jobs/queue.ts";
 import { migrateToLatest } from "../../api/src/db/migrate.ts";
 import { moduleMigrations } from "../../api/src/modules/index.ts";
-import type { Database } from "../../api/src/db/database.ts";
+import type { ChainOperation, Database } from "../../api/src/db/database.ts";
 import type { IndexerTarget } from "../../tools/stack/indexer.ts";
 import { dropDatabase, ensureDatabase, withDatabase } from "../../tools/stack/postgres.ts";
 import { standIn, startTestApi, type TestApi, type TestResponse, type TestUser } from "./api.ts";
@@ -256,6 +256,11 @@ export async function tokenIdOfArtwork(artworkId: string): Promise<bigint> {
     functionName: "tokenIdOfArtwork",
     args: [keccak256(toBytes(artworkId))],
   });
+}
+
+/** The chain operation of an artwork's certification (its transaction, attempts, errors, confirmation): the chain phase's facts, which the artwork does not copy. */
+export function certifyOperationOf(db: Kysely<Database>, artworkId: string): Promise<ChainOperation | undefined> {
+  return db.selectFrom("chain_operations").selectAll().where("key", "=", `certify:${artworkId}`).executeTakeFirst();
 }
 
 export async function transactionCount(address: Address): Promise<number> {

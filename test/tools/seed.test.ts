@@ -59,13 +59,15 @@ it("seeds users, certified artworks, listings, share classes, events and posts o
   const second = await seedPlatform(target, { users: 3, artworks: 10, listings: 5, fractional: 2, events: 1, posts: 5 }, { chunk: 40, mintBatch: 16 });
   expect(second.counts.artworks).toBe(10);
 
-  const artworks = await db.selectFrom("artworks").innerJoin("users", "users.id", "artworks.artist_id").select([
+  // Each with its certification's chain operation, confirmed and indexed, as the API's own would be.
+  const artworks = await db.selectFrom("artworks").innerJoin("users", "users.id", "artworks.artist_id")
+    .innerJoin("chain_operations as o", (join) => join.on("o.key", "=", sql<string>`'certify:' || artworks.id`)).select([
     "artworks.id", "artworks.artist_id", "artworks.title", "artworks.year", "artworks.medium", "artworks.dimensions", "artworks.image_sha256",
-    "artworks.status", "artworks.token_id", "artworks.certificate_hash", "artworks.certification_tx_hash", "artworks.certification_indexed_at",
+    "artworks.status", "artworks.token_id", "artworks.certificate_hash", "o.status as operation_status", "o.tx_hash", "o.indexed_at",
     "users.wallet_address", "users.custody_index", "users.role",
   ]).execute();
   expect(artworks).toHaveLength(80);
-  expect(artworks.every((a) => a.status === "certified" && a.certification_indexed_at !== null && a.role === "artist")).toBe(true);
+  expect(artworks.every((a) => a.status === "certified" && a.operation_status === "confirmed" && a.indexed_at !== null && a.role === "artist")).toBe(true);
   const custody = new CustodyWallet(custodyMnemonic());
   expect(artworks.every((a) => custody.addressAt(a.custody_index!) === a.wallet_address)).toBe(true);
 
@@ -79,7 +81,7 @@ it("seeds users, certified artworks, listings, share classes, events and posts o
     const c = byId.get(a.id)!;
     expect(c.token_id).toBe(a.token_id!.toString());
     expect(c.certificate_hash).toBe(a.certificate_hash);
-    expect(c.tx_hash).toBe(a.certification_tx_hash);
+    expect(c.tx_hash).toBe(a.tx_hash);
     expect(c.owner).toBe(a.wallet_address.toLowerCase());
     // The hash is the one the API computes from the artwork's public record.
     expect(a.certificate_hash).toBe(certificateHashOf(canonicalDocument(certificateDocument(a, a.image_sha256!))));

@@ -4,8 +4,9 @@
  * ArtShares), platform events and community posts. Rows go in with multi-row
  * `unnest` inserts of a few thousand at a time; certificates are minted with `certifyBatch`, many
  * per transaction, through the API's own Relayer (nonces shared with running workers through the
- * database), and the artworks become `certified` with the chain's facts (token id, transaction,
- * block time), then `indexed` once the indexer shows them: chain, indexer and database agree.
+ * database), and the artworks become `certified` with the chain's facts (token id, block time),
+ * each with its chain operation `certify:<id>` confirmed with the transaction, then `indexed` once
+ * the indexer shows them: chain, indexer and database agree.
  *
  * The data is what the API itself would write for the same calls (the same ids, certificate
  * documents and hashes, token URIs and provenance entries), minus the webhooks and rewards of
@@ -289,8 +290,9 @@ async function seedArtworks(
     if (facts.length !== batch.length) throw new Error(`minted ${facts.length} certificates for ${batch.length} artworks: some were certified before (not a fresh run?)`);
 
     await db.transaction().execute(async (trx) => {
-      await markCertified(trx, facts, "chain");
+      await markCertified(trx, facts);
       await insertCertifiedProvenance(trx, facts.map((f) => ({ artwork_id: f.id, tx_hash: f.tx_hash })));
+      await insertConfirmedOperations(trx, facts);
     });
     const tokenOf = new Map(facts.map((f) => [f.id, f.token_id]));
     artworks.push(...batch.map((a) => ({ id: a.id, artistId: a.artist_id, wallet: a.artist.wallet, tokenId: tokenOf.get(a.id)!, priceCents: a.priceCents })));
@@ -298,6 +300,23 @@ async function seedArtworks(
     options.log(`  ${artworks.length}/${count} artworks certified (${rate}/s, ${transactions} transactions)`);
   }
   return { artworks, transactions };
+}
+
+/**
+ * The chain operations `certify:<artwork_id>` of certificates just minted, confirmed from the chain
+ * (their receipts), with the facts and the transaction the API's own confirmation records.
+ */
+async function insertConfirmedOperations(db: Db, facts: CertifiedFacts[]): Promise<void> {
+  const rows = facts.map((f) => ({
+    key: `certify:${f.id}`,
+    payload: { artwork_id: f.id },
+    tx_hash: f.tx_hash,
+    result: { artworkId: f.id, tokenId: f.token_id.toString(), certificateHash: f.certificate_hash, certifiedAt: f.certified_at.toISOString(), txHash: f.tx_hash },
+  }));
+  await sql`
+    insert into chain_operations (key, kind, payload, status, tx_hash, attempts, result, confirmed_from, confirmed_at)
+    select r.key, 'certify', r.payload, 'confirmed', r.tx_hash, 1, r.result, 'chain', now()
+    from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r(key text, payload jsonb, tx_hash text, result jsonb)`.execute(db);
 }
 
 /** Until the indexer's view holds every seeded certificate, then the artworks record it (as the API's cursor would). */
@@ -310,10 +329,14 @@ async function waitForIndexer(db: Db, viewsSchema: string, artworks: SeededArtwo
     const ids = [...pending].slice(0, 5_000);
     const seen = await certificates.byArtworkIds(ids).catch(() => []);
     if (seen.length > 0) {
-      await markIndexed(
-        db,
-        seen.map((c) => ({ id: c.artworkId, certificate_hash: c.certificateHash, token_id: c.tokenId, certified_at: c.certifiedAt, tx_hash: c.txHash })),
-      );
+      await db.transaction().execute(async (trx) => {
+        await markIndexed(
+          trx,
+          seen.map((c) => ({ id: c.artworkId, certificate_hash: c.certificateHash, token_id: c.tokenId, certified_at: c.certifiedAt, tx_hash: c.txHash })),
+        );
+        await sql`update chain_operations set indexed_at = now(), updated_at = now()
+          where key = any(${seen.map((c) => `certify:${c.artworkId}`)}::text[]) and indexed_at is null`.execute(trx);
+      });
       for (const c of seen) pending.delete(c.artworkId);
     }
     if (pending.size === 0) break;

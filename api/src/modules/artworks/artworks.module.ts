@@ -2,7 +2,7 @@ import { defineModule, migrationsOf } from "../module.ts";
 import type { UsersService } from "../users/users.service.ts";
 import { registerArtworksRoutes } from "./artworks.routes.ts";
 import { ArtworkLinks, ArtworksService } from "./artworks.service.ts";
-import { CERTIFY_TASK, CertificationPipeline, FETCH_IMAGE_TASK } from "./certification.ts";
+import { CertificationPipeline, FETCH_IMAGE_TASK } from "./certification.ts";
 import { ImageFetcher } from "./image-fetch.ts";
 import { OwnershipService } from "./ownership.ts";
 
@@ -39,7 +39,7 @@ export const artworksModule = defineModule<
     // Downloads of image_url wait on other people's servers: a runner of their own, so certification
     // slots never wait on a URL (a per-artist cap inside keeps one artist from taking every slot).
     runners: [{ name: "images", concurrency: config.certification.imageFetchConcurrency, pollIntervalMs: 1000, fetchBatch: config.jobs.fetchBatch }],
-    tasks: { general: { [CERTIFY_TASK]: certification.task }, images: { [FETCH_IMAGE_TASK]: imageFetcher.task } },
+    tasks: { images: { [FETCH_IMAGE_TASK]: imageFetcher.task } },
     start: () => certification.start(),
     stop: () => certification.stop(),
   }),

@@ -156,21 +156,18 @@ export async function insertProvenanceEntries(db: Db, entries: ProvenanceEntry[]
 // ---- certification pipeline state ----
 
 /**
- * Starts an attempt on each pending artwork of `ids`, in one statement: counts it and leases it;
- * each with its artist's wallet (the token's recipient), undefined where not pending, in the order of `ids`.
+ * The pending artworks of `ids`, each with its artist's wallet (the token's recipient), in one
+ * statement: undefined where not pending, in the order of `ids`.
  */
-export async function startAttempts(db: Db, ids: readonly string[], leaseMs: number): Promise<((Artwork & { artist_wallet: string }) | undefined)[]> {
+export async function findPendingWithArtistWallets(db: Db, ids: readonly string[]): Promise<((Artwork & { artist_wallet: string }) | undefined)[]> {
   if (ids.length === 0) return [];
   const rows = await db
-    .updateTable("artworks")
-    .set({
-      certification_attempts: sql<number>`certification_attempts + 1`,
-      certification_lease_until: sql<Date>`now() + ${leaseMs} * interval '1 millisecond'`,
-    })
-    .where("id", "in", [...new Set(ids)])
-    .where("status", "=", "pending_certification")
-    .returningAll()
-    .returning(sql<string>`(select u.wallet_address from user_directory u where u.id = artworks.artist_id)`.as("artist_wallet"))
+    .selectFrom("artworks")
+    .innerJoin("user_directory as u", "u.id", "artworks.artist_id")
+    .selectAll("artworks")
+    .select("u.wallet_address as artist_wallet")
+    .where("artworks.id", "in", [...new Set(ids)])
+    .where("artworks.status", "=", "pending_certification")
     .execute();
   const byId = new Map(rows.map((row) => [row.id, row]));
   return ids.map((id) => byId.get(id));
@@ -199,10 +196,11 @@ export async function countCertified(db: Db, range: { from: Date; to: Date }): P
   return Number(row.n);
 }
 
-export async function setLease(db: Db, id: string, ms: number, error: string | null = null): Promise<void> {
+/** A failed download retried in `delayMs`: its error kept, the sweep's deadline moved past the retry. */
+export async function scheduleImageRetry(db: Db, id: string, delayMs: number, error: string): Promise<void> {
   await db
     .updateTable("artworks")
-    .set({ certification_lease_until: sql<Date>`now() + ${ms} * interval '1 millisecond'`, certification_error: error })
+    .set({ image_fetch_deadline: sql<Date>`now() + ${delayMs} * interval '1 millisecond'`, image_fetch_error: error })
     .where("id", "=", id)
     .where("status", "=", "pending_certification")
     .execute();
@@ -210,10 +208,6 @@ export async function setLease(db: Db, id: string, ms: number, error: string | n
 
 export async function setFractionalized(db: Db, id: string, fractionalized: boolean): Promise<void> {
   await db.updateTable("artworks").set({ fractionalized_at: fractionalized ? new Date() : null }).where("id", "=", id).execute();
-}
-
-export async function setTxHash(db: Db, ids: string[], txHash: string): Promise<void> {
-  await db.updateTable("artworks").set({ certification_tx_hash: txHash }).where("id", "in", ids).execute();
 }
 
 /** Records the fetched image unless another attempt recorded one first; the image as it then is. */
@@ -225,7 +219,7 @@ export async function setImageOnce(
   const columns = ["image_storage_key", "image_sha256", "image_content_type", "image_bytes"] as const;
   const updated = await db
     .updateTable("artworks")
-    .set({ ...image, image_fetch_lease_until: null })
+    .set({ ...image, image_fetch_lease_until: null, image_fetch_deadline: null })
     .where("id", "=", id)
     .where("image_sha256", "is", null)
     .returning(columns)
@@ -266,8 +260,8 @@ export async function claimImageFetch(
   const artwork = await trx
     .updateTable("artworks")
     .set({
-      certification_attempts: sql<number>`certification_attempts + 1`,
-      certification_lease_until: sql<Date>`now() + ${options.leaseMs} * interval '1 millisecond'`,
+      image_fetch_attempts: sql<number>`image_fetch_attempts + 1`,
+      image_fetch_deadline: sql<Date>`now() + ${options.leaseMs} * interval '1 millisecond'`,
       image_fetch_lease_until: sql<Date>`now() + ${options.fetchLeaseMs} * interval '1 millisecond'`,
     })
     .where("id", "=", id)
@@ -291,7 +285,7 @@ export function markFailed(db: Db, id: string, reason: string): Promise<Artwork 
       status: "certification_failed",
       certification_error: reason,
       failed_at: sql<Date>`now()`,
-      certification_lease_until: null,
+      image_fetch_deadline: null,
       updated_at: sql<Date>`now()`,
     })
     .where("id", "=", id)
@@ -316,11 +310,8 @@ function factsJson(facts: CertifiedFacts[]): string {
   );
 }
 
-/**
- * -> certified with the chain's facts, in one statement; the ids changed (not those certified
- * already). `source` "chain": read from the chain while the indexer lagged, so not yet indexed.
- */
-export async function markCertified(db: Db, facts: CertifiedFacts[], source: "indexer" | "chain"): Promise<{ id: string; artist_id: string }[]> {
+/** -> certified with the chain's facts, in one statement; the ids changed (not those certified already). */
+export async function markCertified(db: Db, facts: CertifiedFacts[]): Promise<{ id: string; artist_id: string }[]> {
   if (facts.length === 0) return [];
   const rows = factsJson(facts);
   const { rows: changed } = await sql<{ id: string; artist_id: string }>`
@@ -329,10 +320,6 @@ export async function markCertified(db: Db, facts: CertifiedFacts[], source: "in
       certificate_hash = c.certificate_hash,
       token_id = c.token_id::numeric,
       certified_at = c.certified_at,
-      certification_tx_hash = c.tx_hash,
-      certification_confirmed_at = now(),
-      certification_indexed_at = ${source === "indexer" ? sql`now()` : null},
-      certification_lease_until = null,
       certification_error = null,
       failed_at = null,
       updated_at = now()
@@ -347,8 +334,9 @@ export function insertCertifiedProvenance(db: Db, entries: { artwork_id: string;
 }
 
 /**
- * The indexer now shows these certificates: recorded as indexed, with the indexer's facts (the same
- * as the chain's, unless a reorg moved the certificate to another transaction since).
+ * The indexer now shows these certificates: the artworks and their `certified` entries take the
+ * indexer's facts (the same as the chain's, unless a reorg moved the certificate to another
+ * transaction since). That they are indexed is their chain operation's fact.
  */
 export async function markIndexed(db: Db, facts: CertifiedFacts[]): Promise<void> {
   if (facts.length === 0) return;
@@ -357,11 +345,10 @@ export async function markIndexed(db: Db, facts: CertifiedFacts[]): Promise<void
     update artworks as a set
       certificate_hash = c.certificate_hash,
       token_id = c.token_id::numeric,
-      certified_at = c.certified_at,
-      certification_tx_hash = c.tx_hash,
-      certification_indexed_at = now()
-    from jsonb_to_recordset(${rows}::jsonb) as c(id text, certificate_hash text, token_id text, certified_at timestamptz, tx_hash text)
-    where a.id = c.id and a.status = 'certified' and a.certification_indexed_at is null`.execute(db);
+      certified_at = c.certified_at
+    from jsonb_to_recordset(${rows}::jsonb) as c(id text, certificate_hash text, token_id text, certified_at timestamptz)
+    where a.id = c.id and a.status = 'certified'
+      and (a.certificate_hash, a.token_id, a.certified_at) is distinct from (c.certificate_hash, c.token_id::numeric, c.certified_at)`.execute(db);
   await sql`
     update artwork_provenance as p set tx_hash = c.tx_hash
     from jsonb_to_recordset(${rows}::jsonb) as c(id text, tx_hash text)
@@ -369,22 +356,22 @@ export async function markIndexed(db: Db, facts: CertifiedFacts[]): Promise<void
 }
 
 /**
- * Pending artworks still waiting for their image whose download should have ended a while ago (its
- * process died, or its job was lost): leased again for `leaseMs` so that only one sweeper
- * re-enqueues each. (Once the image is stored, the chain operation's own lease takes over.)
+ * Pending artworks still waiting for their image whose download should have moved on a while ago
+ * (its process died, or its job was lost): given a new deadline `leaseMs` ahead so that only one
+ * sweeper re-enqueues each. (Once the image is stored, the chain operation's own lease takes over.)
  */
-export async function reclaimExpiredLeases(trx: Transaction<Database>, graceMs: number, leaseMs: number, limit: number): Promise<string[]> {
+export async function reclaimLostImageFetches(trx: Transaction<Database>, graceMs: number, leaseMs: number, limit: number): Promise<string[]> {
   const rows = await trx
     .updateTable("artworks")
-    .set({ certification_lease_until: sql<Date>`now() + ${leaseMs} * interval '1 millisecond'` })
+    .set({ image_fetch_deadline: sql<Date>`now() + ${leaseMs} * interval '1 millisecond'` })
     .where("id", "in", (eb) =>
       eb
         .selectFrom("artworks")
         .select("id")
         .where("status", "=", "pending_certification")
         .where("image_sha256", "is", null)
-        .where("certification_lease_until", "<", sql<Date>`now() - ${graceMs} * interval '1 millisecond'`)
-        .orderBy("certification_lease_until")
+        .where("image_fetch_deadline", "<", sql<Date>`now() - ${graceMs} * interval '1 millisecond'`)
+        .orderBy("image_fetch_deadline")
         .limit(limit)
         .forUpdate()
         .skipLocked(),
@@ -394,14 +381,13 @@ export async function reclaimExpiredLeases(trx: Transaction<Database>, graceMs: 
   return rows.map((r) => r.id);
 }
 
-/** Seconds from request to confirmed certification of the latest `n` certifications. */
-export async function recentCertificationSeconds(db: Db, n: number): Promise<number[]> {
-  const rows = await db
+/** The latest `n` certified artworks (by the certifying block's time), with when their certification was asked for. */
+export function latestCertified(db: Db, n: number): Promise<Pick<Artwork, "id" | "certification_requested_at">[]> {
+  return db
     .selectFrom("artworks")
-    .select(sql<number>`extract(epoch from certification_confirmed_at - certification_requested_at)::float8`.as("seconds"))
-    .where("certification_confirmed_at", "is not", null)
-    .orderBy("certification_confirmed_at", "desc")
+    .select(["id", "certification_requested_at"])
+    .where("status", "=", "certified")
+    .orderBy("certified_at", "desc")
     .limit(n)
     .execute();
-  return rows.map((r) => Number(r.seconds));
 }

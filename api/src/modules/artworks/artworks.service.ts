@@ -23,7 +23,6 @@ import { type CertificateDocument, canonicalDocument, certificateDocument, certi
 import type { CertificationPipeline } from "./certification.ts";
 import type { OwnershipService } from "./ownership.ts";
 
-
 /** Public URLs of an artwork's media and documents (absolute: they go into token metadata). */
 export class ArtworkLinks {
   constructor(private readonly baseUrl: () => string) {}
@@ -49,7 +48,7 @@ export interface NewCreation {
 }
 
 export class ArtworksService {
-  private estimate: { text: string; until: number } | null = null;
+  private estimate: { text: Promise<string>; until: number } | null = null;
   /**
    * Creations under way without an Idempotency-Key, written together: each group in one
    * transaction of three statements (artworks, provenance, certification requests), so a burst of
@@ -127,11 +126,10 @@ export class ArtworksService {
         token_id: null,
         certified_at: null,
         certified_by: null,
-        certification_tx_hash: null,
-        certification_confirmed_at: null,
-        certification_lease_until: new Date(Date.now() + config.certification.leaseMs),
         certification_error: null,
         failed_at: null,
+        // A download to come: the sweep's deadline for its job.
+        image_fetch_deadline: image ? null : new Date(Date.now() + config.certification.leaseMs),
         deleted_at: null,
       },
     };
@@ -182,14 +180,19 @@ export class ArtworksService {
   }
 
   /**
-   * An honest range from the latest certifications (request to certified, as recorded): their 10th
-   * to 90th percentile, e.g. "2-5 seconds"; a default before there are any.
+   * An honest range from the latest certifications (request to confirmation, as recorded): their
+   * 10th to 90th percentile, e.g. "2-5 seconds"; a default before there are any. Creations arriving
+   * together share one reading.
    */
-  async estimatedCertificationTime(): Promise<string> {
+  estimatedCertificationTime(): Promise<string> {
     if (this.estimate && this.estimate.until > Date.now()) return this.estimate.text;
-    const seconds = (await repo.recentCertificationSeconds(this.deps.db, ESTIMATE_SAMPLE)).sort((a, b) => a - b);
-    this.estimate = { text: formatEstimate(seconds), until: Date.now() + ESTIMATE_CACHE_MS };
-    return this.estimate.text;
+    const text = this.deps.certification.recentDurations(ESTIMATE_SAMPLE).then((seconds) => formatEstimate(seconds.sort((a, b) => a - b)));
+    const estimate = { text, until: Date.now() + ESTIMATE_CACHE_MS };
+    this.estimate = estimate;
+    text.catch(() => {
+      if (this.estimate === estimate) this.estimate = null; // read again by the next creation
+    });
+    return text;
   }
 
   // ---- read ----
@@ -241,7 +244,7 @@ export class ArtworksService {
       certificate_hash: a.certificate_hash,
       token_id: a.token_id === null ? null : Number(a.token_id),
       certified_at: isoOrNull(a.certified_at),
-      certification_error: a.status === "certification_failed" ? a.certification_error : null,
+      certification_error: a.certification_error, // set with certification_failed only
       image_url: links.image(a.id),
       thumbnail_url,
       image_sha256: a.image_sha256,
@@ -383,12 +386,9 @@ export class ArtworksService {
   }
 
   /**
-   * A marketplace move in the artwork's provenance (`listed`, `delisted`), written in the caller's
-   * transaction (`db`): other modules record provenance through here, never in the table itself.
-   */
-  /**
    * A marketplace step in the artwork's provenance: `listed`, `delisted`, `sold` (price, parties and
-   * the transfer's transaction) or `returned` (a refunded sale's certificate back to its seller).
+   * the transfer's transaction) or `returned` (a refunded sale's certificate back to its seller), in
+   * the caller's transaction (`db`): other modules record provenance through here, never in the table.
    */
   async recordMarketplaceProvenance(
     db: Db,
@@ -427,10 +427,10 @@ export class ArtworksService {
       await repo.update(trx, a.id, {
         status: "pending_certification",
         certified_by: adminId,
-        certification_attempts: 0,
         certification_error: null,
         failed_at: null,
-        certification_lease_until: new Date(Date.now() + config.certification.leaseMs),
+        // A download still to make starts over (a failed chain operation starts over when requested).
+        ...(a.image_sha256 === null ? { image_fetch_attempts: 0, image_fetch_deadline: new Date(Date.now() + config.certification.leaseMs) } : {}),
         // A retry of a failed certification is a new request; a pending one keeps its start.
         ...(a.status === "certification_failed" ? { certification_requested_at: new Date() } : {}),
       });

@@ -30,17 +30,25 @@ export interface ArtworksTable {
   token_id: ColumnType<bigint | null, bigint | null | undefined, bigint | null>;
   certified_at: NullableTimestamp;
   certified_by: string | null;
-  certification_tx_hash: string | null;
+  // The chain phase (the transaction, its attempts, lease and retries' errors, when it was confirmed
+  // and indexed) is the chain operation's `certify:<id>` (chain_operations), never copied here.
+  /** When the certification was asked for (the creation, or an admin's retry of a failed one): the start of the estimate's durations. */
   certification_requested_at: Timestamp;
-  certification_confirmed_at: NullableTimestamp;
-  /** When the indexer showed the certificate; null while one confirmed from the chain (the indexer lagging) awaits it. */
-  certification_indexed_at: NullableTimestamp;
-  certification_attempts: Generated<number>;
-  certification_lease_until: NullableTimestamp;
+  /** Why the certification failed: set with `certification_failed` only (the answer's `certification_error`). */
   certification_error: string | null;
+  failed_at: NullableTimestamp;
+  // The image phase, before the chain operation exists: the download of image_source_url.
+  /** Downloads of image_source_url attempted: the retries' backoff and their limit (CERTIFICATION_MAX_ATTEMPTS). */
+  image_fetch_attempts: Generated<number>;
+  /** Why the last download that is retried failed (one that ends the certification says so in certification_error). */
+  image_fetch_error: string | null;
+  /**
+   * While the artwork waits for its image: by when its download job should have run or been
+   * rescheduled; after it (and a grace), the sweep takes the job for lost and enqueues it again.
+   */
+  image_fetch_deadline: NullableTimestamp;
   /** Set while a download of image_source_url runs: counts against the artist's cap of downloads in flight. */
   image_fetch_lease_until: NullableTimestamp;
-  failed_at: NullableTimestamp;
   created_at: Timestamp;
   updated_at: Timestamp;
   deleted_at: NullableTimestamp;

@@ -11,13 +11,12 @@ import type { ChainOperation, Database, Db } from "../../db/database.ts";
 import type { Artwork } from "./artworks.tables.ts";
 import { GroupedWrites } from "../../db/grouped-writes.ts";
 import { recordEvent, recordEvents } from "../../jobs/outbox.ts";
-import { enqueue, type Task } from "../../jobs/queue.ts";
+import { enqueue } from "../../jobs/queue.ts";
 import { iso } from "../../lib/time.ts";
 import * as repo from "./artworks.repository.ts";
 import { canonicalDocument, certificateDocument, certificateHashOf } from "./certificate-document.ts";
 import { CertifyBatcher } from "./certify-batcher.ts";
 
-export const CERTIFY_TASK = "certify_artwork";
 /** Downloads of image_url, in a job runner of their own (image-fetch.ts); the same job key as the certification's operation. */
 export const FETCH_IMAGE_TASK = "fetch_artwork_image";
 /** The chain operation kind of a certification; its key is `certify:<artwork_id>`. */
@@ -39,7 +38,7 @@ const BATCHES_IN_FLIGHT = 2;
 export function certificationAttemptsAtOnce(certification: { concurrency: number; batchSize: number }): number {
   return Math.max(certification.concurrency, (BATCHES_IN_FLIGHT + 1) * certification.batchSize);
 }
-/** An expired image-download lease counts as lost only after this much more. */
+/** An image download past its deadline counts as lost only after this much more. */
 const LEASE_GRACE_MS = 2_000;
 const MAX_RETRY_DELAY_MS = 3_600_000;
 
@@ -70,9 +69,11 @@ type ChainCertificate = Pick<IndexedCertificate, "artworkId" | "tokenId" | "cert
  * 2. The component sends it (`send`): attempts running at the same time share `certifyBatch`
  *    transactions (CertifyBatcher). The contract mints one token per artwork id and skips an
  *    artwork that has one, so an operation sent twice, concurrently or after a crash, never mints
- *    twice. Its hash is stored when sent (also on the artwork); a later attempt waits for it. RPC
+ *    twice. Its hash is stored on the operation when sent; a later attempt waits for it. RPC
  *    failures are retried with backoff; a permanent failure or the last attempt makes the artwork
- *    `certification_failed` with an event (`onFailed`).
+ *    `certification_failed` with an event (`onFailed`). The chain phase's facts (transaction,
+ *    attempts, lease, errors, confirmation and indexing times) are the operation's only: the
+ *    artwork keeps its status, the certificate's facts and the image phase's own progress.
  * 3. The artwork becomes `certified` when the component's cursor reads its ArtworkCertified from the
  *    indexer (`readIndexed`), with its provenance entry and the `artwork.certified` event, in one
  *    transaction (`onConfirmed`). While the indexer lags, the chain itself confirms it
@@ -89,7 +90,7 @@ export class CertificationPipeline implements ChainOperationKind<ChainCertificat
   readonly concurrency: number;
   private readonly log: Logger;
   private batcher: CertifyBatcher | null = null;
-  /** Attempts starting together (a claim hands over many at once) count and lease their artworks in one statement. */
+  /** Attempts starting together (a claim hands over many at once) read their artworks in one statement. */
   private readonly attemptStarts: GroupedWrites<string, (Artwork & { artist_wallet: string }) | undefined>;
   private sweepTimer: NodeJS.Timeout | null = null;
   private sweeping: Promise<void> | null = null;
@@ -100,7 +101,7 @@ export class CertificationPipeline implements ChainOperationKind<ChainCertificat
     this.maxAttempts = deps.config.certification.maxAttempts;
     this.retryBaseMs = deps.config.certification.retryBaseMs;
     this.concurrency = certificationAttemptsAtOnce(deps.config.certification);
-    this.attemptStarts = new GroupedWrites((ids) => repo.startAttempts(deps.db, ids, deps.config.certification.leaseMs));
+    this.attemptStarts = new GroupedWrites((ids) => repo.findPendingWithArtistWallets(deps.db, ids));
   }
 
   /**
@@ -157,27 +158,23 @@ export class CertificationPipeline implements ChainOperationKind<ChainCertificat
     return repo.countCertified(this.deps.db, range);
   }
 
-  // ---- the legacy job: certify_artwork jobs queued by an older deployment ----
-
-  readonly task: Task = async (payload) => {
-    const artworkId = (payload as { artwork_id?: unknown }).artwork_id;
-    if (typeof artworkId !== "string") throw new Error(`${CERTIFY_TASK}: payload without artwork_id`);
-    await this.attempt(artworkId);
-  };
-
-  /** One attempt now: the image download first if needed, else the operation (requested if new). */
-  async attempt(artworkId: string): Promise<void> {
+  /**
+   * Seconds from request to confirmation of the latest `n` certifications: the request is the
+   * artwork's, the confirmation its chain operation's (one read each, by key).
+   */
+  async recentDurations(n: number): Promise<number[]> {
     const { db, operations } = this.deps;
-    if (await repo.needsImage(db, artworkId)) return this.request(db, artworkId);
-    const artwork = await repo.findAny(db, artworkId);
-    if (artwork?.status !== "pending_certification") return;
-    if (!(await operations.find(db, keyOf(artworkId)))) await this.request(db, artworkId);
-    await operations.run(keyOf(artworkId));
+    const latest = await repo.latestCertified(db, n);
+    const confirmed = await Promise.all(latest.map(async ({ id }) => (await operations.find(db, keyOf(id)))?.confirmed_at));
+    return latest.flatMap(({ certification_requested_at: requested }, i) => {
+      const at = confirmed[i];
+      return at ? [(at.getTime() - requested.getTime()) / 1000] : [];
+    });
   }
 
   // ---- the operation kind ----
 
-  /** Counts the attempt on the artwork; the artwork (with its artist's wallet) goes on to `send`, undefined unless pending. */
+  /** The artwork (with its artist's wallet) goes on to `send`, undefined unless pending. */
   onAttempt(_db: Db, op: ChainOperation): Promise<(Artwork & { artist_wallet: string }) | undefined> {
     return this.attemptStarts.add(artworkIdOf(op));
   }
@@ -210,7 +207,7 @@ export class CertificationPipeline implements ChainOperationKind<ChainCertificat
   }
 
   private batcherFor(address: Address): CertifyBatcher {
-    const { config, relayer, db, operations } = this.deps;
+    const { config, relayer, operations } = this.deps;
     this.batcher ??= new CertifyBatcher({
       relayer,
       address,
@@ -218,7 +215,7 @@ export class CertificationPipeline implements ChainOperationKind<ChainCertificat
       maxInFlight: BATCHES_IN_FLIGHT,
       logger: this.log,
       onSubmitted: async (artworkIds, { hash }) => {
-        await Promise.all([operations.recordSent(artworkIds.map(keyOf), hash), repo.setTxHash(db, artworkIds, hash)]);
+        await operations.recordSent(artworkIds.map(keyOf), hash);
         if (config.certification.crashAfterSubmit) {
           this.log.warn({ artwork_ids: artworkIds, hash }, "CERTIFICATION_CRASH_AFTER_SUBMIT: killing the process");
           process.kill(process.pid, "SIGKILL");
@@ -226,10 +223,6 @@ export class CertificationPipeline implements ChainOperationKind<ChainCertificat
       },
     });
     return this.batcher;
-  }
-
-  async onRetry(trx: Transaction<Database>, op: ChainOperation, reason: string, delayMs: number): Promise<void> {
-    await repo.setLease(trx, artworkIdOf(op), delayMs, reason);
   }
 
   async onFailed(trx: Transaction<Database>, op: ChainOperation, reason: string): Promise<void> {
@@ -247,7 +240,7 @@ export class CertificationPipeline implements ChainOperationKind<ChainCertificat
   async readFromChain(ops: ChainOperation[]): Promise<KeyedFacts<ChainCertificate>[]> {
     const address = this.deps.config.chain.artCertificateAddress;
     if (!address) return [];
-    const rows = ops.filter((op) => op.tx_hash).map((op) => ({ id: artworkIdOf(op), certification_tx_hash: op.tx_hash! }));
+    const rows = ops.filter((op) => op.tx_hash).map((op) => ({ id: artworkIdOf(op), tx_hash: op.tx_hash! }));
     return (await this.readCertificatesFromChain(address, rows)).map(keyed);
   }
 
@@ -261,7 +254,7 @@ export class CertificationPipeline implements ChainOperationKind<ChainCertificat
       const certificates = confirmed.filter((c) => c.source === source).map((c) => c.facts);
       if (certificates.length === 0) continue;
       const byId = new Map(certificates.map((c) => [c.artworkId, c]));
-      const certified = await repo.markCertified(trx, certificates.map(factsOf), source);
+      const certified = await repo.markCertified(trx, certificates.map(factsOf));
       // Recorded now, not at the block's timestamp: a local chain's clock runs ahead of the wall clock.
       await repo.insertCertifiedProvenance(trx, certified.map(({ id }) => ({ artwork_id: id, tx_hash: byId.get(id)!.txHash })));
       // The artist is each event's audience (webhooks: only their subscriptions).
@@ -315,7 +308,7 @@ export class CertificationPipeline implements ChainOperationKind<ChainCertificat
     const { config, db } = this.deps;
     const permanent = (err instanceof ChainOperationFailure && err.kind === "permanent") || (err instanceof PermanentChainError && !isAlreadyCertified(err));
     const reason = err instanceof Error ? err.message : String(err);
-    const attempts = artwork.certification_attempts;
+    const attempts = artwork.image_fetch_attempts;
     if (permanent || attempts >= config.certification.maxAttempts) {
       const final = permanent ? reason : `${reason} (gave up after ${attempts} attempts)`;
       this.log.warn({ artwork_id: artwork.id, attempts, err: final }, "certification failed");
@@ -326,7 +319,7 @@ export class CertificationPipeline implements ChainOperationKind<ChainCertificat
     const delayMs = Math.round(base * (0.8 + Math.random() * 0.4));
     this.log.info({ artwork_id: artwork.id, attempts, retry_in_ms: delayMs, err: reason }, "certification attempt failed; retrying");
     await db.transaction().execute(async (trx) => {
-      await repo.setLease(trx, artwork.id, delayMs, reason);
+      await repo.scheduleImageRetry(trx, artwork.id, delayMs, reason);
       await this.request(trx, artwork.id, { runAt: new Date(Date.now() + delayMs) });
     });
   }
@@ -342,7 +335,7 @@ export class CertificationPipeline implements ChainOperationKind<ChainCertificat
     const { db, config } = this.deps;
     try {
       const reclaimed = await db.transaction().execute(async (trx) => {
-        const ids = await repo.reclaimExpiredLeases(trx, LEASE_GRACE_MS, config.certification.leaseMs, 100);
+        const ids = await repo.reclaimLostImageFetches(trx, LEASE_GRACE_MS, config.certification.leaseMs, 100);
         for (const id of ids) await this.request(trx, id);
         return ids;
       });
@@ -359,7 +352,7 @@ export class CertificationPipeline implements ChainOperationKind<ChainCertificat
     * minted the token (a concurrent attempt's batch), the contract's `tokenIdOfArtwork` and that
     * token's event: the same facts the indexer would record.
     */
-  private async readCertificatesFromChain(address: Address, rows: { id: string; certification_tx_hash: string }[]): Promise<ChainCertificate[]> {
+  private async readCertificatesFromChain(address: Address, rows: { id: string; tx_hash: string }[]): Promise<ChainCertificate[]> {
     const client = this.deps.publicClient;
     const wanted = new Set(rows.map((r) => r.id));
     const found = new Map<string, ChainCertificate>();
@@ -370,7 +363,7 @@ export class CertificationPipeline implements ChainOperationKind<ChainCertificat
       return blockTimes.get(blockNumber)!;
     };
     const mined = new Set<string>();
-    for (const hash of new Set(rows.map((r) => r.certification_tx_hash))) {
+    for (const hash of new Set(rows.map((r) => r.tx_hash))) {
       const receipt = await client.getTransactionReceipt({ hash: hash as Hash }).catch((err: unknown) => {
         if (err instanceof TransactionReceiptNotFoundError) return null;
         throw err;
@@ -386,7 +379,7 @@ export class CertificationPipeline implements ChainOperationKind<ChainCertificat
       }
     }
     for (const row of rows) {
-      if (found.has(row.id) || !mined.has(row.certification_tx_hash)) continue;
+      if (found.has(row.id) || !mined.has(row.tx_hash)) continue;
       const tokenId = await client.readContract({ address, abi: artCertificateAbi, functionName: "tokenIdOfArtwork", args: [keccak256(toBytes(row.id))] });
       if (tokenId === 0n) continue;
       const [log] = await client.getContractEvents({

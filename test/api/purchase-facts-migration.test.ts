@@ -199,8 +199,11 @@ describe("purchase facts migration", () => {
     expect(ops.get("share_class:art_3")).toMatchObject({ status: "failed", last_error: "ArtSharesClassCapExceeded()" });
     expect(ops.get("mint:frac_e")).toMatchObject({ kind: "fractional_mint", status: "confirmed", result: { txHash: hash(0xe1) }, indexed_at: expect.any(Date) });
     expect(ops.get("mint:frac_a")!.result).toEqual({ purchaseKey: "0x", txHash: hash(0xa1) });
-    // Nothing new to send: every operation the migration wrote is confirmed and indexed.
-    expect([...ops.values()].filter((o) => o.status === "confirmed" && o.indexed_at === null)).toEqual([]);
+    // Nothing new to send: every share operation the migration wrote is confirmed and indexed (the
+    // artworks' later migration writes certify operations of its own, outside this test's subject).
+    const shareOps = [...ops.values()].filter((o) => o.kind === "fractional_create_class" || o.kind === "fractional_mint");
+    expect(shareOps.length).toBeGreaterThan(0);
+    expect(shareOps.filter((o) => o.status === "confirmed" && o.indexed_at === null)).toEqual([]);
 
     // ---- every purchase and order answers as it did ----
     const purchasesAfter = (await db.selectFrom("fractional_purchases").selectAll().orderBy("id").execute()).map((p: FractionalPurchase) => {

@@ -1,5 +1,5 @@
 /**
- * One row per fact (migrations 2026_12_02_0111 and 0112), on a real Postgres holding rows as the code
+ * One row per fact (migrations 2026_12_02_0111, 0112 and 0161), on a real Postgres holding rows as the code
  * before them wrote them: share purchases and ticket orders in every state, with their transactions
  * and chain operations, some older rows whose transaction lacks what the module's row kept, and a
  * share class written without its operation (as the seed did). After the migrations the copies are
@@ -91,13 +91,13 @@ describe("purchase facts migration", () => {
       await sql`insert into users (id, username, display_name, email, role, status, wallet_address, wallet_kind)
         values (${id}, ${id}, ${id}, ${`${id}@example.test`}, ${role}, 'active', ${`0x${randomBytes(20).toString("hex")}`}, 'siwe')`.execute(db);
     }
-    for (const [id, token] of [["art_1", 1], ["art_2", 2], ["art_3", 3]] as const) {
+    for (const [id, token] of [["art_1", 1], ["art_2", 2], ["art_3", 3], ["art_4", 4]] as const) {
       await sql`insert into artworks (id, artist_id, title, year, medium, dimensions, status, image_source_url, certificate_hash, token_id, certified_at)
         values (${id}, 'usr_owner', ${id}, 2020, 'oil', '{"width":1,"height":1,"unit":"cm"}', 'certified', 'https://example.test/a.png', ${hash(token)}, ${token}, ${T1})`.execute(db);
     }
-    const shareClass = (artwork: string, token: number, status: string, txHash: string | null, failure: string | null) =>
+    const shareClass = (artwork: string, token: number, status: string, txHash: string | null, failure: string | null, activatedAt = T1) =>
       sql`insert into fractional_artworks (artwork_id, token_id, owner_id, created_by, total_shares, price_per_share_cents, shares_sold, shares_confirmed, status, class_tx_hash, failure_reason, activated_at)
-        values (${artwork}, ${token}, 'usr_owner', 'usr_owner', 100, 250, 40, 20, ${status}, ${txHash}, ${failure}, ${status === "active" ? T1 : null})`.execute(db);
+        values (${artwork}, ${token}, 'usr_owner', 'usr_owner', 100, 250, 40, 20, ${status}, ${txHash}, ${failure}, ${status === "active" ? activatedAt : null})`.execute(db);
     const operation = (key: string, kind: string, status: string, txHash: string | null, result: object | null, lastError: string | null = null) =>
       sql`insert into chain_operations (key, kind, payload, status, tx_hash, result, last_error, confirmed_from, confirmed_at, indexed_at)
         values (${key}, ${kind}, '{}'::jsonb, ${status}, ${txHash}, ${result === null ? null : JSON.stringify(result)}::jsonb, ${lastError},
@@ -108,6 +108,10 @@ describe("purchase facts migration", () => {
     await shareClass("art_2", 2, "active", hash(0xc2), null);
     await shareClass("art_3", 3, "failed", null, "ArtSharesClassCapExceeded()");
     await operation("share_class:art_3", "fractional_create_class", "failed", hash(0xc3), null);
+    // An active class whose confirmed operation lacks the time (only the class kept when it went on-chain).
+    await shareClass("art_4", 4, "active", hash(0xc4), null, T2);
+    await sql`insert into chain_operations (key, kind, payload, status, tx_hash, result, confirmed_from, indexed_at)
+      values ('share_class:art_4', 'fractional_create_class', '{}'::jsonb, 'confirmed', ${hash(0xc4)}, ${JSON.stringify({ tokenId: "4", txHash: hash(0xc4) })}::jsonb, 'indexer', ${T2})`.execute(db);
 
     const txn = (id: string, type: string, status: string, stage: string, f: { charge?: string; fee?: number; failureCode?: string; failure?: string; chainTx?: string; completedAt?: Date; failedAt?: Date; refundedAt?: Date; refundId?: string; method?: string | null } = {}) =>
       sql`insert into transactions (id, type, status, stage, amount_cents, buyer_id, seller_id, recipient_id, reference_id, payment_method_id, charge_id, fee_cents,
@@ -179,7 +183,7 @@ describe("purchase facts migration", () => {
     for (const gone of ["total_cents", "payment_method_id", "stage", "charge_id", "fee_cents", "mint_tx_hash", "failure_code", "failure_reason", "confirmed_at", "failed_at"]) {
       expect(await columns("fractional_purchases")).not.toContain(gone);
     }
-    for (const gone of ["class_tx_hash", "failure_reason"]) expect(await columns("fractional_artworks")).not.toContain(gone);
+    for (const gone of ["class_tx_hash", "failure_reason", "activated_at"]) expect(await columns("fractional_artworks")).not.toContain(gone);
     for (const gone of ["refund_stage", "charge_started_at", "charge_id", "fee_cents", "failure_code", "payment_method_id"]) expect(await columns("ticket_orders")).not.toContain(gone);
 
     // ---- the purchases hold what only the module's rows had ----
@@ -197,6 +201,11 @@ describe("purchase facts migration", () => {
     expect(ops.get("share_class:art_1")).toMatchObject({ status: "confirmed", result: { txHash: hash(0xc1) } });
     expect(ops.get("share_class:art_2")).toMatchObject({ kind: "fractional_create_class", status: "confirmed", tx_hash: hash(0xc2), result: { tokenId: "2", txHash: hash(0xc2) }, payload: { artwork_id: "art_2", token_id: "2", cap: "100" } });
     expect(ops.get("share_class:art_3")).toMatchObject({ status: "failed", last_error: "ArtSharesClassCapExceeded()" });
+    // When each active class went on-chain is its operation's confirmation (the class's copy is gone).
+    expect(ops.get("share_class:art_1")!.confirmed_at).toEqual(T1);
+    expect(ops.get("share_class:art_2")!.confirmed_at).toEqual(T1);
+    expect(ops.get("share_class:art_4")).toMatchObject({ confirmed_at: T2, tx_hash: hash(0xc4) });
+    expect(ops.get("share_class:art_3")!.confirmed_at).toBeNull();
     expect(ops.get("mint:frac_e")).toMatchObject({ kind: "fractional_mint", status: "confirmed", result: { txHash: hash(0xe1) }, indexed_at: expect.any(Date) });
     expect(ops.get("mint:frac_a")!.result).toEqual({ purchaseKey: "0x", txHash: hash(0xa1) });
     // Nothing new to send: every share operation the migration wrote is confirmed and indexed (the

@@ -404,8 +404,8 @@ async function seedFractional(db: Db, target: SeedTarget, { relayer }: SeedChain
     const batch = classes.slice(from, from + options.chunk);
     await db.transaction().execute(async (trx) => {
       await sql`
-        insert into fractional_artworks (artwork_id, token_id, owner_id, created_by, total_shares, price_per_share_cents, status, created_at, updated_at, activated_at)
-        select id, token_id, artist, artist, total, price, 'active', now(), now(), now()
+        insert into fractional_artworks (artwork_id, token_id, owner_id, created_by, total_shares, price_per_share_cents, status, created_at, updated_at)
+        select id, token_id, artist, artist, total, price, 'active', now(), now()
         from unnest(${batch.map((c) => c.artwork.id)}::text[], ${batch.map((c) => c.artwork.tokenId.toString())}::numeric[], ${batch.map((c) => c.artwork.artistId)}::text[],
                     ${batch.map((c) => c.totalShares)}::int[], ${batch.map((c) => c.priceCents)}::bigint[])
           as t(id, token_id, artist, total, price)`.execute(trx);

@@ -21,11 +21,11 @@ export function renew(db: Db, artworkId: string, terms: ClassTerms): Promise<Fra
   return db.updateTable("fractional_artworks").set({ ...terms, updated_at: sql<Date>`now()` }).where("artwork_id", "=", artworkId).returningAll().executeTakeFirstOrThrow();
 }
 
-/** A pending class, on-chain now (its transaction is its chain operation's). */
+/** A pending class, on-chain now (its transaction and when it was confirmed are its chain operation's). */
 export async function activate(db: Db, artworkId: string): Promise<void> {
   await db
     .updateTable("fractional_artworks")
-    .set({ status: "active", activated_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+    .set({ status: "active", updated_at: sql<Date>`now()` })
     .where("artwork_id", "=", artworkId)
     .where("status", "=", "pending")
     .execute();

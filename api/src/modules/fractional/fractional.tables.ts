@@ -18,11 +18,10 @@ export interface FractionalArtworksTable {
   price_per_share_cents: ColumnType<bigint, bigint, bigint>;
   shares_sold: ColumnType<number, number | undefined, number>;
   shares_confirmed: ColumnType<number, number | undefined, number>;
-  /** Its `share_class:<artwork>` chain operation's state: pending while asked for, active once on-chain (its transaction and failure are the operation's). */
+  /** Its `share_class:<artwork>` chain operation's state: pending while asked for, active once on-chain (its transaction, the time it was confirmed and its failure are the operation's). */
   status: FractionalStatus;
   created_at: Timestamp;
   updated_at: Timestamp;
-  activated_at: NullableTimestamp;
 }
 
 export type FractionalPurchaseStatus = "pending" | "confirmed" | "failed";

@@ -70,11 +70,14 @@ describe("sale money migration", () => {
     const txs = (await sql<Record<string, unknown>>`select id, status, charge_id, fee_cents, royalty_cents, payout_cents, chain_tx, failure_code, failure_reason, completed_at, failed_at
       from transactions order by id`.execute(db)).rows;
     expect(txs).toEqual([
-      { id: "txn_1", status: "completed", charge_id: "ch_1", fee_cents: 250n, royalty_cents: 0n, payout_cents: 9750n, chain_tx: settled, failure_code: null, failure_reason: null, completed_at: completedAt, failed_at: null },
+      { id: "txn_1", status: "completed", charge_id: "ch_1", fee_cents: 250n, royalty_cents: 0n, payout_cents: 9750n, chain_tx: null, failure_code: null, failure_reason: null, completed_at: completedAt, failed_at: null },
       { id: "txn_2", status: "pending", charge_id: null, fee_cents: 0n, royalty_cents: 0n, payout_cents: null, chain_tx: null, failure_code: null, failure_reason: null, completed_at: null, failed_at: null },
       { id: "txn_3", status: "completed", charge_id: null, fee_cents: 250n, royalty_cents: 500n, payout_cents: 9250n, chain_tx: filled, failure_code: null, failure_reason: null, completed_at: completedAt, failed_at: null },
       { id: "txn_4", status: "failed", charge_id: "ch_4", fee_cents: 250n, royalty_cents: 0n, payout_cents: null, chain_tx: null, failure_code: "settlement_failed", failure_reason: "The seller no longer holds the token", completed_at: null, failed_at: completedAt },
     ]);
+    // A card sale's settlement hash is its chain operation's (migration 2026_12_02_0171), a fill's its transaction's.
+    const settle = (await sql<{ status: string; result: unknown }>`select status, result from chain_operations where key = 'settle:txn_1'`.execute(db)).rows;
+    expect(settle).toEqual([{ status: "confirmed", result: { txHash: settled } }]);
     const sales = (await sql<{ id: string; status: string }>`select id, status from sales order by id`.execute(db)).rows;
     expect(sales).toEqual([
       { id: "txn_1", status: "completed" },

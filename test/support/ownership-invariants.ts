@@ -192,7 +192,11 @@ async function nobodyPaidForWhatTheyDoNotHold(p: Platform, scope: RunScope, tran
         `${t.id}: the settlement moved the certificate from the seller's wallet`,
       ).toEqual([`${nameOfUser(scope, t.seller_id)} -> ${nameOfUser(scope, t.buyer_id)}`]);
     } else if (t.type === "share_purchase") {
-      const mint = await p.views.selectFrom("share_mint").select(["token_id", "block_number", "log_index"]).where("tx_hash", "=", t.chain_tx as `0x${string}`).executeTakeFirst();
+      // The mint's transaction is its chain operation's (`mint:<share purchase>`).
+      const op = await p.db.selectFrom("chain_operations").select(["result", "tx_hash"]).where("key", "=", `mint:${t.reference_id}`).executeTakeFirst();
+      const mintTx = (op?.result as { txHash?: string } | null)?.txHash ?? op?.tx_hash;
+      expect(mintTx, `${t.id}: its mint's operation has the transaction`).toMatch(/^0x[0-9a-f]{64}$/);
+      const mint = await p.views.selectFrom("share_mint").select(["token_id", "block_number", "log_index"]).where("tx_hash", "=", mintTx as `0x${string}`).executeTakeFirst();
       expect(mint, `${t.id}: its shares minted on-chain`).toBeDefined();
       const before = await p.views
         .selectFrom("certificate_transfer")

@@ -138,6 +138,11 @@ export class ChainOperations {
     return repo.find(db, key);
   }
 
+  /** The operations of `keys` that were requested. */
+  findMany(db: Db, keys: readonly string[]): Promise<ChainOperation[]> {
+    return keys.length === 0 ? Promise.resolve([]) : repo.findByKeys(db, keys);
+  }
+
   /** Which of `keys` are confirmed (their chain write is done, as the indexer or the chain shows it). */
   async confirmedOf(db: Db, keys: readonly string[]): Promise<Set<string>> {
     if (keys.length === 0) return new Set();

@@ -127,6 +127,8 @@ export class SharePurchases {
   readonly purchaseKind: PurchaseKind = {
     type: "share_purchase",
     keyPrefix: "share_purchase",
+    // Its transaction is the mint's (the purchase's reference is the share purchase).
+    chainOperationOf: (purchase) => (purchase.reference_id ? mintKey(purchase.reference_id) : null),
     onCharged: async (trx, purchase) => {
       const p = await repo.findPending(trx, purchase.reference_id!);
       if (!p) return { refund: { code: "purchase_closed", reason: "The purchase was closed before its payment" } };
@@ -224,7 +226,7 @@ export class SharePurchases {
     const bps = Math.round((held * 10_000) / fa.total_shares);
     await repo.setOwnershipBps(trx, p.id, bps);
     const paid = (await this.deps.purchases.find(trx, p.transaction_id))!;
-    const completed = (await this.deps.purchases.complete(trx, p.transaction_id, { payoutCents: paid.amount_cents - paid.fee_cents, chainTx: facts.txHash }))!;
+    const completed = (await this.deps.purchases.complete(trx, p.transaction_id, { payoutCents: paid.amount_cents - paid.fee_cents }))!;
     await recordEvent(
       trx,
       "fractional.purchase_confirmed",

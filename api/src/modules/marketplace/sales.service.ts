@@ -9,12 +9,11 @@ import type { Actor } from "../../lib/actor.ts";
 import { ApiError, found } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
 import { centsToUsd } from "../../lib/money.ts";
-import type { Page } from "../../lib/pagination.ts";
+import { type Page, paginated } from "../../lib/pagination.ts";
 import { iso } from "../../lib/time.ts";
 import type { PaymentsService, TransactionFilter } from "../payments/payments.service.ts";
 import type { Refund } from "../payments/processor.ts";
 import type { PurchaseKind } from "../payments/purchases.ts";
-import { toTransaction } from "../payments/transactions.ts";
 import type { User } from "../users/users.service.ts";
 import type { ExchangeService } from "./exchange.service.ts";
 import { decideListingMove } from "./listing-moves.ts";
@@ -93,7 +92,7 @@ export class SalesService {
     const started = await transact(async (trx) => {
       const listing = found(await decideListingMove(this.deps.ownership, trx, listingId, "buy", actor), "Listing");
       const sale = await this.startSale(trx, { listing, buyer, paymentMethodId: method.id, priceCents: listing.price_cents, offerId: null }, { chargeInRequest: true });
-      return toTransaction((await this.deps.purchases.find(trx, sale.id))!);
+      return (await this.deps.purchases.transactions(trx, [(await this.deps.purchases.find(trx, sale.id))!]))[0]!;
     });
     await this.deps.purchases.charge(started.tx_id).catch((err: unknown) => this.log.error({ err, sale_id: started.tx_id }, "charging in the request failed; the job will"));
     return this.awaitOutcome(started.tx_id, this.deps.purchaseWaitMs);
@@ -170,7 +169,8 @@ export class SalesService {
     const sale = (await repo.find(db, saleId))!;
     // A wallet's fill that won the race closes the sale (`lost_to_fill`), charged or not: that is no decline.
     const soldOnchain = sale.status === "lost_to_fill";
-    return { transaction: toTransaction(transaction), failureCode: soldOnchain ? "sold_onchain" : transaction.failure_code, paymentFailed: sale.status === "payment_failed", soldOnchain };
+    const [answer] = await this.deps.purchases.transactions(db, [transaction]);
+    return { transaction: answer!, failureCode: soldOnchain ? "sold_onchain" : transaction.failure_code, paymentFailed: sale.status === "payment_failed", soldOnchain };
   }
 
   // ---- the payment ----
@@ -179,6 +179,8 @@ export class SalesService {
   readonly purchaseKind: PurchaseKind = {
     type: "sale",
     keyPrefix: "sale",
+    // A card sale's transaction is its settlement's; a wallet's fill is the purchase's own (`chain_tx`).
+    chainOperationOf: (purchase) => (purchase.payment_method === "card" ? settleKey(purchase.id) : null),
     // Paid: the transfer is requested, in the transaction that records the charge.
     onCharged: async (trx, purchase) => {
       const sale = await repo.move(trx, purchase.id, ["pending_payment"], "paid");
@@ -215,11 +217,13 @@ export class SalesService {
 
   // ---- reads ----
 
-  listTransactions(userId: string, filter: TransactionFilter, page: Page) {
-    return this.deps.payments.listTransactions(userId, filter, page);
+  async listTransactions(userId: string, filter: TransactionFilter, page: Page) {
+    const { rows, total } = await this.deps.payments.listTransactions(userId, filter, page);
+    return paginated(await this.deps.purchases.transactions(this.deps.db, rows), page, total);
   }
 
-  getTransaction(actor: Actor, id: string) {
-    return this.deps.payments.getTransaction(actor, id);
+  async getTransaction(actor: Actor, id: string) {
+    const row = await this.deps.payments.getTransaction(actor, id);
+    return (await this.deps.purchases.transactions(this.deps.db, [row]))[0]!;
   }
 }

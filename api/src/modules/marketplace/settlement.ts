@@ -224,7 +224,6 @@ export class Settlements {
     const purchase = (await purchases.complete(trx, sale.id, {
       royaltyCents,
       payoutCents,
-      chainTx: s.txHash,
       payouts: royaltyApplies ? [{ amountCents: royaltyCents, recipientId: royaltyRecipient?.id ?? null, recipientWallet: s.royaltyReceiver }] : [],
     }))!;
     const figures = { feeCents, royaltyCents, payoutCents, royaltyReceiver: royaltyApplies ? s.royaltyReceiver : null, royaltyRecipientId: royaltyRecipient?.id ?? null, txHash: s.txHash, completedAt: purchase.completed_at! };

@@ -17,9 +17,9 @@ import type { LedgerService } from "../ledger/ledger.service.ts";
 export const paymentsModule = defineModule<{ payments: PaymentsService; purchases: Purchases }, { ledger: LedgerService }>({
   name: "payments",
   migrations: migrationsOf(import.meta.url),
-  create: ({ db, config, logger, ledger }) => {
+  create: ({ db, config, logger, ledger, chainOperations }) => {
     const payments = new PaymentsService(db, processorFor(config.payments.processor, db), config.payments);
-    return { payments, purchases: new Purchases({ db, logger, payments, ledger, chargeRuns: config.marketplace.chargeAttempts }) };
+    return { payments, purchases: new Purchases({ db, logger, payments, ledger, operations: chainOperations, chargeRuns: config.marketplace.chargeAttempts }) };
   },
   routes: ({ api }, { payments }) => registerPaymentsRoutes(api, payments),
   worker: ({ purchases }, { config, logger }) => {

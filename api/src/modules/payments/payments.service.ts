@@ -11,7 +11,7 @@ import { iso } from "../../lib/time.ts";
 import { type CardDetails, type Charge, type PaymentProcessor, PaymentTransientError, type Refund } from "./processor.ts";
 import * as repo from "./payments.repository.ts";
 import type { PaymentMethodRow, TransactionRow } from "./payments.tables.ts";
-import { isPartyOf, toTransaction } from "./transactions.ts";
+import { isPartyOf } from "./transactions.ts";
 
 /** Saved methods per user: enough for anyone's wallet, a bound on what one account can pile up. */
 export const MAX_PAYMENT_METHODS_PER_USER = 25;
@@ -197,17 +197,16 @@ export class PaymentsService {
     return repo.findTransaction(db, id);
   }
 
-  /** The transactions `userId` is a party of, newest first. */
-  async listTransactions(userId: string, filter: repo.TransactionFilter, page: Page) {
-    const { rows, total } = await repo.listTransactionsOf(this.db, userId, filter, page);
-    return paginated(rows.map(toTransaction), page, total);
+  /** The transactions `userId` is a party of, newest first (answered through Purchases.transactions, which adds their chain transactions). */
+  listTransactions(userId: string, filter: repo.TransactionFilter, page: Page): Promise<{ rows: TransactionRow[]; total: number }> {
+    return repo.listTransactionsOf(this.db, userId, filter, page);
   }
 
   /** A transaction for one of its parties or an admin; anyone else 404 (it is private). */
-  async getTransaction(actor: Actor, id: string) {
+  async getTransaction(actor: Actor, id: string): Promise<TransactionRow> {
     const t = isId("transaction", id) ? await repo.findTransaction(this.db, id) : undefined;
     if (!t || (actor.role !== "admin" && !isPartyOf(t, actor.userId))) throw ApiError.notFound("Transaction");
-    return toTransaction(t);
+    return t;
   }
 
   private async withRetries<T>(call: () => Promise<T>): Promise<{ value: T; attempts: number }> {

@@ -12,6 +12,10 @@ export function find(db: Db, id: string): Promise<TransactionRow | undefined> {
   return db.selectFrom("transactions").selectAll().where("id", "=", id).executeTakeFirst();
 }
 
+export function findMany(db: Db, ids: readonly string[]): Promise<TransactionRow[]> {
+  return db.selectFrom("transactions").selectAll().where("id", "in", [...ids]).execute();
+}
+
 export function lock(trx: Transaction<Database>, id: string): Promise<TransactionRow | undefined> {
   return trx.selectFrom("transactions").selectAll().where("id", "=", id).forUpdate().executeTakeFirst();
 }

@@ -1,5 +1,6 @@
 import type { Kysely, Transaction, UpdateObject } from "kysely";
 import type { Logger } from "pino";
+import type { ChainOperations } from "../../chain/operations.ts";
 import type { Database, Db } from "../../db/database.ts";
 import { enqueue, type Task } from "../../jobs/queue.ts";
 import { newId } from "../../lib/ids.ts";
@@ -10,6 +11,7 @@ import type { Refund } from "./processor.ts";
 import { refundedNote } from "./purchase-failure.ts";
 import type { PurchaseStage, TransactionRow, TransactionType } from "./payments.tables.ts";
 import * as repo from "./purchases.repository.ts";
+import { type TransactionAnswer, transactionAnswers } from "./transaction-reads.ts";
 import { TRANSACTION_TYPES } from "./transactions.ts";
 
 export { failureOf } from "./purchase-failure.ts";
@@ -60,6 +62,8 @@ export interface PurchaseKind {
   onPaymentFailed(trx: Transaction<Database>, purchase: Purchase, failure: PaymentFailure): Promise<void>;
   /** A refund went through: of a completed purchase (`cause` given) or of one whose effect failed. Ledger entries to append after the component's. */
   onRefunded?(trx: Transaction<Database>, purchase: Purchase, refund: Refund, cause: RefundCause | null): Promise<LedgerAppend[] | void>;
+  /** The chain operation whose transaction is the purchase's effect (a sale's settlement, a mint), when the platform sends one: its `on_chain_tx`. */
+  chainOperationOf?(purchase: Purchase): string | null;
 }
 
 export interface PurchaseStart {
@@ -92,6 +96,7 @@ export interface PurchasesDeps {
   logger: Logger;
   payments: PaymentsService;
   ledger: LedgerService;
+  operations: Pick<ChainOperations, "findMany">;
   /** Runs of a charge (1 s, 2 s, 4 s… apart, at most a minute) before transient failures fail the purchase (MARKETPLACE_CHARGE_ATTEMPTS). */
   chargeRuns: number;
 }
@@ -127,6 +132,11 @@ export class Purchases {
   register(kind: PurchaseKind): void {
     if (this.kinds.has(kind.type)) throw new Error(`purchase kind ${kind.type} is registered twice`);
     this.kinds.set(kind.type, kind);
+  }
+
+  /** Purchases and payouts as the Transaction resource, each with its effect's chain transaction (transaction-reads.ts). */
+  transactions(db: Db, rows: readonly Purchase[]): Promise<TransactionAnswer[]> {
+    return transactionAnswers(db, rows, { chainOperationOf: (p) => this.kinds.get(p.type)?.chainOperationOf?.(p) ?? null, operations: this.deps.operations });
   }
 
   /**
@@ -260,14 +270,13 @@ export class Purchases {
   async complete(
     trx: Transaction<Database>,
     id: string,
-    facts: { royaltyCents?: bigint; payoutCents: bigint; chainTx?: string | null; payouts?: Payout[] },
+    facts: { royaltyCents?: bigint; payoutCents: bigint; payouts?: Payout[] },
   ): Promise<Purchase | undefined> {
     const p = await this.move(trx, id, "effecting", {
       status: "completed",
       stage: "done",
       ...(facts.royaltyCents !== undefined ? { royalty_cents: facts.royaltyCents } : {}),
       payout_cents: facts.payoutCents,
-      ...(facts.chainTx !== undefined ? { chain_tx: facts.chainTx } : {}),
     }, "completed_at");
     if (!p) return undefined;
     for (const payout of facts.payouts ?? []) {
@@ -286,7 +295,6 @@ export class Purchases {
         parent_id: p.id,
         payout_cents: payout.amountCents,
         charge_id: p.charge_id,
-        chain_tx: p.chain_tx,
         completed_at: p.completed_at,
       });
     }

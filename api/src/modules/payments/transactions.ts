@@ -52,7 +52,8 @@ export const transactionsQuery = z.object({
   ...paginationQuery(),
 });
 
-export function toTransaction(t: TransactionRow): z.infer<typeof transactionSchema> {
+/** A transaction as its resource; `chainTx` is its effect's chain transaction (transaction-reads.ts). */
+export function toTransaction(t: TransactionRow, chainTx: string | null): z.infer<typeof transactionSchema> {
   return {
     tx_id: t.id,
     type: t.type,
@@ -69,7 +70,7 @@ export function toTransaction(t: TransactionRow): z.infer<typeof transactionSche
     platform_fee_usd: centsToUsd(t.fee_cents),
     royalty_usd: centsToUsd(t.royalty_cents),
     payout_usd: t.payout_cents === null ? null : centsToUsd(t.payout_cents),
-    on_chain_tx: t.chain_tx,
+    on_chain_tx: chainTx,
     failure_reason: t.failure_reason,
     created_at: iso(t.created_at),
     completed_at: isoOrNull(t.completed_at),

@@ -1,6 +1,7 @@
 /**
  * Import boundaries of api/src and indexer/, checked by `npm run typecheck` (depcruise api/src
- * indexer). A feature reaches another only through its service (shared/STYLE.md); the API and the
+ * indexer). A feature reaches another only through its services and schemas (*.service.ts,
+ * *.schemas.ts; shared/STYLE.md); the API and the
  * indexer share only the generated ABIs (contracts/abi/). Which tables a query names, and where
  * Kysely may be called at all, is tools/check-table-ownership.ts's part, since Kysely names tables
  * as strings.
@@ -24,6 +25,13 @@ module.exports = {
       comment: "A module imports another only through its service: not its *.repository.ts, *.tables.ts or migrations/ (row types come from its service or api/src/db/database.ts).",
       from: { path: "^api/src/modules/([^/]+)/", pathNot: KNOWN_INTERNAL_IMPORTS.map((k) => exactly(k.from)) },
       to: { path: MODULE_INTERNALS, pathNot: "^api/src/modules/$1/" },
+    },
+    {
+      name: "module-surface",
+      severity: "error",
+      comment: "What a module offers the others is its *.service.ts and *.schemas.ts files (a service re-exports the types its callers need, e.g. the moves' table's from ownership.service.ts); its other files are its own.",
+      from: { path: "^api/src/modules/([^/]+)/" },
+      to: { path: "^api/src/modules/[^/]+/", pathNot: ["^api/src/modules/$1/", "^api/src/modules/[^/]+/[^/]+\\.(service|schemas)\\.ts$", "^api/src/modules/(module|index)\\.ts$"] },
     },
     ...KNOWN_INTERNAL_IMPORTS.map((known) => ({
       name: "module-internals",

@@ -14,7 +14,7 @@ import { migrateToLatest } from "../../api/src/db/migrate.ts";
 import { moduleMigrations } from "../../api/src/modules/index.ts";
 import type { TransactionRow } from "../../api/src/modules/payments/payments.tables.ts";
 import { transactionAnswers } from "../../api/src/modules/payments/transaction-reads.ts";
-import { toTransaction } from "../../api/src/modules/payments/transactions.ts";
+import { toTransaction } from "../../api/src/modules/payments/transactions.schemas.ts";
 import { useDatabaseMigratedUpTo } from "../support/migration-database.ts";
 
 const database = useDatabaseMigratedUpTo("chain_tx_mig", "2026_12_02_0161_share_class_activation_in_operation");

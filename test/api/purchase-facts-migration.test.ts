@@ -18,7 +18,7 @@ import { toOrder } from "../../api/src/modules/events/ticket-views.ts";
 import type { TicketOrder } from "../../api/src/modules/events/events.tables.ts";
 import type { FractionalPurchase } from "../../api/src/modules/fractional/fractional.tables.ts";
 import { toPurchase } from "../../api/src/modules/fractional/share-purchases.ts";
-import type { Purchase } from "../../api/src/modules/payments/purchases.ts";
+import type { Purchase } from "../../api/src/modules/payments/purchases.service.ts";
 import { dropDatabase, ensureDatabase, withDatabase } from "../../tools/stack/postgres.ts";
 import { testEnvironment } from "../support/environment.ts";
 

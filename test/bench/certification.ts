@@ -9,7 +9,7 @@ import path from "node:path";
 import { Worker } from "node:worker_threads";
 import pg from "pg";
 import { loadConfig } from "../../api/src/config.ts";
-import { certificationAttemptsAtOnce } from "../../api/src/modules/artworks/certification.ts";
+import { certificationAttemptsAtOnce } from "../../api/src/modules/artworks/certification.service.ts";
 import { BENCH_ADMIN_KEY, type BenchContext, blockNumber, call, percentile, table } from "./context.ts";
 
 const SEQUENTIAL = Number(process.env.BENCH_CERT_SEQUENTIAL ?? 200);

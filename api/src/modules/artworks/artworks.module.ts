@@ -2,9 +2,9 @@ import { defineModule, migrationsOf } from "../module.ts";
 import type { UsersService } from "../users/users.service.ts";
 import { registerArtworksRoutes } from "./artworks.routes.ts";
 import { ArtworkLinks, ArtworksService } from "./artworks.service.ts";
-import { CertificationPipeline, FETCH_IMAGE_TASK } from "./certification.ts";
+import { CertificationPipeline, FETCH_IMAGE_TASK } from "./certification.service.ts";
 import { ImageFetcher } from "./image-fetch.ts";
-import { OwnershipService } from "./ownership.ts";
+import { OwnershipService } from "./ownership.service.ts";
 
 /**
  * Artworks and their certification on-chain (the `certify` chain operation kind), image downloads

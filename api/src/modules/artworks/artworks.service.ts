@@ -20,8 +20,8 @@ import type { UsersService } from "../users/users.service.ts";
 import * as repo from "./artworks.repository.ts";
 import { type ArtworkCreate, type ArtworkPatch, IMMUTABLE_FIELDS } from "./artworks.schemas.ts";
 import { type CertificateDocument, canonicalDocument, certificateDocument, certificateHashOf } from "./certificate-document.ts";
-import type { CertificationPipeline } from "./certification.ts";
-import type { OwnershipService } from "./ownership.ts";
+import type { CertificationPipeline } from "./certification.service.ts";
+import type { OwnershipService } from "./ownership.service.ts";
 
 /** Public URLs of an artwork's media and documents (absolute: they go into token metadata). */
 export class ArtworkLinks {

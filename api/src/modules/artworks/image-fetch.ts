@@ -9,7 +9,7 @@ import { OutboundError, outboundRequest, UnsafeUrlError } from "../../lib/outbou
 import { sha256Hex } from "../../lib/secrets.ts";
 import type { ObjectStorage } from "../../lib/storage.ts";
 import * as repo from "./artworks.repository.ts";
-import { CertificationError, type CertificationPipeline, FETCH_IMAGE_TASK } from "./certification.ts";
+import { CertificationError, type CertificationPipeline, FETCH_IMAGE_TASK } from "./certification.service.ts";
 
 /** An artist at its cap of downloads in flight: its job looks again after about this long. */
 const BUSY_RETRY_MS = 1_000;

@@ -1,5 +1,5 @@
 import type { ArtworksService } from "../artworks/artworks.service.ts";
-import type { OwnershipService } from "../artworks/ownership.ts";
+import type { OwnershipService } from "../artworks/ownership.service.ts";
 import { defineModule } from "../module.ts";
 import { registerCertificatesRoutes } from "./certificates.routes.ts";
 import { CertificatesService } from "./certificates.service.ts";

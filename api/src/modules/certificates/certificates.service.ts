@@ -6,12 +6,14 @@ import type { Config } from "../../config.ts";
 import { ApiError, found } from "../../lib/errors.ts";
 import { iso, isoOrNull } from "../../lib/time.ts";
 import type { ArtworksService } from "../artworks/artworks.service.ts";
-import type { OwnershipService } from "../artworks/ownership.ts";
+import type { OwnershipService } from "../artworks/ownership.service.ts";
 import { type LiveCertificate, type VerifyPageFacts, renderVerifyPage } from "./verify-page.ts";
 import { withDeadline } from "../../lib/deadline.ts";
 
 /** Who issues the certificates (the `issuer` of a certificate). */
 export const ISSUER = "Art Platform";
+/** The verify page's Content-Security-Policy, for the pages rendered like it (reports). */
+export { VERIFY_PAGE_CSP } from "./verify-page.ts";
 /** The verification page does not wait longer than this for its direct contract read. */
 const CHAIN_READ_TIMEOUT_MS = 3_000;
 

@@ -9,7 +9,7 @@ import { centsToUsd, usdToCents } from "../../lib/money.ts";
 import { type Page, paginated } from "../../lib/pagination.ts";
 import { iso } from "../../lib/time.ts";
 import type { Actor } from "../../lib/actor.ts";
-import type { OwnershipService } from "../artworks/ownership.ts";
+import type { OwnershipService } from "../artworks/ownership.service.ts";
 import * as repo from "./challenges.repository.ts";
 import type { ChallengeCreate, ChallengePatch, ChallengeStatus, SubmissionCreate } from "./community.schemas.ts";
 import type { PostsService } from "./posts.service.ts";

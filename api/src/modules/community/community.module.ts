@@ -1,5 +1,5 @@
 import type { ArtworksService } from "../artworks/artworks.service.ts";
-import type { OwnershipService } from "../artworks/ownership.ts";
+import type { OwnershipService } from "../artworks/ownership.service.ts";
 import { defineModule, migrationsOf } from "../module.ts";
 import { registerChallengesRoutes } from "./challenges.routes.ts";
 import { ChallengesService } from "./challenges.service.ts";

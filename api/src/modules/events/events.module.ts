@@ -1,7 +1,7 @@
 import type { LedgerService } from "../ledger/ledger.service.ts";
 import { defineModule, migrationsOf } from "../module.ts";
 import type { PaymentsService } from "../payments/payments.service.ts";
-import type { Purchases } from "../payments/purchases.ts";
+import type { Purchases } from "../payments/purchases.service.ts";
 import type { UsersService } from "../users/users.service.ts";
 import { registerEventRoutes } from "./events.routes.ts";
 import { EventsService } from "./events.service.ts";

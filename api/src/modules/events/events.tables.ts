@@ -73,7 +73,7 @@ export type TicketOrderStatus = "awaiting_payment" | "pending" | "confirmed" | "
  * the seats': `awaiting_payment` while held for a later payment (until `payment_due_at`, then
  * `expired`), `pending` while paid, then `confirmed` (tickets issued) or `failed` (seats released);
  * a confirmed order becomes `refunded` when its event is cancelled and the refund is through.
- * `transaction_id` is its `ticket_purchase` purchase (payments/purchases.ts; null for free tickets
+ * `transaction_id` is its `ticket_purchase` purchase (payments/purchases.service.ts; null for free tickets
  * and held seats), which holds its payment: the charge, the fee, the stage of a refund, a failure.
  */
 export interface TicketOrdersTable {

@@ -1,6 +1,6 @@
 import { centsToUsd } from "../../lib/money.ts";
 import { iso, isoOrNull } from "../../lib/time.ts";
-import { failureOf, type Purchase } from "../payments/purchases.ts";
+import { failureOf, type Purchase } from "../payments/purchases.service.ts";
 import type { Ticket, TicketOrder } from "./events.tables.ts";
 
 /** A ticket as the Ticket resource (its code: for its holder and admins only). */

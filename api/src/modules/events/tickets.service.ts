@@ -12,9 +12,8 @@ import { type Page, paginated } from "../../lib/pagination.ts";
 import { iso } from "../../lib/time.ts";
 import type { Actor } from "../../lib/actor.ts";
 import type { LedgerAppend, LedgerService } from "../ledger/ledger.service.ts";
-import type { PaymentFailure } from "../payments/charge-step.ts";
 import type { PaymentsService } from "../payments/payments.service.ts";
-import { failureOf, type PurchaseKind, type Purchases } from "../payments/purchases.ts";
+import { failureOf, type PaymentFailure, type PurchaseKind, type Purchases } from "../payments/purchases.service.ts";
 import type { UsersService } from "../users/users.service.ts";
 import * as events from "./events.repository.ts";
 import { onSale, remainingOf } from "./events.service.ts";
@@ -46,7 +45,7 @@ export interface TicketsDeps {
  * Tickets (docs/integrators/events.md#tickets). A purchase reserves its seats on the event's row
  * with one conditional UPDATE (the check constraints keep the count within the capacity: no
  * oversell under any concurrency; a refusal charges nothing), records the order and starts its
- * `ticket_purchase` purchase (payments/purchases.ts) in the request's transaction, then charges it
+ * `ticket_purchase` purchase (payments/purchases.service.ts) in the request's transaction, then charges it
  * (key `ticket_order:<id>`: a rerun finds the same charge). A charge confirms the order under a
  * lock of the event's row (so a cancellation either sees it confirmed and refunds it, or makes it
  * fail and the charge go back): tickets with unguessable codes, the purchase completed,
@@ -235,7 +234,7 @@ export class TicketsService {
     throw new ApiError(409, "insufficient_tickets", `Only ${remaining} ${kind} ticket(s) are left; you asked for ${quantity}`, { remaining });
   }
 
-  /** Tickets as a kind of purchase: what happens at each step of an order's payment (payments/purchases.ts). */
+  /** Tickets as a kind of purchase: what happens at each step of an order's payment (payments/purchases.service.ts). */
   readonly purchaseKind: PurchaseKind = {
     type: "ticket_purchase",
     keyPrefix: "ticket_order",

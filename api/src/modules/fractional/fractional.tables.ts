@@ -29,7 +29,7 @@ export type FractionalPurchaseStatus = "pending" | "confirmed" | "failed";
 /**
  * A purchase of shares (`frac_…`): what is the module's own, the shares reserved for the buyer at a
  * price; its money, stage and failure are its `share_purchase` transaction's (`transaction_id`,
- * payments/purchases.ts), the mint's transaction its `mint:<id>` chain operation's. `status` is the
+ * payments/purchases.service.ts), the mint's transaction its `mint:<id>` chain operation's. `status` is the
  * reservation's (docs/decisions.md#states): `pending` while reserved, `confirmed` once minted,
  * `failed` once released (at a mint's failure, before its purchase's refund is through).
  */

@@ -13,7 +13,7 @@ import { isId } from "../../lib/ids.ts";
 import { centsToUsd, usdToCents } from "../../lib/money.ts";
 import { iso } from "../../lib/time.ts";
 import type { ArtworksService } from "../artworks/artworks.service.ts";
-import type { OwnershipService } from "../artworks/ownership.ts";
+import type { OwnershipService } from "../artworks/ownership.service.ts";
 import type { UsersService } from "../users/users.service.ts";
 import * as repo from "./fractional.repository.ts";
 import type { FractionalArtwork } from "./fractional.tables.ts";

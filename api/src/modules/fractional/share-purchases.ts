@@ -13,9 +13,8 @@ import { isId, newId } from "../../lib/ids.ts";
 import { centsToUsd } from "../../lib/money.ts";
 import { iso, isoOrNull } from "../../lib/time.ts";
 import type { LedgerService } from "../ledger/ledger.service.ts";
-import type { PaymentFailure } from "../payments/charge-step.ts";
 import type { PaymentsService } from "../payments/payments.service.ts";
-import { failureOf, type Purchase, type PurchaseKind, type Purchases } from "../payments/purchases.ts";
+import { failureOf, type PaymentFailure, type Purchase, type PurchaseKind, type Purchases } from "../payments/purchases.service.ts";
 import * as repo from "./fractional.repository.ts";
 import type { FractionalPurchase } from "./fractional.tables.ts";
 import { artSharesOf, type FractionalChainDeps } from "./share-classes.ts";
@@ -38,7 +37,7 @@ export interface SharePurchasesDeps extends FractionalChainDeps {
 /**
  * Purchases of shares. A purchase reserves its shares in the request's transaction with one
  * conditional UPDATE (no oversell under any concurrency) and starts its `share_purchase` purchase
- * (payments/purchases.ts), which holds its money, stage and failure; the charge (key
+ * (payments/purchases.service.ts), which holds its money, stage and failure; the charge (key
  * `share_purchase:<frac id>`) requests the mint (`mint:<frac id>`: ArtShares mints a purchase key
  * once), and the purchase is `confirmed` when the indexer has SharesMinted. A decline or a failed
  * mint releases the shares (and refunds a charge).
@@ -123,7 +122,7 @@ export class SharePurchases {
     return { view: toPurchase(p, paid!, mintTxOf(mint)), paid: paid! };
   }
 
-  /** Share purchases as a kind of purchase: what happens at each step of their payment (payments/purchases.ts). */
+  /** Share purchases as a kind of purchase: what happens at each step of their payment (payments/purchases.service.ts). */
   readonly purchaseKind: PurchaseKind = {
     type: "share_purchase",
     keyPrefix: "share_purchase",

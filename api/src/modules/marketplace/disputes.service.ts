@@ -7,12 +7,11 @@ import { type Page, paginated } from "../../lib/pagination.ts";
 import { iso, isoOrNull } from "../../lib/time.ts";
 import type { Actor } from "../../lib/actor.ts";
 import type { LedgerService } from "../ledger/ledger.service.ts";
-import type { Refund } from "../payments/processor.ts";
-import type { Purchase, Purchases, RefundCause } from "../payments/purchases.ts";
+import type { Purchase, Purchases, Refund, RefundCause } from "../payments/purchases.service.ts";
 import type { UsersService } from "../users/users.service.ts";
 import * as disputes from "./disputes.repository.ts";
 import type { Dispute } from "./marketplace.tables.ts";
-import type { OwnershipService } from "../artworks/ownership.ts";
+import type { OwnershipService } from "../artworks/ownership.service.ts";
 import * as sales from "./sales.repository.ts";
 import type { SalesService } from "./sales.service.ts";
 

@@ -12,7 +12,7 @@ import { ApiError, found } from "../../lib/errors.ts";
 import { isId } from "../../lib/ids.ts";
 import { centsToUsd } from "../../lib/money.ts";
 import { iso } from "../../lib/time.ts";
-import { custodyIndexOf, type OwnershipService } from "../artworks/ownership.ts";
+import { custodyIndexOf, type OwnershipService } from "../artworks/ownership.service.ts";
 import type { UsersService } from "../users/users.service.ts";
 import * as orders from "./exchange.repository.ts";
 import * as listings from "./marketplace.repository.ts";

@@ -1,8 +1,7 @@
 import type { Transaction } from "kysely";
 import type { Database } from "../../db/database.ts";
 import type { Actor } from "../../lib/actor.ts";
-import type { ArtworkMove } from "../artworks/artwork-moves.ts";
-import type { OwnershipService } from "../artworks/ownership.ts";
+import type { ArtworkMove, OwnershipService } from "../artworks/ownership.service.ts";
 import * as listings from "./marketplace.repository.ts";
 import type { Listing } from "./marketplace.tables.ts";
 

@@ -1,9 +1,9 @@
 import type { ArtworksService } from "../artworks/artworks.service.ts";
-import type { OwnershipService } from "../artworks/ownership.ts";
+import type { OwnershipService } from "../artworks/ownership.service.ts";
 import type { LedgerService } from "../ledger/ledger.service.ts";
 import { defineModule, migrationsOf } from "../module.ts";
 import type { PaymentsService } from "../payments/payments.service.ts";
-import type { Purchases } from "../payments/purchases.ts";
+import type { Purchases } from "../payments/purchases.service.ts";
 import type { UsersService } from "../users/users.service.ts";
 import { DisputesService } from "./disputes.service.ts";
 import { ExchangeService } from "./exchange.service.ts";

@@ -55,7 +55,7 @@ export type SaleStatus = "pending_payment" | "paid" | "completed" | "payment_fai
 /**
  * A sale as a move on its listing (its id is the sale's `txn_` transaction, which holds the money:
  * the charge, fee, royalty, payout, settling transaction, failure and times, payments'
- * purchases.ts): `pending_payment` (charge job) -> `paid` (the certificate's transfer is a chain
+ * purchases.service.ts): `pending_payment` (charge job) -> `paid` (the certificate's transfer is a chain
  * operation) -> `completed` when the indexer has it; `payment_failed` (declined),
  * `settlement_failed` (the transfer failed for good; refunded), `lost_to_fill` (a wallet's fill of
  * the listing's order was mined first; a charge goes back), `refunded` (a dispute). One live sale

@@ -14,7 +14,7 @@ import type { UsersService } from "../users/users.service.ts";
 import * as listings from "./marketplace.repository.ts";
 import { decideListingMove } from "./listing-moves.ts";
 import type { Offer } from "./marketplace.tables.ts";
-import type { OwnershipService } from "../artworks/ownership.ts";
+import type { OwnershipService } from "../artworks/ownership.service.ts";
 import * as repo from "./offers.repository.ts";
 import type { OfferCreate, OffersQuery } from "./offers.schemas.ts";
 import { offerLedgerEntry, recordOfferEvent } from "./sale-records.ts";

@@ -1,7 +1,7 @@
 import { paymentDeclinedProblem } from "../../http/problem.ts";
 import { ApiError } from "../../lib/errors.ts";
 import { type ApiRouter, Reply } from "../../http/route.ts";
-import { transactionListSchema, transactionSchema, transactionsQuery } from "../payments/transactions.ts";
+import { transactionListSchema, transactionSchema, transactionsQuery } from "../payments/transactions.schemas.ts";
 import type { DisputesService } from "./disputes.service.ts";
 import type { ExchangeService } from "./exchange.service.ts";
 import { listingIdParams, onchainPurchaseSchema, onchainPurchaseStepsSchema } from "./marketplace.schemas.ts";

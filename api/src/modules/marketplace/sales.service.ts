@@ -12,8 +12,7 @@ import { centsToUsd } from "../../lib/money.ts";
 import { type Page, paginated } from "../../lib/pagination.ts";
 import { iso } from "../../lib/time.ts";
 import type { PaymentsService, TransactionFilter } from "../payments/payments.service.ts";
-import type { Refund } from "../payments/processor.ts";
-import type { PurchaseKind } from "../payments/purchases.ts";
+import type { PurchaseKind, Refund } from "../payments/purchases.service.ts";
 import type { User } from "../users/users.service.ts";
 import type { ExchangeService } from "./exchange.service.ts";
 import { decideListingMove } from "./listing-moves.ts";
@@ -175,7 +174,7 @@ export class SalesService {
 
   // ---- the payment ----
 
-  /** Sales as a kind of purchase: what happens at each step of their payment (payments/purchases.ts). */
+  /** Sales as a kind of purchase: what happens at each step of their payment (payments/purchases.service.ts). */
   readonly purchaseKind: PurchaseKind = {
     type: "sale",
     keyPrefix: "sale",

@@ -10,9 +10,9 @@ import { type ChainOperationKind, ChainOperationFailure, type ChainOperations, t
 import type { Relayer } from "../../chain/relayer.ts";
 import type { ChainOperation, Database } from "../../db/database.ts";
 import type { ArtworksService } from "../artworks/artworks.service.ts";
-import { custodyIndexOf } from "../artworks/ownership.ts";
+import { custodyIndexOf } from "../artworks/ownership.service.ts";
 import type { LedgerAppend, LedgerService } from "../ledger/ledger.service.ts";
-import type { Purchases } from "../payments/purchases.ts";
+import type { Purchases } from "../payments/purchases.service.ts";
 import type { User, UsersService } from "../users/users.service.ts";
 import * as disputes from "./disputes.repository.ts";
 import type { ExchangeService } from "./exchange.service.ts";

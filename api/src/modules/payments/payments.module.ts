@@ -6,12 +6,12 @@ import type { PaymentProcessor } from "./processor.ts";
 import { registerPaymentsRoutes } from "./payments.routes.ts";
 import { PaymentsService } from "./payments.service.ts";
 import { SandboxProcessor } from "./sandbox.processor.ts";
-import { PURCHASE_CHARGE_TASK, PURCHASE_REFUND_TASK, Purchases } from "./purchases.ts";
+import { PURCHASE_CHARGE_TASK, PURCHASE_REFUND_TASK, Purchases } from "./purchases.service.ts";
 import type { LedgerService } from "../ledger/ledger.service.ts";
 
 /**
  * Payment methods and charges through a processor (processor.ts): the built-in sandbox, which
- * behaves as Stripe's test mode; and every purchase's lifecycle (purchases.ts), with which the
+ * behaves as Stripe's test mode; and every purchase's lifecycle (purchases.service.ts), with which the
  * modules that sell register their kinds. Tables: payments.tables.ts.
  */
 export const paymentsModule = defineModule<{ payments: PaymentsService; purchases: Purchases }, { ledger: LedgerService }>({

@@ -126,7 +126,7 @@ export async function takeSandboxFailure(db: Db, idempotencyKey: string, times: 
   return row !== undefined;
 }
 
-// The money records (written by purchases.ts).
+// The money records (written by purchases.service.ts).
 
 export function findTransaction(db: Db, id: string): Promise<TransactionRow | undefined> {
   return db.selectFrom("transactions").selectAll().where("id", "=", id).executeTakeFirst();

@@ -11,7 +11,7 @@ import { iso } from "../../lib/time.ts";
 import { type CardDetails, type Charge, type PaymentProcessor, PaymentTransientError, type Refund } from "./processor.ts";
 import * as repo from "./payments.repository.ts";
 import type { PaymentMethodRow, TransactionRow } from "./payments.tables.ts";
-import { isPartyOf } from "./transactions.ts";
+import { isPartyOf } from "./transactions.schemas.ts";
 
 /** Saved methods per user: enough for anyone's wallet, a bound on what one account can pile up. */
 export const MAX_PAYMENT_METHODS_PER_USER = 25;

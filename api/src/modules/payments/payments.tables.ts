@@ -85,7 +85,7 @@ export interface TransactionsTable {
   charge_id: string | null;
   chain_tx: string | null;
   failure_reason: string | null;
-  /** Where a purchase is in its lifecycle (purchases.ts); null for payouts and rows older than it. */
+  /** Where a purchase is in its lifecycle (purchases.service.ts); null for payouts and rows older than it. */
   stage: ColumnType<PurchaseStage | null, PurchaseStage | null | undefined, PurchaseStage | null>;
   payment_method_id: ColumnType<string | null, string | null | undefined, string | null>;
   description: ColumnType<string | null, string | null | undefined, string | null>;
@@ -94,7 +94,7 @@ export interface TransactionsTable {
   charge_runs: Generated<number>;
   failure_code: ColumnType<string | null, string | null | undefined, string | null>;
   refund_id: ColumnType<string | null, string | null | undefined, string | null>;
-  /** Why a completed purchase was refunded (purchases.ts RefundCause). */
+  /** Why a completed purchase was refunded (purchases.service.ts RefundCause). */
   refund_cause: ColumnType<unknown, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;

@@ -2,7 +2,7 @@ import { type Insertable, sql, type Transaction, type UpdateObject } from "kysel
 import type { Database, Db } from "../../db/database.ts";
 import type { PurchaseStage, TransactionRow, TransactionsTable, TransactionType } from "./payments.tables.ts";
 
-// The purchases' rows (`transactions`), written only by purchases.ts.
+// The purchases' rows (`transactions`), written only by purchases.service.ts.
 
 export function insert(db: Db, row: Insertable<TransactionsTable>): Promise<TransactionRow> {
   return db.insertInto("transactions").values(row).returningAll().executeTakeFirstOrThrow();

@@ -2,7 +2,7 @@ import type { ChainOperations } from "../../chain/operations.ts";
 import type { ChainOperation, Db } from "../../db/database.ts";
 import type { TransactionRow } from "./payments.tables.ts";
 import * as repo from "./purchases.repository.ts";
-import { toTransaction } from "./transactions.ts";
+import { toTransaction } from "./transactions.schemas.ts";
 
 export type TransactionAnswer = ReturnType<typeof toTransaction>;
 

@@ -1,8 +1,8 @@
-import type { CertificationPipeline } from "../artworks/certification.ts";
+import type { CertificationPipeline } from "../artworks/certification.service.ts";
 import type { ChallengesService } from "../community/challenges.service.ts";
 import type { DisputesService } from "../marketplace/disputes.service.ts";
 import { defineModule } from "../module.ts";
-import type { Purchases } from "../payments/purchases.ts";
+import type { Purchases } from "../payments/purchases.service.ts";
 import type { UsersService } from "../users/users.service.ts";
 import { registerReportsRoutes } from "./reports.routes.ts";
 import { ReportsService } from "./reports.service.ts";

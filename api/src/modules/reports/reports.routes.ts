@@ -2,7 +2,7 @@ import type { Express, Request, RequestHandler } from "express";
 import { type ApiRouter, Reply } from "../../http/route.ts";
 import { ApiError } from "../../lib/errors.ts";
 import { z } from "../../openapi/zod.ts";
-import { VERIFY_PAGE_CSP } from "../certificates/verify-page.ts";
+import { VERIFY_PAGE_CSP } from "../certificates/certificates.service.ts";
 import { toCsv } from "./report-csv.ts";
 import { renderReportPage } from "./report-page.ts";
 import * as s from "./reports.schemas.ts";

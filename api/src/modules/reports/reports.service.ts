@@ -1,10 +1,10 @@
 import { ApiError } from "../../lib/errors.ts";
 import { centsToUsd } from "../../lib/money.ts";
 import { iso } from "../../lib/time.ts";
-import type { CertificationPipeline } from "../artworks/certification.ts";
+import type { CertificationPipeline } from "../artworks/certification.service.ts";
 import type { ChallengesService } from "../community/challenges.service.ts";
 import type { DisputesService } from "../marketplace/disputes.service.ts";
-import type { Purchases } from "../payments/purchases.ts";
+import type { Purchases } from "../payments/purchases.service.ts";
 import type { UsersService } from "../users/users.service.ts";
 import { FIRST_YEAR, parseQuarter, type Quarter, quarterOf, quartersEndingWith, shiftQuarter } from "./quarters.ts";
 import type { QuarterReport } from "./report-figures.ts";

@@ -11,7 +11,7 @@ import { ApiError } from "../../lib/errors.ts";
 import { centsToUsd } from "../../lib/money.ts";
 import { iso, isoOrNull } from "../../lib/time.ts";
 import type { ArtworksService } from "../artworks/artworks.service.ts";
-import type { OwnershipService } from "../artworks/ownership.ts";
+import type { OwnershipService } from "../artworks/ownership.service.ts";
 import type { User, UsersService } from "../users/users.service.ts";
 import * as repo from "./withdrawals.repository.ts";
 import type { Withdrawal } from "./withdrawals.tables.ts";

@@ -1,5 +1,5 @@
 import type { ArtworksService } from "../artworks/artworks.service.ts";
-import type { OwnershipService } from "../artworks/ownership.ts";
+import type { OwnershipService } from "../artworks/ownership.service.ts";
 import { defineModule, migrationsOf } from "../module.ts";
 import type { UsersService } from "../users/users.service.ts";
 import { registerWithdrawalsRoutes } from "./withdrawals.routes.ts";

@@ -5,7 +5,7 @@ import type { Actor } from "../../lib/actor.ts";
 import { ApiError } from "../../lib/errors.ts";
 import { isId } from "../../lib/ids.ts";
 import { type Page, paginated } from "../../lib/pagination.ts";
-import type { StateFact } from "../artworks/artwork-moves.ts";
+import type { StateFact } from "../artworks/ownership.service.ts";
 import { CertificateWithdrawals } from "./certificate-withdrawals.ts";
 import { PaymentTokenWithdrawals } from "./payment-token-withdrawals.ts";
 import { ShareWithdrawals } from "./share-withdrawals.ts";

@@ -1,7 +1,7 @@
 import { type Kysely, sql } from "kysely";
 
 // One row per fact (issue 39): a paid ticket order's payment is its `ticket_purchase` purchase's
-// (payments/purchases.ts): the card, the charge, the fee, a refund's stage (the purchase's `stage`
+// (payments/purchases.service.ts): the card, the charge, the fee, a refund's stage (the purchase's `stage`
 // refunding until the order is `refunded`), the failure. What the purchase rows lack is first copied
 // from the orders, then the copies go (`charge_started_at` was never written: the purchase has its
 // own; the transaction's times are its own, by its checks). An order keeps its seats, price,

@@ -1,7 +1,7 @@
 import { type Kysely, sql } from "kysely";
 
 // One row per fact (issue 39): a share purchase's money, stage and failure are its `transactions`
-// row's (payments/purchases.ts), the mint's and the class's transactions (and a class's failure) their
+// row's (payments/purchases.service.ts), the mint's and the class's transactions (and a class's failure) their
 // chain operations' (`mint:<purchase>`, `share_class:<artwork>`). What those rows lack is first copied
 // from the fractional rows, then the copies go. A purchase keeps its shares, price per share and
 // status (its reservation: reserved, minted, released), a class its terms, counters and status.

@@ -12,9 +12,12 @@ import { refundedNote } from "./purchase-failure.ts";
 import type { PurchaseStage, TransactionRow, TransactionType } from "./payments.tables.ts";
 import * as repo from "./purchases.repository.ts";
 import { type TransactionAnswer, transactionAnswers } from "./transaction-reads.ts";
-import { TRANSACTION_TYPES } from "./transactions.ts";
+import { TRANSACTION_TYPES } from "./transactions.schemas.ts";
 
 export { failureOf } from "./purchase-failure.ts";
+/** What the kinds' steps are handed: a payment's failure, a refund. */
+export type { PaymentFailure } from "./charge-step.ts";
+export type { Refund } from "./processor.ts";
 
 /** The job that charges a purchase (payload `{ id, run? }`): the fallback of a request that charges itself, or the charge itself. */
 export const PURCHASE_CHARGE_TASK = "purchase_charge";

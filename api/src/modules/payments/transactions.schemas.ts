@@ -7,7 +7,7 @@ import type { TransactionRow } from "./payments.tables.ts";
 
 /**
  * The Transaction resource the money records answer as (`transactions`, written only by the
- * purchase lifecycle, purchases.ts; read through PaymentsService). Who may see one: its buyer,
+ * purchase lifecycle, purchases.service.ts; read through PaymentsService). Who may see one: its buyer,
  * seller and recipient, and admins.
  */
 

@@ -23,6 +23,9 @@ import type { Artwork } from "./artworks.tables.ts";
  * A module whose records hang off artworks (listings, orders, sales and disputes; share classes;
  * withdrawals) reports their states here, registered at construction.
  */
+/** The moves' table's types, for the modules that register states and name moves (the table itself is this module's). */
+export type { ArtworkMove, StateFact } from "./artwork-moves.ts";
+
 export interface ArtworkStateSource {
   name: string;
   /**

@@ -334,7 +334,7 @@ describe("fractional ownership", () => {
         if (rows.some((r) => r.status === "failed")) throw new Error("a purchase failed");
         return rows.length === WINNERS && rows.every((r) => r.status === "confirmed");
       },
-      { timeoutMs: 45_000, intervalMs: 100, what: `${WINNERS} purchases confirmed` },
+      { timeoutMs: 150_000, intervalMs: 100, what: `${WINNERS} purchases confirmed` },
     );
     const stored = await p.db.selectFrom("fractional_artworks").select(["shares_sold", "shares_confirmed"]).where("artwork_id", "=", art.race).executeTakeFirstOrThrow();
     expect(stored).toEqual({ shares_sold: SHARES, shares_confirmed: SHARES });
@@ -347,7 +347,7 @@ describe("fractional ownership", () => {
     expect(Number(mints.n)).toBe(WINNERS);
     expect(await detail(art.race)).toMatchObject({ shares_available: 0, funded_pct: 100 });
     expectProblem(await purchase(collector, art.race, 1), 409, "insufficient_shares");
-  }, 90_000);
+  }, 240_000);
 
   it("a declined card answers 402 with the purchase and releases the shares; unknown or foreign cards are 404 and reserve nothing", async () => {
     await activate(artist.token, art.failing, 100, 2);

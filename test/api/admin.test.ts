@@ -52,6 +52,14 @@ describe("admin users", () => {
     expect(demoted.status).toBe(200);
     expect(demoted.body.role).toBe("collector");
     expectProblem(await api.request("GET", "/v1/admin/users", { token: second.token }), 403, "forbidden");
+    // Its token still carries ["admin"], but the role it was issued under is gone: no admin key from it.
+    const keysBefore = await api.db.selectFrom("api_keys").select("id").where("user_id", "=", second.id).execute();
+    expectProblem(await api.request("POST", "/v1/api-keys", { token: second.token, body: { scope: ["admin"] } }), 403, "insufficient_scope");
+    expectProblem(await api.request("POST", "/v1/api-keys", { token: second.token, body: { scope: ["admin:read"] } }), 403, "insufficient_scope");
+    expectProblem(await api.request("POST", "/v1/api-keys", { token: second.token, body: {} }), 403, "insufficient_scope");
+    expect(await api.db.selectFrom("api_keys").select("id").where("user_id", "=", second.id).execute()).toEqual(keysBefore);
+    // What a collector may hold it may still make.
+    expect((await api.request("POST", "/v1/api-keys", { token: second.token, body: { scope: ["artworks:read"] } })).status).toBe(201);
   });
 
   it("suspending a user stops its tokens and keys at once; reactivating restores them", async () => {

@@ -277,11 +277,15 @@ export class AuthService {
   }
 
   /**
-   * POST /v1/api-keys: a key capped at `scopes` (default: the caller's), which the caller's token
-   * must cover; it dies with the key the caller's token came from.
+   * POST /v1/api-keys: a key capped at `scopes` (default: the caller's), which the caller's role
+   * (as it is now) must allow and the caller's token must cover; it dies with the key the caller's
+   * token came from.
    */
   async createApiKeyFor(caller: AuthContext, name: string | null, scopes: Scope[] | undefined, transact: Transact = transactOn(this.db)) {
     const cap = scopes ? [...new Set(scopes)] : [...caller.scopes];
+    // The role as it is now: a token issued before a demotion still carries the scopes it was
+    // given, and a key is a credential that would outlive it (docs/integrators/auth.md#api-keys).
+    assertScopesAllowed(caller.role, cap as Scope[]);
     assertWithinCap(caller.scopes, cap as Scope[], "Your token");
     const secret = newSecret("sk");
     return transact(async (trx) => {

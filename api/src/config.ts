@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { isOriginRule } from "./lib/origins.ts";
+import type { OutboundPolicy } from "./lib/outbound.ts";
 
 /** Hardhat's well-known dev account #0: the local relayer, refused in production mode. */
 export const HARDHAT_DEV_RELAYER_KEY =
@@ -50,6 +51,8 @@ const envSchema = z.object({
   RATE_LIMIT_ANONYMOUS_PER_MINUTE: z.coerce.number().int().positive().default(120),
   RATE_LIMIT_KEY_PREFIX: z.string().regex(/^[A-Za-z0-9:_-]{1,64}$/).default("rl"),
   ALLOW_PRIVATE_WEBHOOK_URLS: bool.optional(),
+  // Development: keep what a loopback receiver answers in the delivery log (a machine one developer uses).
+  WEBHOOK_LOOPBACK_RESPONSE_BODIES: bool.default(false),
   WEBHOOK_RETRY_SCHEDULE: z
     .string()
     .regex(/^\s*\d+(\.\d+)?\s*(,\s*\d+(\.\d+)?\s*)*$/, "must be comma-separated seconds, e.g. 5,30,120")
@@ -164,6 +167,8 @@ export interface Config {
   /** `keyPrefix` namespaces the counters in a shared Redis (one per deployment). */
   rateLimit: { tokenPerMinute: number; anonymousPerMinute: number; keyPrefix: string };
   allowPrivateWebhookUrls: boolean;
+  /** Where users' URLs (webhooks, image_url) may lead: public addresses, and loopback off the stack's own ports in development. */
+  outboundPolicy: OutboundPolicy;
   /**
    * Delays before each retry of a failed delivery (jittered ±10 %), a timeout per attempt, parallel
    * sends per process, and the attempts in flight at once (all processes) per user and per subscription.
@@ -172,6 +177,8 @@ export interface Config {
     retryScheduleSeconds: number[];
     timeoutMs: number;
     concurrency: number;
+    /** Development: a loopback receiver's answer body is kept in the delivery log (else its code only). */
+    keepLoopbackResponseBodies: boolean;
     maxInFlightPerUser: number;
     maxInFlightPerSubscription: number;
   };
@@ -349,10 +356,15 @@ export function loadConfig(source: NodeJS.ProcessEnv | Record<string, string | u
     redisUrl: e.REDIS_URL ?? null,
     rateLimit: { tokenPerMinute: e.RATE_LIMIT_TOKEN_PER_MINUTE, anonymousPerMinute: e.RATE_LIMIT_ANONYMOUS_PER_MINUTE, keyPrefix: e.RATE_LIMIT_KEY_PREFIX },
     allowPrivateWebhookUrls: production ? false : (e.ALLOW_PRIVATE_WEBHOOK_URLS ?? true),
+    outboundPolicy: {
+      allowPrivate: production ? false : (e.ALLOW_PRIVATE_WEBHOOK_URLS ?? true),
+      reservedLoopbackPorts: stackPortsOf(e.PORT, [e.DATABASE_URL, e.REDIS_URL, e.CHAIN_RPC_URL, e.INDEXER_URL]),
+    },
     webhooks: {
       retryScheduleSeconds: e.WEBHOOK_RETRY_SCHEDULE.split(",").map(Number),
       timeoutMs: Math.round(e.WEBHOOK_TIMEOUT_SECONDS * 1000),
       concurrency: e.WEBHOOK_CONCURRENCY,
+      keepLoopbackResponseBodies: e.WEBHOOK_LOOPBACK_RESPONSE_BODIES,
       maxInFlightPerUser: webhookUserCap,
       maxInFlightPerSubscription: Math.min(e.WEBHOOK_MAX_IN_FLIGHT_PER_SUBSCRIPTION, webhookUserCap),
     },
@@ -386,6 +398,25 @@ export function loadConfig(source: NodeJS.ProcessEnv | Record<string, string | u
     community: { popularCacheMs: e.COMMUNITY_POPULAR_CACHE_MS },
     publicReadCache: { ttlMs: e.PUBLIC_READ_CACHE_TTL_MS, maxBytes: e.PUBLIC_READ_CACHE_MAX_MB * 1024 * 1024 },
   };
+}
+
+/**
+ * The ports of the stack's own services (this API, its Postgres, Redis, chain node and indexer):
+ * a loopback webhook or image URL may not name them (lib/outbound.ts, docs/integrators/webhooks.md).
+ */
+function stackPortsOf(apiPort: number, urls: readonly (string | undefined)[]): number[] {
+  const ports = new Set([apiPort]);
+  for (const raw of urls) {
+    if (!raw) continue;
+    try {
+      const url = new URL(raw);
+      const port = url.port ? Number(url.port) : { "postgres:": 5432, "postgresql:": 5432, "redis:": 6379, "rediss:": 6379, "http:": 80, "https:": 443, "ws:": 80, "wss:": 443 }[url.protocol];
+      if (port !== undefined) ports.add(port);
+    } catch {
+      // Not a URL (a socket path, a connection string of another form): nothing on a loopback port to keep out.
+    }
+  }
+  return [...ports].sort((a, b) => a - b);
 }
 
 function hostForUrl(host: string): string {

@@ -2,8 +2,10 @@
  * Webhook URLs under the production policy (ALLOW_PRIVATE_WEBHOOK_URLS=false): https only, public
  * addresses only, at registration, on change, and again before every delivery.
  */
+import net, { type AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../api/src/config.ts";
+import { freePort } from "../../tools/stack/processes.ts";
 import { waitFor } from "../support/wait.ts";
 import { createUser, expectProblem, testApiSettings, useIsolatedTestApi } from "../support/api.ts";
 import { useReceiver } from "../support/webhooks.ts";
@@ -124,6 +126,51 @@ describe("webhook URLs in development mode (ALLOW_PRIVATE_WEBHOOK_URLS)", () => 
     expectProblem(changed, 400, "validation_failed");
     const stored = await devApi.db.selectFrom("webhook_subscriptions").select("url").where("user_id", "=", user.id).execute();
     expect(stored).toEqual([{ url: endpoint }]);
+  });
+
+  it("keeps loopback to a receiver's own port: privileged ports and the stack's own services are refused, storing nothing", async () => {
+    const user = await createUser(devApi);
+    const databasePort = Number(new URL(devApi.config.database.url).port);
+    const rpcPort = Number(new URL(devApi.config.chain.rpcUrl).port);
+    expect(devApi.config.outboundPolicy.reservedLoopbackPorts).toEqual(expect.arrayContaining([devApi.config.port, databasePort, rpcPort]));
+    for (const url of ["http://127.0.0.1:22/", "http://127.0.0.1/hook", "https://localhost/hook", "http://[::1]:25/", `http://127.0.0.1:${databasePort}/`, `http://localhost:${rpcPort}/`, `http://127.0.0.1:${devApi.config.port}/v1/health`]) {
+      const res = await devApi.request("POST", "/v1/webhooks", { token: user.token, body: { url, events: ["*"] } });
+      expectProblem(res, 400, "validation_failed");
+      expect(res.body.errors, url).toEqual([expect.objectContaining({ field: "url", code: "reserved_port" })]);
+      expect(res.body.errors[0].message, url).toMatch(/is loopback and port \d+ is (a privileged one|one of this stack's own services)/);
+    }
+    expect(await devApi.db.selectFrom("webhook_subscriptions").select("id").where("user_id", "=", user.id).execute()).toHaveLength(0);
+  });
+
+  it("tells nothing of the machine's other ports: a loopback answer keeps its code only, and every failed connection reads the same", async () => {
+    const user = await createUser(devApi);
+    const deliveredOnce = async (url: string) => {
+      const created = await devApi.request("POST", "/v1/webhooks", { token: user.token, body: { url, events: ["offer.created"] } });
+      expect(created.status).toBe(201);
+      const ping = await devApi.request("POST", `/v1/webhooks/${created.body.id}/test`, { token: user.token });
+      expect(ping.status).toBe(202);
+      return waitFor(async () => {
+        const d = await devApi.request("GET", `/v1/webhooks/${created.body.id}/deliveries/${ping.body.id}`, { token: user.token });
+        return d.body.attempts === 1 && (d.body.last_error !== null || d.body.last_response_code !== null) ? d.body : null;
+      });
+    };
+    // A service that answers HTTP with a page of its own: the code is seen, the page is not.
+    const page = await deliveredOnce(receiver.endpoint(() => ({ status: 500, body: "<h1>internal dashboard</h1>" })));
+    expect(page).toMatchObject({ last_response_code: 500, last_response_body: null, last_error: "HTTP 500: not a 2xx response" });
+
+    // A port where nothing listens, and one whose service drops an HTTP request: the same words.
+    const hangUp = net.createServer((socket) => socket.destroy());
+    await new Promise<void>((resolve) => hangUp.listen(0, "127.0.0.1", resolve));
+    try {
+      const closedPort = await freePort();
+      const refused = await deliveredOnce(`http://127.0.0.1:${closedPort}/hook`);
+      const dropped = await deliveredOnce(`http://127.0.0.1:${(hangUp.address() as AddressInfo).port}/hook`);
+      for (const d of [refused, dropped]) {
+        expect(d).toMatchObject({ last_response_code: null, last_response_body: null, last_error: "connection failed: nothing answered over HTTP on this loopback port" });
+      }
+    } finally {
+      await new Promise<void>((resolve) => hangUp.close(() => resolve()));
+    }
   });
 
   it("never delivers to an internal address that got into the database: the check before sending applies the same policy", async () => {

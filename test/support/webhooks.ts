@@ -131,7 +131,13 @@ export function expectRetryAfter(row: { next_retry_at: Date | null; last_attempt
  * for the calling file, with the reads and waits the tests make on them.
  */
 export function useWebhooksApi() {
-  const api = useIsolatedTestApi({ WEBHOOK_RETRY_SCHEDULE: RETRY_SCHEDULE_SECONDS.join(","), WEBHOOK_TIMEOUT_SECONDS: "2", WEBHOOK_CONCURRENCY: "4" });
+  // The receiver is on loopback: keep its answers, as a developer alone on a machine may (webhooks-ssrf.test.ts tests the default).
+  const api = useIsolatedTestApi({
+    WEBHOOK_RETRY_SCHEDULE: RETRY_SCHEDULE_SECONDS.join(","),
+    WEBHOOK_TIMEOUT_SECONDS: "2",
+    WEBHOOK_CONCURRENCY: "4",
+    WEBHOOK_LOOPBACK_RESPONSE_BODIES: "true",
+  });
   const receiver = useReceiver();
 
   async function delivery(subscriptionId: string, deliveryId: string, user: TestUser) {

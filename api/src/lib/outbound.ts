@@ -11,7 +11,7 @@ import ipaddr from "ipaddr.js";
  * (rebinding) cannot reach an internal host. Redirects are never followed.
  */
 
-export type UnsafeUrlReason = "invalid_url" | "scheme_not_allowed" | "credentials_in_url" | "private_address" | "unresolvable";
+export type UnsafeUrlReason = "invalid_url" | "scheme_not_allowed" | "credentials_in_url" | "private_address" | "reserved_port" | "unresolvable";
 
 export class UnsafeUrlError extends Error {
   override name = "UnsafeUrlError";
@@ -29,7 +29,16 @@ export interface OutboundPolicy {
    * Never private, link-local or metadata addresses: /deliveries shows what they answer.
    */
   allowPrivate: boolean;
+  /**
+   * Loopback ports refused besides the privileged ones (below 1024, never a developer's receiver):
+   * the stack's own services (its API, Postgres, Redis, chain and indexer), so that a loopback URL
+   * reaches a receiver of the user's and not the machine's services (loopbackPortsOf in config.ts).
+   */
+  reservedLoopbackPorts?: readonly number[];
 }
+
+/** The lowest loopback port a URL may name: below it are the machine's services (ssh, http). */
+const FIRST_UNPRIVILEGED_PORT = 1024;
 
 /** Where an address leads: only `public` is allowed in production, `loopback` also in development. */
 export type AddressClass = "public" | "loopback" | "refused";
@@ -60,6 +69,11 @@ export function classifyAddress(ip: string): AddressClass {
 function classifyIpv4(address: ipaddr.IPv4): AddressClass {
   const range = address.range();
   return range === "unicast" ? "public" : range === "loopback" ? "loopback" : "refused";
+}
+
+/** Whether `ip` is a loopback address: in development, a receiver on the developer's machine. */
+export function isLoopbackAddress(ip: string): boolean {
+  return classifyAddress(ip) === "loopback";
 }
 
 /** Whether `ip` is a public unicast address. */
@@ -95,20 +109,32 @@ export function checkUrl(raw: string, policy: OutboundPolicy): { url: URL; host:
   }
   if (url.username || url.password) throw new UnsafeUrlError("credentials_in_url", "must not contain credentials");
   const host = url.hostname.replace(/^\[|\]$/g, "");
-  if (net.isIP(host)) refuseUnlessAllowed(host, [host], policy);
+  if (net.isIP(host)) refuseUnlessAllowed(url, host, [host], policy);
   // RFC 6761: these names are loopback whatever a resolver says.
   else if (!policy.allowPrivate && (host === "localhost" || host.endsWith(".localhost"))) throw new UnsafeUrlError("private_address", `the host ${host} is loopback`);
   return { url, host };
 }
 
-/** Every answer must be allowed: a name that mixes public and private answers is refused. */
-function refuseUnlessAllowed(host: string, addresses: string[], policy: OutboundPolicy): void {
-  if (addresses.every((a) => isAllowedAddress(a, policy))) return;
+/** Every answer must be allowed (a name that mixes public and private answers is refused), and a loopback one on a receiver's port. */
+function refuseUnlessAllowed(url: URL, host: string, addresses: string[], policy: OutboundPolicy): void {
+  if (addresses.every((a) => isAllowedAddress(a, policy))) {
+    if (addresses.some(isLoopbackAddress)) refuseReservedPort(url, host, policy);
+    return;
+  }
   throw new UnsafeUrlError(
     "private_address",
     policy.allowPrivate
       ? `the host ${host} resolves to an address that is neither public nor loopback (ALLOW_PRIVATE_WEBHOOK_URLS allows loopback only)`
       : `the host ${host} resolves to a private, loopback, link-local or reserved address`,
+  );
+}
+
+function refuseReservedPort(url: URL, host: string, policy: OutboundPolicy): void {
+  const port = url.port ? Number(url.port) : url.protocol === "https:" ? 443 : 80;
+  if (port >= FIRST_UNPRIVILEGED_PORT && !policy.reservedLoopbackPorts?.includes(port)) return;
+  throw new UnsafeUrlError(
+    "reserved_port",
+    `the host ${host} is loopback and port ${port} is ${port < FIRST_UNPRIVILEGED_PORT ? "a privileged one" : "one of this stack's own services"}: a receiver in development listens on a port of its own from ${FIRST_UNPRIVILEGED_PORT}`,
   );
 }
 
@@ -125,7 +151,7 @@ export async function resolveTarget(raw: string, policy: OutboundPolicy): Promis
     }
   }
   if (addresses.length === 0) throw new UnsafeUrlError("unresolvable", `the host ${host} does not resolve`);
-  refuseUnlessAllowed(host, addresses.map((a) => a.address), policy);
+  refuseUnlessAllowed(url, host, addresses.map((a) => a.address), policy);
   const first = addresses[0]!;
   return { url, address: first.address, family: first.family === 6 ? 6 : 4 };
 }
@@ -160,9 +186,21 @@ export class OutboundError extends Error {
   constructor(
     readonly reason: "timeout" | "connection_failed" | "too_large",
     message: string,
+    /** The address the request went to, once it was resolved. */
+    readonly address?: string,
   ) {
     super(message);
   }
+}
+
+/**
+ * What a failed request may tell the user who gave its URL: the socket's own words, except on
+ * loopback (development), where every cause (refused, reset, closed) reads the same, so that the
+ * answers tell no port of the machine from another.
+ */
+export function failureSeenByUser(err: OutboundError): string {
+  if (err.reason === "connection_failed" && err.address !== undefined && isLoopbackAddress(err.address)) return "nothing answered over HTTP on this loopback port";
+  return err.message;
 }
 
 /**
@@ -228,7 +266,7 @@ export async function outboundRequest(req: OutboundRequest): Promise<OutboundRes
     );
     const fail = (err: Error) => {
       clearTimeout(timer);
-      reject(err instanceof OutboundError ? err : new OutboundError("connection_failed", err.message));
+      reject(err instanceof OutboundError ? new OutboundError(err.reason, err.message, target.address) : new OutboundError("connection_failed", err.message, target.address));
     };
     const timer = setTimeout(() => request.destroy(new OutboundError("timeout", `no complete response within ${req.timeoutMs} ms`)), req.timeoutMs);
     request.on("error", fail);

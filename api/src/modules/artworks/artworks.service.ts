@@ -12,7 +12,7 @@ import { ApiError, type FieldError, found } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
 import { checkedImage } from "../../lib/images.ts";
 import { centsToUsd, usdToCents } from "../../lib/money.ts";
-import { checkUrl, UnsafeUrlError } from "../../lib/outbound.ts";
+import { checkUrl, type OutboundPolicy, UnsafeUrlError } from "../../lib/outbound.ts";
 import { type Page, paginated } from "../../lib/pagination.ts";
 import type { ObjectStorage } from "../../lib/storage.ts";
 import { iso, isoDate, isoOrNull } from "../../lib/time.ts";
@@ -93,7 +93,7 @@ export class ArtworksService {
       const type = checkedImage(file);
       image = { key: `artworks/${id}/${file.sha256}.${type.extension}`, sha256: file.sha256, contentType: type.contentType, bytes: file.bytes.length, body: file.bytes };
     } else {
-      checkImageUrl(input.image_url!, config.allowPrivateWebhookUrls);
+      checkImageUrl(input.image_url!, config.outboundPolicy);
     }
 
     // The answer is built inside the transaction (it may be stored there for Idempotency-Key replays).
@@ -480,9 +480,9 @@ function provenanceEntry(p: ArtworkProvenance) {
 }
 
 /** Refuses at once what the fetch would refuse for sure; names are resolved (and checked) by the pipeline. */
-function checkImageUrl(raw: string, allowPrivate: boolean): void {
+function checkImageUrl(raw: string, policy: OutboundPolicy): void {
   try {
-    checkUrl(raw, { allowPrivate });
+    checkUrl(raw, policy);
   } catch (err) {
     if (err instanceof UnsafeUrlError) throw ApiError.validation([{ field: "image_url", code: "invalid_url", message: err.message }]);
     throw err;

@@ -5,7 +5,7 @@ import type { Database } from "../../db/database.ts";
 import type { Artwork } from "./artworks.tables.ts";
 import type { Task } from "../../jobs/queue.ts";
 import { MAX_IMAGE_BYTES, sniffImageType } from "../../lib/images.ts";
-import { OutboundError, outboundRequest, UnsafeUrlError } from "../../lib/outbound.ts";
+import { failureSeenByUser, OutboundError, outboundRequest, UnsafeUrlError } from "../../lib/outbound.ts";
 import { sha256Hex } from "../../lib/secrets.ts";
 import type { ObjectStorage } from "../../lib/storage.ts";
 import * as repo from "./artworks.repository.ts";
@@ -92,7 +92,7 @@ export class ImageFetcher {
         maxResponseBytes: MAX_IMAGE_BYTES,
         onOversize: "error",
         headers: { accept: "image/jpeg, image/png, image/webp, image/gif", "user-agent": "ArtPlatform-ImageFetcher/1.0" },
-        policy: { allowPrivate: this.deps.config.allowPrivateWebhookUrls },
+        policy: this.deps.config.outboundPolicy,
       });
     } catch (err) {
       if (err instanceof UnsafeUrlError) {
@@ -101,7 +101,7 @@ export class ImageFetcher {
       if (err instanceof OutboundError && err.reason === "too_large") {
         throw new CertificationError("permanent", `image_url: the image exceeds ${MAX_IMAGE_BYTES / 1024 / 1024} MiB`, { cause: err });
       }
-      throw new CertificationError("transient", `image_url could not be fetched: ${(err as Error).message}`, { cause: err });
+      throw new CertificationError("transient", `image_url could not be fetched: ${err instanceof OutboundError ? failureSeenByUser(err) : (err as Error).message}`, { cause: err });
     }
     if (response.status !== 200) {
       const retryable = response.status >= 500 || response.status === 408 || response.status === 429;

@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import type { Database, Db } from "../../db/database.ts";
 import { notifyOnCommit } from "../../db/notifications.ts";
 import { ClaimLoop } from "../../jobs/claim-loop.ts";
-import { OutboundError, type OutboundPolicy, outboundRequest, UnsafeUrlError } from "../../lib/outbound.ts";
+import { failureSeenByUser, isLoopbackAddress, OutboundError, type OutboundPolicy, outboundRequest, UnsafeUrlError } from "../../lib/outbound.ts";
 import { iso } from "../../lib/time.ts";
 import { signWebhook } from "./signature.ts";
 import * as repo from "./webhooks.repository.ts";
@@ -42,6 +42,8 @@ export interface DeliverySettings {
   /** Delay before retry n (seconds); after the last one a delivery is failed. */
   retryScheduleSeconds: readonly number[];
   timeoutMs: number;
+  /** A loopback receiver's (development) answer body kept in the delivery log; else its code only, so that /deliveries is no window on the machine's services. */
+  keepLoopbackResponseBodies?: boolean;
   /** Attempts this process sends at once. */
   concurrency: number;
   /** Attempts in flight at once, in every process, for one user's subscriptions together. */
@@ -187,13 +189,14 @@ export class WebhookSender {
       });
       // Postgres text cannot hold NUL.
       const text = res.body.toString("utf8").replaceAll("\u0000", "");
-      return { kind: "response", status: res.status, headers: res.headers, body: text.length > 0 ? text : null };
+      const kept = text.length > 0 && (this.settings.keepLoopbackResponseBodies === true || !isLoopbackAddress(res.address)) ? text : null;
+      return { kind: "response", status: res.status, headers: res.headers, body: kept };
     } catch (err) {
       if (err instanceof UnsafeUrlError) return { kind: "error", message: `refused (${err.reason}): ${err.message}` };
       if (err instanceof OutboundError && err.reason === "timeout") {
         return { kind: "error", message: `timeout: no complete response within ${this.settings.timeoutMs / 1000} s` };
       }
-      if (err instanceof OutboundError) return { kind: "error", message: `connection failed: ${err.message}` };
+      if (err instanceof OutboundError) return { kind: "error", message: `connection failed: ${failureSeenByUser(err)}` };
       throw err;
     }
   }

@@ -11,12 +11,12 @@ export const webhooksModule = defineModule({
   name: "webhooks",
   migrations: migrationsOf(import.meta.url),
   create: ({ db, config }) => ({
-    webhooks: new WebhooksService(db, { policy: { allowPrivate: config.allowPrivateWebhookUrls }, attemptLeaseMs: attemptLeaseMs(config.webhooks.timeoutMs) }),
+    webhooks: new WebhooksService(db, { policy: config.outboundPolicy, attemptLeaseMs: attemptLeaseMs(config.webhooks.timeoutMs) }),
   }),
   routes: ({ api }, { webhooks }) => registerWebhooksRoutes(api, webhooks),
   outboxHandlers: ({ webhooks }) => [{ type: "*", handler: webhooks.fanOut, batch: webhooks.fanOutAll }],
   worker: (_services, { db, config, logger }) => {
-    const sender = new WebhookSender(db, { policy: { allowPrivate: config.allowPrivateWebhookUrls }, ...config.webhooks }, logger.child({ component: "webhooks" }));
+    const sender = new WebhookSender(db, { policy: config.outboundPolicy, ...config.webhooks }, logger.child({ component: "webhooks" }));
     return {
       start: () => sender.start(config.database.url),
       stop: () => sender.stop(),

@@ -19,7 +19,7 @@ export const HARDHAT_ACCOUNT_0_KEY: Hex = "0xac0974bec39a17e36ba4a6b4d238ff944ba
  *   DATABASE_URL              unset: embedded Postgres, database art_platform
  *   EMBEDDED_POSTGRES_PORT    55432
  *   CHAIN_RPC_URL             unset: a Hardhat node on 127.0.0.1:HARDHAT_NODE_PORT
- *   CHAIN_WS_URL              the local node's ws://; unset for an external RPC (the indexer polls)
+ *   CHAIN_WS_URL              unset: the indexer polls (every 100 ms on the local node); set, new heads over it
  *   CHAIN_ID                  checked against eth_chainId when set
  *   HARDHAT_NODE_PORT         8545
  *   ART_CERTIFICATE_ADDRESS, ART_SHARES_ADDRESS, ART_MARKET_ADDRESS, AUDIT_ANCHOR_ADDRESS
@@ -47,7 +47,7 @@ export interface StackSettings {
   embeddedDatabaseName: string;
   /** CHAIN_RPC_URL; null = a local Hardhat node. */
   chainRpcUrl: string | null;
-  /** CHAIN_WS_URL: new-heads subscription for the indexer (set automatically for the local node). */
+  /** CHAIN_WS_URL: a new-heads subscription for the indexer; unset, it polls (the local node too: its feed falls silent when idle). */
   chainWsUrl: string | null;
   /** CHAIN_ID when set: checked against the RPC's eth_chainId. */
   chainId: number | null;

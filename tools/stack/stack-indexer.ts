@@ -21,7 +21,7 @@ export async function startStackIndexer(run: StackRun, options: IndexerOptions, 
   }).catch((error: Error) => log(`Could not drop old indexer schemas: ${error.message}`));
   // Over a websocket Ponder learns of blocks as they are mined: the deployment's blocks came
   // before it subscribed, so one empty block brings its checkpoint to the head (local node only).
-  if (context.localNode && indexer.ready) await untypedRequest(chainClient(options.rpcUrl))("evm_mine").catch(() => {});
+  if (context.localNode && options.wsUrl !== undefined && indexer.ready) await untypedRequest(chainClient(options.rpcUrl))("evm_mine").catch(() => {});
   if (!indexer.ready) log(`The indexer is still backfilling; the API starts anyway (GET /readyz shows the lag). Log: ${options.logFile}`);
   return indexer;
 }

@@ -238,7 +238,10 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
     const indexerOptions: IndexerOptions = {
       databaseUrl,
       rpcUrl,
-      wsUrl: wsUrl ?? undefined,
+      // The local node's own websocket feed is not used: after half an hour idle it fell silent while
+      // its socket stayed open (the watchdog then needed its stall timeout to notice). Polling every
+      // 100 ms cannot go silent without erroring; an explicit CHAIN_WS_URL (a remote chain) is used.
+      wsUrl: settings.chainWsUrl ?? undefined,
       chainId: identity.chainId,
       genesisHash: identity.genesisHash,
       artCertificate: contracts.artCertificate,

@@ -76,6 +76,11 @@ describe("platform event tickets", () => {
     expect(purchased).toHaveLength(1);
     expect(purchased[0]!.audience).toEqual([buyer.id]);
     expect(purchased[0]!.payload).toMatchObject({ event_id: e.event_id, buyer_id: buyer.id, quantity: 3, total_usd: 75, ticket_ids: order.tickets.map((t: { ticket_id: string }) => t.ticket_id) });
+    // A paid order's confirmation is its purchase's completion, stored there only.
+    const confirmation = await p.db.selectFrom("ticket_orders as o").innerJoin("transactions as t", "t.id", "o.transaction_id").select(["o.confirmed_at", "t.completed_at"]).where("o.id", "=", order.order_id).executeTakeFirstOrThrow();
+    expect(confirmation.confirmed_at).toBeNull();
+    expect(confirmation.completed_at!.toISOString()).toBe(order.confirmed_at);
+    expect(purchased[0]!.payload.purchased_at).toBe(order.confirmed_at);
 
     // Free virtual tickets need no payment method and charge nothing.
     const free = expectCreated(await create(hybrid({ format: "virtual", tickets: { virtual: { price_usd: 0 } } })));
@@ -83,6 +88,8 @@ describe("platform event tickets", () => {
     expect(gratis.status, gratis.text).toBe(201);
     expect(gratis.body).toMatchObject({ status: "confirmed", total_usd: 0, transaction_id: null });
     expect(gratis.body.tickets).toHaveLength(2);
+    expect((await p.db.selectFrom("ticket_orders").select("confirmed_at").where("id", "=", gratis.body.order_id).executeTakeFirstOrThrow()).confirmed_at!.toISOString()).toBe(gratis.body.confirmed_at);
+    expect((await eventsOf("ticket.purchased")).find((x) => x.payload.order_id === gratis.body.order_id)!.payload.purchased_at).toBe(gratis.body.confirmed_at);
   });
 
   it("refuses bad purchases with a problem and changes nothing; a decline releases the seats (402)", async () => {
@@ -256,6 +263,9 @@ describe("platform event tickets", () => {
       const told = (await eventsOf("ticket.refunded")).filter((x) => x.payload.order_id === order.order_id);
       expect(told).toHaveLength(1);
       expect(told[0]!.audience).toEqual([user.id]);
+      // Its times are its purchase's: confirmed when it completed, refunded when it was refunded.
+      expect(refunded.confirmed_at).toBe(order.confirmed_at);
+      expect(told[0]!.payload.refunded_at).toBe(refunded.refunded_at);
     }
     // Cancelling again changes nothing; no sales, edits or check-in afterwards.
     expect((await req("DELETE", `/v1/events/${e.event_id}`, admin)).status).toBe(200);
@@ -268,7 +278,10 @@ describe("platform event tickets", () => {
     expect((await req("DELETE", `/v1/events/${free.event_id}`, admin)).status).toBe(200);
     const freeOrder = await req("GET", `/v1/ticket-orders/${gratis.order_id}`, other.token);
     expect(freeOrder.body.status).toBe("refunded");
-    expect((await eventsOf("ticket.refunded")).filter((x) => x.payload.order_id === gratis.order_id)).toHaveLength(1);
+    expect(freeOrder.body.confirmed_at).toBe(gratis.confirmed_at);
+    const freeRefunds = (await eventsOf("ticket.refunded")).filter((x) => x.payload.order_id === gratis.order_id);
+    expect(freeRefunds).toHaveLength(1);
+    expect(freeRefunds[0]!.payload.refunded_at).toBe(freeOrder.body.refunded_at);
   });
 
   it("cancelling while purchases are under way leaves no confirmed order and no charge kept", async () => {

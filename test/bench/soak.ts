@@ -360,7 +360,7 @@ async function main(): Promise<number> {
     const { rows: settleTimes } = await sql<{ kind: string; ms: number }>`
       select 'sale (buy-now or accepted offer)' as kind, extract(epoch from completed_at - created_at)::float8 * 1000 as ms from transactions where type = 'sale' and status = 'completed' and id in (${sql.join(purchases.sales.length ? purchases.sales : [""])})
       union all select 'share purchase', extract(epoch from t.completed_at - p.created_at)::float8 * 1000 from fractional_purchases p join transactions t on t.id = p.transaction_id where p.status = 'confirmed' and p.id in (${sql.join(purchases.shares.length ? purchases.shares : [""])})
-      union all select 'ticket order', extract(epoch from confirmed_at - created_at)::float8 * 1000 from ticket_orders where status = 'confirmed' and id in (${sql.join(purchases.tickets.length ? purchases.tickets : [""])})`.execute(db);
+      union all select 'ticket order', extract(epoch from coalesce(t.completed_at, o.confirmed_at) - o.created_at)::float8 * 1000 from ticket_orders o left join transactions t on t.id = o.transaction_id where o.status = 'confirmed' and o.id in (${sql.join(purchases.tickets.length ? purchases.tickets : [""])})`.execute(db);
 
     const checks = await checkInvariants({ db, baseUrl, adminToken: admin, rpcUrl: ctx.rpcUrl, deployment: ctx.deployment, purchases });
     if (!drained) checks.unshift({ name: "the queues drained within the timeout", ok: false, detail: `not after ${DRAIN_TIMEOUT_MS / 1000} s` });

@@ -93,8 +93,11 @@ export interface TicketOrdersTable {
   failure_reason: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
+  /** When an order without a purchase (free, or its discount paid it all) was confirmed; a paid order's is its purchase's `completed_at` (null here, by a check). */
   confirmed_at: NullableTimestamp;
+  /** When it failed, its seats released: the order's own, a paid one's too (a cancellation releases them while its purchase's charge is still to come back). */
   failed_at: NullableTimestamp;
+  /** When an order without a purchase was refunded; a paid order's is its purchase's `refunded_at` (null here, by a check). */
   refunded_at: NullableTimestamp;
 }
 

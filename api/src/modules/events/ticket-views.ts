@@ -36,7 +36,17 @@ export function toOrder(o: TicketOrder, tickets: Ticket[], paid: Purchase | unde
     tickets: tickets.map(toTicket),
     failure_reason: paid ? (o.status === "failed" ? (failureOf(paid)?.reason ?? null) : null) : o.failure_reason,
     created_at: iso(o.created_at),
-    confirmed_at: isoOrNull(o.confirmed_at),
-    refunded_at: isoOrNull(o.refunded_at),
+    confirmed_at: isoOrNull(confirmedAt(o, paid)),
+    refunded_at: isoOrNull(refundedAt(o, paid)),
   };
+}
+
+/** When an order was confirmed: a paid order's purchase completed then (in the same transaction), an order without one keeps it. */
+export function confirmedAt(o: TicketOrder, paid: Purchase | undefined): Date | null {
+  return paid ? paid.completed_at : o.confirmed_at;
+}
+
+/** When an order was refunded: a paid order's purchase was refunded then (in the same transaction), an order without one keeps it. */
+export function refundedAt(o: TicketOrder, paid: Purchase | undefined): Date | null {
+  return paid ? paid.refunded_at : o.refunded_at;
 }

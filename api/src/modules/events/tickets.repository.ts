@@ -52,6 +52,9 @@ async function seatsOf(db: Db, eventId: string, buyerId: string, kind: TicketKin
 
 // ---- orders ----
 
+/** Now for an order without a purchase; null for a paid one, whose purchase holds the time (the checks `ticket_orders_*_without_purchase`). */
+const ownTime = sql<Date | null>`case when transaction_id is null then now() end`;
+
 export async function insertOrder(db: Db, order: Insertable<TicketOrdersTable>): Promise<void> {
   await db.insertInto("ticket_orders").values(order).execute();
 }
@@ -104,11 +107,14 @@ export function expireHold(db: Db, id: string): Promise<TicketOrder | undefined>
     .executeTakeFirst();
 }
 
-/** A pending order confirmed (its charge, if any, is its purchase's); undefined when it was no longer pending. */
+/**
+ * A pending order confirmed (its charge, if any, is its purchase's); undefined when it was no longer
+ * pending. Only an order without a purchase keeps when (a paid one's is its purchase's completion).
+ */
 export function confirmOrder(db: Db, id: string): Promise<TicketOrder | undefined> {
   return db
     .updateTable("ticket_orders")
-    .set({ status: "confirmed", confirmed_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+    .set({ status: "confirmed", confirmed_at: ownTime, updated_at: sql<Date>`now()` })
     .where("id", "=", id)
     .where("status", "=", "pending")
     .returningAll()
@@ -142,10 +148,11 @@ export function failUnpaidOf(db: Db, eventId: string, reason: string): Promise<T
     .execute();
 }
 
+/** A confirmed order refunded; only an order without a purchase keeps when (a paid one's is its purchase's refund). */
 export function markRefunded(db: Db, id: string): Promise<TicketOrder> {
   return db
     .updateTable("ticket_orders")
-    .set({ status: "refunded", refunded_at: sql<Date>`now()`, updated_at: sql<Date>`now()` })
+    .set({ status: "refunded", refunded_at: ownTime, updated_at: sql<Date>`now()` })
     .where("id", "=", id)
     .returningAll()
     .executeTakeFirstOrThrow();

@@ -13,13 +13,13 @@ import { iso } from "../../lib/time.ts";
 import type { Actor } from "../../lib/actor.ts";
 import type { LedgerAppend, LedgerService } from "../ledger/ledger.service.ts";
 import type { PaymentsService } from "../payments/payments.service.ts";
-import { failureOf, type PaymentFailure, type PurchaseKind, type Purchases } from "../payments/purchases.service.ts";
+import { failureOf, type PaymentFailure, type Purchase, type PurchaseKind, type Purchases } from "../payments/purchases.service.ts";
 import type { UsersService } from "../users/users.service.ts";
 import * as events from "./events.repository.ts";
 import { onSale, remainingOf } from "./events.service.ts";
 import type { TicketPurchase } from "./events.schemas.ts";
 import type { PlatformEvent, TicketKind, TicketOrder } from "./events.tables.ts";
-import { toOrder, toTicket } from "./ticket-views.ts";
+import { confirmedAt, refundedAt, toOrder, toTicket } from "./ticket-views.ts";
 import * as repo from "./tickets.repository.ts";
 
 export const TICKET_HOLD_EXPIRY_TASK = "ticket_order_hold_expiry";
@@ -260,10 +260,10 @@ export class TicketsService {
       await this.failOrder(trx, purchase.reference_id!);
     },
     // A refund of a confirmed order (its event was cancelled); an order whose charge came back after it failed stays failed.
-    onRefunded: async (trx, purchase, refund, cause) => {
+    onRefunded: async (trx, purchase, _refund, cause) => {
       if (!cause) return;
       const order = (await repo.lockOrder(trx, purchase.reference_id!))!;
-      return order.status === "confirmed" ? [await this.markRefunded(trx, order, { chargeId: purchase.charge_id, refundId: refund.id })] : [];
+      return order.status === "confirmed" ? [await this.markRefunded(trx, order, purchase)] : [];
     },
   };
 
@@ -278,6 +278,10 @@ export class TicketsService {
       trx,
       Array.from({ length: order.quantity }, () => ({ id: newId("ticket"), order_id: order.id, event_id: order.event_id, holder_id: order.buyer_id, kind: order.kind, code: ticketCode(), status: "valid" as const })),
     );
+    const fee = charge?.feeCents ?? 0n;
+    const paid = order.transaction_id ? await this.deps.purchases.complete(trx, order.transaction_id, { payoutCents: order.total_cents - order.discount_cents - fee }) : undefined;
+    // A paid order is confirmed when its purchase completes: one that was not being effected would leave the order without its time.
+    if (order.transaction_id && !paid) throw new Error(`ticket order ${order.id}: its purchase ${order.transaction_id} was not awaiting its effect`);
     await recordEvent(
       trx,
       "ticket.purchased",
@@ -291,13 +295,11 @@ export class TicketsService {
         total_usd: centsToUsd(order.total_cents),
         paid_usd: centsToUsd(order.total_cents - order.discount_cents),
         transaction_id: order.transaction_id,
-        purchased_at: iso(order.confirmed_at!),
+        purchased_at: iso(confirmedAt(order, paid)!),
       },
       [order.buyer_id],
     );
     if (order.transaction_id) {
-      const fee = charge?.feeCents ?? 0n;
-      await this.deps.purchases.complete(trx, order.transaction_id, { payoutCents: order.total_cents - order.discount_cents - fee });
       await this.deps.ledger.append(trx, {
         kind: "ticket_order.confirmed",
         subjectId: order.id,
@@ -339,7 +341,7 @@ export class TicketsService {
         if (order.transaction_id) {
           await this.deps.purchases.refund(trx, order.transaction_id, { reason: "event_cancelled", actorId: null, referenceId: event.id });
         } else {
-          appends.push(await this.markRefunded(trx, order, { chargeId: null, refundId: null }));
+          appends.push(await this.markRefunded(trx, order, undefined));
         }
       }
       for (const entry of appends) await this.deps.ledger.append(trx, entry);
@@ -347,8 +349,10 @@ export class TicketsService {
     });
   }
 
-  /** A confirmed order of a cancelled event, refunded (its purchase's charge and refund, for a paid one): its state, its tickets' and `ticket.refunded`; the ledger entry to append last. */
-  private async markRefunded(trx: Transaction<Database>, order: TicketOrder, { chargeId, refundId }: { chargeId: string | null; refundId: string | null }): Promise<LedgerAppend> {
+  /** A confirmed order of a cancelled event, refunded (a paid one's purchase just refunded: its charge, refund and time): its state, its tickets' and `ticket.refunded`; the ledger entry to append last. */
+  private async markRefunded(trx: Transaction<Database>, order: TicketOrder, paid: Purchase | undefined): Promise<LedgerAppend> {
+    const chargeId = paid?.charge_id ?? null;
+    const refundId = paid?.refund_id ?? null;
     const refunded = await repo.markRefunded(trx, order.id);
     await closed(trx, refunded);
     const tickets = await repo.ticketIdsOf(trx, order.id);
@@ -363,7 +367,7 @@ export class TicketsService {
         refunded_usd: centsToUsd(order.total_cents - order.discount_cents),
         reason: "event_cancelled",
         transaction_id: order.transaction_id,
-        refunded_at: iso(refunded.refunded_at!),
+        refunded_at: iso(refundedAt(refunded, paid)!),
       },
       [order.buyer_id],
     );

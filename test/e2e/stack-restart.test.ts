@@ -143,6 +143,62 @@ describe("a second npm start on the same data", () => {
     expect((await chainOf(stack).getBlock({ blockNumber: head.number })).hash).toBe(head.hash);
   }, 180_000);
 
+  it("keeps a cheat made through the Chain RPC: hardhat_setBalance is journaled where it happened and comes back", async () => {
+    const chain = chainOf(stack!);
+    const someone = privateKeyToAccount(generatePrivateKey());
+    await chain.request({ method: "hardhat_setBalance", params: [someone.address, toHex(parseEther("77"))] } as never);
+    const wallet = createWalletClient({ account: someone, chain: hardhat, transport: http(stack!.rpcUrl) });
+    await chain.waitForTransactionReceipt({ hash: await wallet.sendTransaction({ to: someone.address, value: 1n }) });
+    const balance = await chain.getBalance({ address: someone.address });
+    await stopCleanly(stack!);
+
+    stack = await boot();
+    expect(stack.output()).not.toMatch(/Archived:|could not be brought back/);
+    expect(await chainOf(stack).getBalance({ address: someone.address })).toBe(balance);
+  }, 180_000);
+
+  it("loses nothing anyone was told of when the Hardhat node is killed with writes in flight: the next start keeps the database", async () => {
+    // Certifications and a wallet's transfers under way; the node is killed as soon as one certification is confirmed.
+    const artist = await createSdkUser(stack!.url, { role: "artist", admin: adminSdk(stack!.url, stack!.adminApiKey ?? before.adminKey) });
+    const created = await Promise.all([0, 1, 2, 3].map(async () => (await artist.api.POST("/v1/artworks", { body: artworkForm() })).data.id as string));
+    const chain = chainOf(stack!);
+    const wallet = createWalletClient({ account: privateKeyToAccount(before.walletKey), chain: hardhat, transport: http(stack!.rpcUrl) });
+    const transfers = [1n, 2n, 3n].map((value) => wallet.sendTransaction({ to: wallet.account.address, value }).catch(() => null));
+    await waitFor(
+      async () => {
+        const { data } = await sdk(stack!.url).GET("/v1/artworks/{id}", { params: { path: { id: created[0]! } } });
+        return data.status === "certified" ? data : null;
+      },
+      { timeoutMs: 60_000, what: `certification of ${created[0]}` },
+    );
+    await Promise.all(transfers);
+    // One more transfer, and the kill the moment its receipt is in: the block a client was just told of.
+    const last = await chain.waitForTransactionReceipt({ hash: await wallet.sendTransaction({ to: wallet.account.address, value: 4n }), pollingInterval: 20 });
+    const node = stack!.processes.find((p) => p.name === "hardhat node")!;
+    process.kill(node.pid, "SIGKILL");
+    const head = { number: last.blockNumber, hash: last.blockHash };
+    expect((await stack!.exited).code).toBe(1);
+    const archivedBefore = archives().length;
+
+    stack = await boot();
+    const output = stack.output();
+    expect(output, stack.diagnostics()).not.toMatch(/has seen more of the chain than its journal|could not be brought back|Archived:/);
+    expect(archives()).toHaveLength(archivedBefore);
+    // Every block a client saw is back under its hash, and the platform finishes what was under way.
+    expect((await chainOf(stack).getBlock({ blockNumber: head.number })).hash).toBe(head.hash);
+    const { data: me } = await sdk(stack.url, { apiKey: artist.apiKey }).GET("/v1/users/me");
+    expect(me.id).toBe(artist.id);
+    for (const id of created) {
+      await waitFor(
+        async () => {
+          const { data } = await sdk(stack!.url).GET("/v1/artworks/{id}", { params: { path: { id } } });
+          return data.status === "certified" ? data : null;
+        },
+        { timeoutMs: 90_000, what: `certification of ${id} after the restart` },
+      );
+    }
+  }, 300_000);
+
   it("adds ArtExchange to a chain deployed before it, over the same platform, keeping the data", async () => {
     const [certificate, oldExchange] = [artCertificateOf(stack!), artExchangeOf(stack!)];
     // As a database recorded by the version before the exchange.
@@ -173,9 +229,11 @@ describe("a second npm start on the same data", () => {
 
 describe("a chain that cannot be brought back", () => {
   it("is archived with its database when state was changed from outside the stack, saying why, and the stack starts empty", async () => {
-    // A cheat call the stack does not see, then a block on top of it: the journal cannot give that block back.
+    // A cheat call made on the node itself, past the Chain RPC (which would have journaled it), then a
+    // block on top of it: the journal cannot give that block back.
     const chain = chainOf(stack!);
-    await chain.request({ method: "hardhat_setBalance", params: [privateKeyToAccount(before.walletKey).address, toHex(parseEther("1000"))] } as never);
+    const node = createPublicClient({ chain: hardhat, transport: http(stack!.nodeRpcUrl()) });
+    await node.request({ method: "hardhat_setBalance", params: [privateKeyToAccount(before.walletKey).address, toHex(parseEther("1000"))] } as never);
     const wallet = createWalletClient({ account: privateKeyToAccount(before.walletKey), chain: hardhat, transport: http(stack!.rpcUrl) });
     await chain.waitForTransactionReceipt({ hash: await wallet.sendTransaction({ to: wallet.account.address, value: 1n }) });
     await stopCleanly(stack!);

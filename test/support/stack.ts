@@ -19,6 +19,8 @@ export interface BootedStack {
   output(): string;
   /** For a failed test's report: the output and the last lines of each log in DATA_DIR/logs. */
   diagnostics(lines?: number): string;
+  /** The Hardhat node's own RPC, behind the journaled Chain RPC (from its command line): what no user is given. */
+  nodeRpcUrl(): string;
   /** The stack's processes (its own and its children's), from DATA_DIR/run/processes.json. */
   processes: ProcessRecord[];
   /** Settles when the stack process exits, for whatever reason. */
@@ -145,6 +147,12 @@ export async function bootStack(options: BootStackOptions = {}): Promise<BootedS
       return [`--- the stack's output\n${output}`, ...tails].join("\n");
     },
     processes: readProcessRecords(dataDir),
+    nodeRpcUrl() {
+      const node = stack.processes.find((p) => p.name === "hardhat node");
+      const port = node ? /--port (\d+)/.exec(readFileSync(`/proc/${node.pid}/cmdline`, "utf8").replaceAll("\0", " "))?.[1] : undefined;
+      if (!port) throw new Error(`The stack's Hardhat node is not running (data dir ${dataDir})`);
+      return `http://127.0.0.1:${port}`;
+    },
     exited,
     stop(signal = "SIGINT") {
       stopping ??= (async () => {

@@ -24,6 +24,8 @@ export class ChainRecorder {
   private readonly hashes: Hex[];
   private queue: Promise<unknown> = Promise.resolve();
   private catchUpQueued = false;
+  /** The catch-up journalSeen's callers wait for, until it begins. */
+  private nextCatchUp: Promise<void> | null = null;
   private socket: WebSocket | null = null;
   private timer: NodeJS.Timeout | null = null;
   private stopped: Promise<void> | null = null;
@@ -60,6 +62,20 @@ export class ChainRecorder {
       this.options.writer.append([{ type: "call", method, params }]);
       return result;
     });
+  }
+
+  /**
+   * Resolves once a catch-up that began after this call has written its blocks: every block the
+   * node had when this was called is then in the journal (journaled-rpc.ts waits on it before it
+   * answers). Calls made before that catch-up begins share it, so a burst of requests costs one.
+   */
+  journalSeen(): Promise<void> {
+    if (this.stopped) return Promise.reject(new Error("the chain journal is closed"));
+    this.nextCatchUp ??= this.exclusive(async () => {
+      this.nextCatchUp = null;
+      await this.catchUp();
+    });
+    return this.nextCatchUp;
   }
 
   /** Writes every block mined so far. */

@@ -9,9 +9,10 @@ import type { Database } from "../../api/src/db/database.ts";
 import { fundLocalAccount, type HardhatNode, isLocalChainId, readChainIdentity } from "./chain.ts";
 import { chainJournalFile } from "./chain-journal.ts";
 import { dropPonderSyncCache, type Indexer, type IndexerOptions } from "./indexer.ts";
+import { type JournaledRpc, startJournaledRpc } from "./journaled-rpc.ts";
 import { type LocalChain, restoreLocalChain, startLocalNode } from "./local-chain.ts";
 import { type EmbeddedPostgres, ensureDatabase, startEmbeddedPostgres } from "./postgres.ts";
-import { type ManagedProcess, portInUse } from "./processes.ts";
+import { freePort, type ManagedProcess, portInUse } from "./processes.ts";
 import { reapLeftoverProcesses, StartArchive } from "./runtime-files.ts";
 import { HARDHAT_ACCOUNT_0_KEY, type StackSettings } from "./settings.ts";
 import { type StackApi, startApi } from "./stack-api.ts";
@@ -119,7 +120,8 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
         return pg;
       });
     const postgresPromise = settings.databaseUrl ? Promise.resolve(null) : startPostgres();
-    const localNode = { dataDir: settings.dataDir, port: settings.hardhatNodePort, logFile: logs.hardhatNode };
+    // The node itself listens on a port of its own: HARDHAT_NODE_PORT is its journaled RPC (below).
+    const localNode = { dataDir: settings.dataDir, port: settings.chainRpcUrl ? 0 : await freePort(), logFile: logs.hardhatNode };
     const nodePromise = settings.chainRpcUrl
       ? Promise.resolve(null)
       : run.step("Starting the Hardhat node", logs.hardhatNode, () => startLocalNode(localNode));
@@ -141,6 +143,7 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
     if (node) run.track(node.process, true);
 
     let localChain: LocalChain | null = null;
+    let journaledRpc: JournaledRpc | null = null;
     if (startedNode) {
       localChain = await run.step("Replaying the chain", logs.hardhatNode, () =>
         restoreLocalChain({
@@ -158,11 +161,17 @@ export async function startStack(settings: StackSettings, options: StartStackOpt
       // Stopped after the API and the indexer, before the node: the last blocks reach the journal.
       run.onStop(() => localChain!.recorder.stop());
       if (localChain.discarded) archivedWhy = `the chain's journal did not replay: ${localChain.discarded}`;
+      // Everyone reaches the node through it: no answer tells of a block the journal does not hold.
+      const recorder = localChain.recorder;
+      journaledRpc = await run.step("Starting the chain RPC", logs.hardhatNode, () =>
+        startJournaledRpc({ nodeUrl: node!.rpcUrl, port: settings.hardhatNodePort, recorder, log }),
+      );
+      run.onStop(() => journaledRpc!.stop());
     }
 
     let databaseUrl = settings.databaseUrl ?? postgres!.url(settings.embeddedDatabaseName);
-    const rpcUrl = settings.chainRpcUrl ?? node!.rpcUrl;
-    const wsUrl = settings.chainWsUrl ?? node?.wsUrl ?? null;
+    const rpcUrl = settings.chainRpcUrl ?? journaledRpc!.url;
+    const wsUrl = settings.chainWsUrl ?? journaledRpc?.wsUrl ?? null;
     const chainLog = node ? logs.hardhatNode : null;
 
     const identity = await run.step("Reading the chain", chainLog, async () => {

@@ -153,7 +153,7 @@ describe("admin reports", () => {
       .values({
         id: newId("dispute"), transaction_id: saleId, buyer_id: buyer.id, seller_id: artist.id, reason: "seeded",
         status: resolvedAt ? "resolved" : "open", resolution: resolvedAt ? "reject" : null, resolution_note: null, resolved_by: null,
-        refund_status: null, refund_id: null, certificate_return: null, return_tx_hash: null, created_at: createdAt, resolved_at: resolvedAt,
+        refund_status: null, refund_id: null, certificate_return: null, created_at: createdAt, resolved_at: resolvedAt,
       })
       .execute();
   };

@@ -5,7 +5,7 @@
  * keeps the owner's rights through the wallet and lists from it after its own approval.
  */
 import { sql } from "kysely";
-import { createWalletClient, getAddress, http, parseEther, toHex } from "viem";
+import { createWalletClient, getAddress, http, keccak256, parseEther, toHex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { beforeAll, describe, expect, it } from "vitest";
 import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
@@ -362,7 +362,8 @@ describe("withdrawals", () => {
     expect(await publicClient().getTransactionCount({ address: custodial, blockTag: "latest" })).toBe(nonceBefore + 1);
     const moved = await p.views.selectFrom("share_transfer").select("amount").where("from", "=", custodial).where("to", "=", linked).execute();
     expect(moved.map((t) => t.amount)).toEqual([3n]);
-    const row = await p.db.selectFrom("withdrawals").select(["sender_nonce", "tx_hash"]).where("id", "=", String(withdrawal!.id)).executeTakeFirstOrThrow();
-    expect(row).toEqual({ sender_nonce: nonceBefore, tx_hash: done.tx_hash });
+    // The withdrawal keeps that transaction, signed with the wallet's nonce: its hash is the one answered.
+    const row = await p.db.selectFrom("withdrawals").select(["sender_nonce", "signed_tx"]).where("id", "=", String(withdrawal!.id)).executeTakeFirstOrThrow();
+    expect({ sender_nonce: row.sender_nonce, tx_hash: keccak256(row.signed_tx as `0x${string}`) }).toEqual({ sender_nonce: nonceBefore, tx_hash: done.tx_hash });
   }, 120_000);
 });

@@ -7,6 +7,7 @@
 import { sql } from "kysely";
 import { expect } from "vitest";
 import { readIndexerStatus } from "../../api/src/chain/indexer-views.ts";
+import { transactionOf } from "../../api/src/chain/operations.ts";
 import type { TransactionRow } from "../../api/src/modules/payments/payments.tables.ts";
 import { type ArtworkPlatform, publicClient } from "./artworks.ts";
 import { indexedCertificate, ownerOnChain } from "./marketplace.ts";
@@ -193,8 +194,7 @@ async function nobodyPaidForWhatTheyDoNotHold(p: Platform, scope: RunScope, tran
       ).toEqual([`${nameOfUser(scope, t.seller_id)} -> ${nameOfUser(scope, t.buyer_id)}`]);
     } else if (t.type === "share_purchase") {
       // The mint's transaction is its chain operation's (`mint:<share purchase>`).
-      const op = await p.db.selectFrom("chain_operations").select(["result", "tx_hash"]).where("key", "=", `mint:${t.reference_id}`).executeTakeFirst();
-      const mintTx = (op?.result as { txHash?: string } | null)?.txHash ?? op?.tx_hash;
+      const mintTx = transactionOf(await p.db.selectFrom("chain_operations").selectAll().where("key", "=", `mint:${t.reference_id}`).executeTakeFirst());
       expect(mintTx, `${t.id}: its mint's operation has the transaction`).toMatch(/^0x[0-9a-f]{64}$/);
       const mint = await p.views.selectFrom("share_mint").select(["token_id", "block_number", "log_index"]).where("tx_hash", "=", mintTx as `0x${string}`).executeTakeFirst();
       expect(mint, `${t.id}: its shares minted on-chain`).toBeDefined();

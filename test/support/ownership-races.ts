@@ -9,6 +9,7 @@ import { nonceManager, privateKeyToAccount } from "viem/accounts";
 import { expect } from "vitest";
 import { artExchangeAbi } from "../../contracts/abi/ArtExchange.ts";
 import { readIndexerStatus } from "../../api/src/chain/indexer-views.ts";
+import { transactionOf } from "../../api/src/chain/operations.ts";
 import { ARTWORK_MOVES, type ArtworkMove, type ArtworkState } from "../../api/src/modules/artworks/artwork-moves.ts";
 import type { TestUser } from "./api.ts";
 import { type ArtworkPlatform, publicClient } from "./artworks.ts";
@@ -251,8 +252,14 @@ export async function checkFacts(p: ArtworkPlatform, w: World, trace: string): P
     for (const s of sales) if ((await settlementTx(s)) === last.tx_hash) return s;
     return undefined;
   })();
-  const withdrawal = await db.selectFrom("withdrawals").select("id").where("tx_hash", "=", last.tx_hash).where("status", "=", "completed").executeTakeFirst();
-  const returned = await db.selectFrom("disputes").select("id").where("return_tx_hash", "=", last.tx_hash).executeTakeFirst();
+  // A withdrawal's transaction is its chain operation's (`withdraw:<id>`).
+  const withdrawn = await db.selectFrom("withdrawals").select("id").where("artwork_id", "=", w.artworkId).where("asset", "=", "certificate").where("status", "=", "completed").execute();
+  const withdrawalOps = withdrawn.length ? await db.selectFrom("chain_operations").selectAll().where("key", "in", withdrawn.map((x) => `withdraw:${x.id}`)).execute() : [];
+  const withdrawal = withdrawalOps.find((op) => transactionOf(op) === last.tx_hash);
+  // A return's is its chain operation's (`settle:return:<dispute>`).
+  const disputed = sales.length ? await db.selectFrom("disputes").select("id").where("transaction_id", "in", sales.map((s) => s.id)).where("certificate_return", "=", "returned").execute() : [];
+  const returnOps = disputed.length ? await db.selectFrom("chain_operations").selectAll().where("key", "in", disputed.map((d) => `settle:return:${d.id}`)).execute() : [];
+  const returned = returnOps.find((op) => transactionOf(op) === last.tx_hash);
   const minted = /^0x0{40}$/.test(last.from);
   const explained = minted || (standingSale?.status === "completed") || withdrawal !== undefined || returned !== undefined || w.walletTransfers.includes(last.tx_hash);
   expect(explained, `the holder ${holder} got the certificate by ${last.tx_hash}, which no mint, standing sale, withdrawal, return or wallet transfer explains (a sale: ${standingSale?.id} ${standingSale?.status}); ${trace}`).toBe(true);

@@ -10,6 +10,11 @@ export interface SignedTransaction {
   nonce: number;
 }
 
+/** A signed transaction's hash (keccak256 of its raw bytes): known before it is sent, so its caller keeps only the transaction. */
+export function signedTransactionHash(raw: Hex): Hash {
+  return keccak256(raw);
+}
+
 /** What a caller keeps of its signed transaction (a row of its own), read and written under the wallet's nonce lock. */
 export interface SignedTransactionStore {
   /** The transaction signed for this effect by an earlier attempt, if any. */
@@ -93,7 +98,7 @@ export class CustodialSender {
           ? { type: "eip1559", maxFeePerGas: fees.maxFeePerGas * FEE_HEADROOM, maxPriorityFeePerGas: fees.maxPriorityFeePerGas }
           : { type: "legacy", gasPrice: fees.gasPrice * FEE_HEADROOM }),
       });
-      const signed = { raw, hash: keccak256(raw), nonce };
+      const signed = { raw, hash: signedTransactionHash(raw), nonce };
       await store.keep(trx, signed);
       return signed;
     });

@@ -28,6 +28,17 @@ export interface RequestOptions {
   runAt?: Date | undefined;
 }
 
+/**
+ * An operation's transaction, the one place it is stored: once confirmed, the one its confirmation
+ * saw mined (`result.txHash`, another than the last one sent when a send's hash was lost), else the
+ * last one sent (`tx_hash`); null before anything is sent. With `confirmed`, null until the
+ * operation is confirmed (what answers with the transaction of a done effect asks).
+ */
+export function transactionOf(op: ChainOperation | undefined, options: { confirmed?: boolean } = {}): string | null {
+  if (!op || (options.confirmed && op.status !== "confirmed")) return null;
+  return (op.status === "confirmed" ? (op.result as { txHash?: string | null } | null)?.txHash : null) ?? op.tx_hash;
+}
+
 /** How long stop() waits for attempts under way (each waits for its transaction's receipt). */
 const STOP_WAIT_MS = 10_000;
 

@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import { type Address, type Hex, keccak256, toBytes } from "viem";
 import { artSharesAbi } from "../../../../contracts/abi/ArtShares.ts";
 import { isRevertWith } from "../../chain/errors.ts";
-import type { ChainOperationKind, KeyedFacts } from "../../chain/operations.ts";
+import { type ChainOperationKind, type KeyedFacts, transactionOf } from "../../chain/operations.ts";
 import type { ChainOperation, Database } from "../../db/database.ts";
 import type { Transact } from "../../db/transact.ts";
 import { recordEvent } from "../../jobs/outbox.ts";
@@ -119,7 +119,7 @@ export class SharePurchases {
   private async viewOf(p: FractionalPurchase) {
     const { db, purchases, operations } = this.deps;
     const [paid, mint] = await Promise.all([purchases.find(db, p.transaction_id), p.status === "confirmed" ? operations.find(db, mintKey(p.id)) : undefined]);
-    return { view: toPurchase(p, paid!, mintTxOf(mint)), paid: paid! };
+    return { view: toPurchase(p, paid!, transactionOf(mint, { confirmed: true })), paid: paid! };
   }
 
   /** Share purchases as a kind of purchase: what happens at each step of their payment (payments/purchases.service.ts). */
@@ -261,11 +261,6 @@ export class SharePurchases {
 
 function mintKey(purchaseId: string): string {
   return `mint:${purchaseId}`;
-}
-
-/** The mint's transaction, as its confirmed chain operation recorded it. */
-function mintTxOf(op: ChainOperation | undefined): string | null {
-  return op?.status === "confirmed" ? ((op.result as { txHash?: string } | null)?.txHash ?? null) : null;
 }
 
 /** The key ArtShares mints once: keccak256 of the purchase id, lower-case hex. */

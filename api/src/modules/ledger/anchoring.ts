@@ -4,10 +4,10 @@ import { type Address, decodeEventLog, type Hash, type Hex, type PublicClient, T
 import { auditAnchorAbi } from "../../../../contracts/abi/AuditAnchor.ts";
 import { isRevertWith } from "../../chain/errors.ts";
 import { type IndexedAnchors, type IndexedLedgerAnchor, IndexerNotReadyError } from "../../chain/indexer-views.ts";
-import type { ChainOperationKind, ChainOperations, KeyedFacts, SendContext } from "../../chain/operations.ts";
+import { type ChainOperationKind, type ChainOperations, type KeyedFacts, type SendContext, transactionOf } from "../../chain/operations.ts";
 import type { Relayer } from "../../chain/relayer.ts";
 import type { Config } from "../../config.ts";
-import type { ChainOperation, Database } from "../../db/database.ts";
+import type { ChainOperation, Database, Db } from "../../db/database.ts";
 import * as merkle from "./merkle.ts";
 import * as repo from "./ledger.repository.ts";
 import type { LedgerAnchorRow } from "./ledger.tables.ts";
@@ -48,10 +48,10 @@ export interface LedgerAnchoringDeps {
  * `ledger_anchor:<first>-<last>` in the same transaction. One range is in flight at a time (the
  * contract takes them in order only). The component sends `anchor(first, last, root, head)` through
  * the relayer, resumes it after a crash, and confirms it from the indexer's `ledger_anchor` view
- * (or the receipt while the indexer lags); the row then holds the anchor's index, transaction and
- * block. A range the contract has already anchored (AuditAnchorOutOfOrder with an earlier first seq:
- * an earlier attempt got through) is settled, and confirmed from the indexer. A failed range is
- * requested again at the next tick.
+ * (or the receipt while the indexer lags); the row then holds the anchor's index and block, its
+ * operation the transaction (`transactionOfRange`). A range the contract has already anchored
+ * (AuditAnchorOutOfOrder with an earlier first seq: an earlier attempt got through) is settled, and
+ * confirmed from the indexer. A failed range is requested again at the next tick.
  */
 export class LedgerAnchoring implements ChainOperationKind<ChainAnchor> {
   readonly kind = LEDGER_ANCHOR_OPERATION;
@@ -152,10 +152,7 @@ export class LedgerAnchoring implements ChainOperationKind<ChainAnchor> {
       functionName: "anchor",
       args: [BigInt(p.first_seq), BigInt(p.last_seq), p.merkle_root, p.head_hash],
       label: op.key,
-      onSubmitted: async ({ hash }) => {
-        await ctx.recordSent([op.key], hash);
-        await repo.setAnchorTx(this.deps.db, BigInt(p.first_seq), BigInt(p.last_seq), hash);
-      },
+      onSubmitted: ({ hash }) => ctx.recordSent([op.key], hash),
     });
   }
 
@@ -221,6 +218,11 @@ export class LedgerAnchoring implements ChainOperationKind<ChainAnchor> {
   async onFailed(trx: Transaction<Database>, op: ChainOperation, reason: string): Promise<void> {
     const p = payloadOf(op);
     await repo.failAnchor(trx, BigInt(p.first_seq), BigInt(p.last_seq), reason);
+  }
+
+  /** The transaction that anchored the range first..last (its operation's), null until one is sent. */
+  async transactionOfRange(db: Db, firstSeq: bigint, lastSeq: bigint): Promise<string | null> {
+    return transactionOf(await this.deps.operations.find(db, keyOf(firstSeq, lastSeq)));
   }
 
   /** Every anchor the indexer shows, by index; null while its views (or this one) are not there. */

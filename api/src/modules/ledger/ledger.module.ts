@@ -14,7 +14,11 @@ export const ledgerModule = defineModule({
   migrations: migrationsOf(import.meta.url),
   create: ({ db, config, logger, relayer, publicClient, chainOperations, indexedChain }) => {
     const ledgerAnchoring = new LedgerAnchoring({ db, config, logger, relayer, publicClient, operations: chainOperations, anchors: indexedChain.anchors });
-    const ledger = new LedgerService({ db, indexedAnchors: () => ledgerAnchoring.indexedAnchors() });
+    const ledger = new LedgerService({
+      db,
+      indexedAnchors: () => ledgerAnchoring.indexedAnchors(),
+      anchorTransaction: (trx, firstSeq, lastSeq) => ledgerAnchoring.transactionOfRange(trx, firstSeq, lastSeq),
+    });
     return { ledger, ledgerAnchoring };
   },
   routes: ({ api }, { ledger }) => registerLedgerRoutes(api, ledger),

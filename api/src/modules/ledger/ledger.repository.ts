@@ -106,7 +106,6 @@ export async function upsertPendingAnchor(db: Db, row: Insertable<LedgerAnchorsT
         head_hash: sql<string>`excluded.head_hash`,
         chain_id: sql<number>`excluded.chain_id`,
         contract_address: sql<string>`excluded.contract_address`,
-        tx_hash: null,
         last_error: null,
         updated_at: sql<Date>`now()`,
       }),
@@ -115,25 +114,14 @@ export async function upsertPendingAnchor(db: Db, row: Insertable<LedgerAnchorsT
     .executeTakeFirstOrThrow();
 }
 
-export async function setAnchorTx(db: Db, firstSeq: bigint, lastSeq: bigint, txHash: string): Promise<void> {
-  await db
-    .updateTable("ledger_anchors")
-    .set({ tx_hash: txHash, updated_at: sql<Date>`now()` })
-    .where("first_seq", "=", firstSeq)
-    .where("last_seq", "=", lastSeq)
-    .where("status", "=", "pending")
-    .execute();
-}
-
 export interface AnchorFacts {
   anchorIndex: bigint;
   merkleRoot: string;
   headHash: string;
-  txHash: string;
   blockNumber: bigint;
 }
 
-/** Records the chain's facts of the range (its root and head as the chain holds them); the row as now. */
+/** Records the chain's facts of the range (its root and head as the chain holds them; its transaction is its operation's); the row as now. */
 export function confirmAnchor(trx: Transaction<Database>, firstSeq: bigint, lastSeq: bigint, facts: AnchorFacts): Promise<LedgerAnchorRow | undefined> {
   return trx
     .updateTable("ledger_anchors")
@@ -142,7 +130,6 @@ export function confirmAnchor(trx: Transaction<Database>, firstSeq: bigint, last
       anchor_index: facts.anchorIndex,
       merkle_root: facts.merkleRoot,
       head_hash: facts.headHash,
-      tx_hash: facts.txHash,
       block_number: facts.blockNumber,
       last_error: null,
       confirmed_at: sql<Date>`coalesce(confirmed_at, now())`,

@@ -62,6 +62,8 @@ export class LedgerService {
       db: Kysely<Database>;
       /** The indexer's anchors by index, null when its views cannot be read (verification then trusts the table). */
       indexedAnchors: () => Promise<Map<bigint, IndexedAnchor> | null>;
+      /** The transaction that anchored a range (its chain operation's: LedgerAnchoring.transactionOfRange). */
+      anchorTransaction: (db: Db, firstSeq: bigint, lastSeq: bigint) => Promise<string | null>;
     },
   ) {}
 
@@ -125,8 +127,8 @@ export class LedgerService {
     if (!row || !mayRead(reader, row)) throw ApiError.notFound("Ledger entry");
     const anchor = await repo.confirmedAnchorOf(db, row.seq);
     if (!anchor) return { ...toEntry(row), anchor: null };
-    const leaves = (await repo.entryHashes(db, anchor.first_seq, anchor.last_seq)) as Hex[];
-    return { ...toEntry(row), anchor: { ...this.toAnchor(anchor), proof: merkle.proof(leaves, Number(row.seq - anchor.first_seq)) } };
+    const [leaves, txHash] = await Promise.all([repo.entryHashes(db, anchor.first_seq, anchor.last_seq), this.deps.anchorTransaction(db, anchor.first_seq, anchor.last_seq)]);
+    return { ...toEntry(row), anchor: { ...toAnchor(anchor, txHash), proof: merkle.proof(leaves as Hex[], Number(row.seq - anchor.first_seq)) } };
   }
 
   /** The reader's entries (an admin's: all), oldest first, with the index of their anchor. */
@@ -193,20 +195,21 @@ export class LedgerService {
     if (dangling) return bad(dangling.first_seq, `anchor ${dangling.anchor_index} covers entries ${dangling.first_seq}..${dangling.last_seq}, but the ledger ends at entry ${expected - 1n}`);
     return { ok: true, entries_checked: entriesChecked, anchors_checked: anchorsChecked, first_bad_seq: null, problem: null };
   }
+}
 
-  private toAnchor(a: LedgerAnchorRow) {
-    return {
-      anchor_index: Number(a.anchor_index),
-      first_seq: Number(a.first_seq),
-      last_seq: Number(a.last_seq),
-      merkle_root: a.merkle_root,
-      head_hash: a.head_hash,
-      tx_hash: a.tx_hash,
-      block_number: toNumberOrNull(a.block_number),
-      chain_id: a.chain_id,
-      contract_address: a.contract_address,
-    };
-  }
+/** A confirmed anchor as its resource (without its proof), with its transaction. */
+function toAnchor(a: LedgerAnchorRow, txHash: string | null) {
+  return {
+    anchor_index: Number(a.anchor_index),
+    first_seq: Number(a.first_seq),
+    last_seq: Number(a.last_seq),
+    merkle_root: a.merkle_root,
+    head_hash: a.head_hash,
+    tx_hash: txHash,
+    block_number: toNumberOrNull(a.block_number),
+    chain_id: a.chain_id,
+    contract_address: a.contract_address,
+  };
 }
 
 function mayRead(reader: LedgerReader, row: LedgerEntryRow): boolean {

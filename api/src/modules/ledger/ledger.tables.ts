@@ -28,8 +28,8 @@ export type AnchorStatus = "pending" | "confirmed" | "failed";
 
 /**
  * Ranges of entries anchored (or being anchored) on the AuditAnchor contract: one chain operation
- * `ledger_anchor:<first_seq>-<last_seq>` each. Ranges are contiguous: each starts after the last
- * pending or confirmed one (a failed range is requested again, possibly longer).
+ * `ledger_anchor:<first_seq>-<last_seq>` each, which holds its transaction. Ranges are contiguous:
+ * each starts after the last pending or confirmed one (a failed range is requested again, possibly longer).
  */
 export interface LedgerAnchorsTable {
   first_seq: ColumnType<bigint, bigint, never>;
@@ -42,7 +42,6 @@ export interface LedgerAnchorsTable {
   /** The AuditAnchor contract it is sent to (lower-case). */
   contract_address: string;
   status: AnchorStatus;
-  tx_hash: string | null;
   block_number: ColumnType<bigint | null, bigint | null | undefined, bigint | null>;
   /** The contract's index of the anchor (from 1), once confirmed. */
   anchor_index: ColumnType<bigint | null, bigint | null | undefined, bigint | null>;

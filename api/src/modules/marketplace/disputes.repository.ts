@@ -38,11 +38,11 @@ export function resolve(db: Db, id: string, set: UpdateObject<Database, "dispute
   return update(db, id, { ...set, resolved_at: sql<Date>`now()` });
 }
 
-/** The certificate's return of a refunded sale ended: back with the seller (its transaction), or not possible. */
-export function endReturn(db: Db, id: string, outcome: { returned: string } | "not_possible"): Promise<Dispute | undefined> {
+/** The certificate's return of a refunded sale ended: back with the seller (its transaction is the return's operation's), or not possible. */
+export function endReturn(db: Db, id: string, outcome: "returned" | "not_possible"): Promise<Dispute | undefined> {
   return db
     .updateTable("disputes")
-    .set(outcome === "not_possible" ? { certificate_return: "not_possible", updated_at: sql<Date>`now()` } : { certificate_return: "returned", return_tx_hash: outcome.returned, updated_at: sql<Date>`now()` })
+    .set({ certificate_return: outcome, updated_at: sql<Date>`now()` })
     .where("id", "=", id)
     .where("certificate_return", "=", "pending")
     .returningAll()

@@ -99,8 +99,8 @@ export interface DisputesTable {
   refund_id: string | null;
   /** An admin refunded without the certificate's return (docs/ownership-and-money.md). */
   refund_forced: Generated<boolean>;
+  /** `returned`: its transaction is the return's chain operation's (`settle:return:<id>`). */
   certificate_return: "pending" | "returned" | "not_possible" | "waived" | null;
-  return_tx_hash: string | null;
   created_at: Timestamp;
   updated_at: Timestamp;
   resolved_at: NullableTimestamp;

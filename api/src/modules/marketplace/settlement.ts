@@ -256,7 +256,7 @@ export class Settlements {
 
   /** A refunded sale's certificate is back with its seller (a dispute's return). */
   private async onReturned(trx: Transaction<Database>, disputeId: string, s: Settlement, appends: LedgerAppend[]): Promise<void> {
-    const dispute = await disputes.endReturn(trx, disputeId, { returned: s.txHash });
+    const dispute = await disputes.endReturn(trx, disputeId, "returned");
     if (!dispute) return;
     const sale = (await repo.find(trx, dispute.transaction_id))!;
     await this.deps.artworks.recordMarketplaceProvenance(trx, {

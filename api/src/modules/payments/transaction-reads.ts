@@ -1,5 +1,5 @@
-import type { ChainOperations } from "../../chain/operations.ts";
-import type { ChainOperation, Db } from "../../db/database.ts";
+import { type ChainOperations, transactionOf } from "../../chain/operations.ts";
+import type { Db } from "../../db/database.ts";
 import type { TransactionRow } from "./payments.tables.ts";
 import * as repo from "./purchases.repository.ts";
 import { toTransaction } from "./transactions.schemas.ts";
@@ -31,11 +31,6 @@ export async function transactionAnswers(
     if (key) keyOf.set(r.id, key);
   }
   const operations = new Map((await hooks.operations.findMany(db, [...new Set(keyOf.values())])).map((op) => [op.key, op]));
-  return rows.map((r) => toTransaction(r, purchaseOf(r).chain_tx ?? txHashOf(operations.get(keyOf.get(r.id) ?? ""))));
+  return rows.map((r) => toTransaction(r, purchaseOf(r).chain_tx ?? transactionOf(operations.get(keyOf.get(r.id) ?? ""), { confirmed: true })));
 }
 
-/** A confirmed operation's transaction: the one its confirmation saw mined (`result.txHash`), else the one it sent. */
-function txHashOf(op: ChainOperation | undefined): string | null {
-  if (op?.status !== "confirmed") return null;
-  return (op.result as { txHash?: string } | null)?.txHash ?? op.tx_hash;
-}

@@ -9,7 +9,7 @@ import { ApiError } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
 import * as repo from "./withdrawals.repository.ts";
 import type { WithdrawalCreate } from "./withdrawals.schemas.ts";
-import { keyed, linkedTarget, toWithdrawal, transferKind, type TransferFacts, type WithdrawalsDeps, withdrawKey } from "./withdrawal-transfers.ts";
+import { keyed, linkedTarget, pendingTransactions, toWithdrawal, transferKind, type TransferFacts, type WithdrawalsDeps, withdrawKey } from "./withdrawal-transfers.ts";
 
 /** The chain operation that moves a withdrawn certificate, once per withdrawal. */
 export const WITHDRAW_OPERATION = "withdrawal";
@@ -71,7 +71,7 @@ export class CertificateWithdrawals {
       });
       const payload: WithdrawPayload = { withdrawal_id: withdrawal.id, token_id: withdrawal.token_id!.toString(), from: withdrawal.from_wallet as Address, to: to as Address, custody_index: user.custody_index! };
       await operations.request(trx, { key: withdrawKey(withdrawal.id), kind: WITHDRAW_OPERATION, payload: { ...payload } });
-      return toWithdrawal(withdrawal);
+      return toWithdrawal(withdrawal, null);
     });
   }
 
@@ -82,8 +82,12 @@ export class CertificateWithdrawals {
     retryBaseMs: 2_000,
     send: (op, ctx) => this.send(op, ctx),
     settled: (err) => err instanceof AlreadyWithdrawn,
-    readIndexed: async (fromBlock, toBlock) => keyed(await repo.indexedTransfers(this.deps.db, this.deps.viewsSchema, { blocks: [fromBlock, toBlock] })),
-    lookupIndexed: async (ops) => keyed(await repo.indexedTransfers(this.deps.db, this.deps.viewsSchema, { ids: ops.map((op) => payloadOf(op).withdrawal_id) })),
+    readIndexed: async (fromBlock, toBlock) =>
+      keyed(await repo.indexedTransfers(this.deps.db, this.deps.viewsSchema, { blocks: [fromBlock, toBlock] }, await pendingTransactions(this.deps, "certificate"))),
+    lookupIndexed: async (ops) => {
+      const ids = ops.map((op) => payloadOf(op).withdrawal_id);
+      return keyed(await repo.indexedTransfers(this.deps.db, this.deps.viewsSchema, { ids }, await pendingTransactions(this.deps, "certificate", ids)));
+    },
     // `completed` means the indexer has the transfer: while it lags, the withdrawal stays pending.
     readFromChain: async () => [],
   });
@@ -104,10 +108,7 @@ export class CertificateWithdrawals {
       functionName: "safeTransferFrom",
       args: [p.from, p.to, tokenId],
       label: op.key,
-      onSubmitted: async ({ hash }) => {
-        await ctx.recordSent([op.key], hash);
-        await repo.recordSent(db, p.withdrawal_id, hash);
-      },
+      onSubmitted: ({ hash }) => ctx.recordSent([op.key], hash),
     });
   }
 }

@@ -2,7 +2,7 @@ import { type Address, formatUnits, getAddress } from "viem";
 import { isRevertWith, PermanentChainError } from "../../chain/errors.ts";
 import { UNITS_PER_CENT } from "../../chain/exchange.ts";
 import { authorizationNonce, paymentTokenAbi, signTransferAuthorization } from "../../chain/payment-token.ts";
-import { type ChainOperationKind, ChainOperationFailure, type KeyedFacts, type SendContext } from "../../chain/operations.ts";
+import { type ChainOperationKind, ChainOperationFailure, type KeyedFacts, type SendContext, transactionOf } from "../../chain/operations.ts";
 import type { ChainOperation } from "../../db/database.ts";
 import { lockNamed } from "../../db/locks.ts";
 import type { Transact } from "../../db/transact.ts";
@@ -68,7 +68,7 @@ export class PaymentTokenWithdrawals {
       const withdrawal = await repo.insert(trx, { id: newId("withdrawal"), user_id: user.id, artwork_id: null, asset: "payment_token", token_id: null, amount_units: units, quantity: 1, from_wallet: from, to_wallet: to });
       const payload: TokenPayload = { withdrawal_id: withdrawal.id, from: getAddress(from), to: getAddress(to), amount_units: units.toString(), custody_index: user.custody_index };
       await operations.request(trx, { key: withdrawKey(withdrawal.id), kind: WITHDRAW_PAYMENT_TOKEN_OPERATION, payload: { ...payload } });
-      return toWithdrawal(withdrawal);
+      return toWithdrawal(withdrawal, null);
     });
   }
 
@@ -89,7 +89,7 @@ export class PaymentTokenWithdrawals {
   });
 
   private async send(op: ChainOperation, ctx: SendContext): Promise<void> {
-    const { db, publicClient, relayer, custody, chain } = this.deps;
+    const { publicClient, relayer, custody, chain } = this.deps;
     const token = chain.paymentToken;
     if (!token) throw new ChainOperationFailure("transient", "PAYMENT_TOKEN_ADDRESS is not configured");
     const p = op.payload as unknown as TokenPayload;
@@ -105,10 +105,7 @@ export class PaymentTokenWithdrawals {
       functionName: "transferWithAuthorization",
       args,
       label: op.key,
-      onSubmitted: async ({ hash }) => {
-        await ctx.recordSent([op.key], hash);
-        await repo.recordSent(db, p.withdrawal_id, hash);
-      },
+      onSubmitted: ({ hash }) => ctx.recordSent([op.key], hash),
     });
   }
 
@@ -120,8 +117,7 @@ export class PaymentTokenWithdrawals {
     for (const op of ops) {
       const p = op.payload as unknown as TokenPayload;
       const used = await this.deps.publicClient.readContract({ address: token, abi: paymentTokenAbi, functionName: "authorizationState", args: [p.from, authorizationNonce(p.withdrawal_id)] });
-      const txHash = op.tx_hash ?? (await repo.find(this.deps.db, p.withdrawal_id))?.tx_hash ?? null;
-      if (used) out.push({ key: op.key, facts: { txHash } });
+      if (used) out.push({ key: op.key, facts: { txHash: transactionOf(op) } });
     }
     return out;
   }

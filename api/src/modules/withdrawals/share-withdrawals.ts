@@ -1,6 +1,6 @@
 import { type Address, encodeFunctionData, getAddress, type Hex } from "viem";
 import { artSharesAbi } from "../../../../contracts/abi/ArtShares.ts";
-import { CustodialSender, type SignedTransactionStore } from "../../chain/custodial-sender.ts";
+import { CustodialSender, type SignedTransactionStore, signedTransactionHash } from "../../chain/custodial-sender.ts";
 import { type ChainOperationKind, ChainOperationFailure, type SendContext } from "../../chain/operations.ts";
 import type { ChainOperation } from "../../db/database.ts";
 import { lockNamed } from "../../db/locks.ts";
@@ -10,7 +10,7 @@ import { ApiError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
 import * as repo from "./withdrawals.repository.ts";
 import type { WithdrawalCreate } from "./withdrawals.schemas.ts";
-import { custodialUser, keyed, linkedTarget, toWithdrawal, transferKind, type TransferFacts, type WithdrawalsDeps, withdrawKey } from "./withdrawal-transfers.ts";
+import { custodialUser, keyed, linkedTarget, pendingTransactions, toWithdrawal, transferKind, type TransferFacts, type WithdrawalsDeps, withdrawKey } from "./withdrawal-transfers.ts";
 
 /** The chain operation that moves withdrawn shares (a transaction the custodial wallet signs), once per withdrawal. */
 export const WITHDRAW_SHARES_OPERATION = "withdrawal_shares";
@@ -32,9 +32,10 @@ const SHARE_TRANSFER_GAS = 120_000n;
  * Shares of an artwork (ERC-1155, the certificate's token id) from the custodial wallet to a linked
  * one. ArtShares trusts no forwarder, so the custodial wallet sends the transfer itself, through
  * the CustodialSender (chain/custodial-sender.ts): signed once with the wallet's next nonce and kept
- * on the withdrawal (`signed_tx`, `sender_nonce`, `tx_hash`) before it is sent, the same
- * transaction on every attempt, so the shares move at most once whatever is retried; one signed,
- * unsettled withdrawal per wallet at a time. Completed when the indexer shows the transfer.
+ * on the withdrawal (`signed_tx`, `sender_nonce`; its hash is the withdrawal's transaction) before
+ * it is sent, the same transaction on every attempt, so the shares move at most once whatever is
+ * retried; one signed, unsettled withdrawal per wallet at a time. Completed when the indexer shows
+ * the transfer.
  */
 export class ShareWithdrawals {
   readonly sender: CustodialSender;
@@ -77,7 +78,7 @@ export class ShareWithdrawals {
       const withdrawal = await repo.insert(trx, { id: newId("withdrawal"), user_id: user.id, artwork_id: artwork.id, asset: "shares", token_id: tokenId, quantity: input.quantity!, from_wallet: from, to_wallet: to });
       const payload: SharesPayload = { withdrawal_id: withdrawal.id, token_id: tokenId.toString(), from: getAddress(from), to: getAddress(to), quantity: input.quantity!, custody_index: user.custody_index };
       await operations.request(trx, { key: withdrawKey(withdrawal.id), kind: WITHDRAW_SHARES_OPERATION, payload: { ...payload } });
-      return toWithdrawal(withdrawal);
+      return toWithdrawal(withdrawal, null);
     });
   }
 
@@ -93,8 +94,8 @@ export class ShareWithdrawals {
     maxAttempts: 16,
     retryBaseMs: 1_000,
     send: (op, ctx) => this.send(op, ctx),
-    readIndexed: async (fromBlock, toBlock) => keyed(await repo.indexedShareTransfers(this.deps.db, this.deps.viewsSchema, { blocks: [fromBlock, toBlock] })),
-    lookupIndexed: async (ops) => keyed(await repo.indexedShareTransfers(this.deps.db, this.deps.viewsSchema, { ids: ops.map((op) => payloadOf(op).withdrawal_id) })),
+    readIndexed: async (fromBlock, toBlock) => keyed(await repo.indexedShareTransfers(this.deps.db, this.deps.viewsSchema, await pendingTransactions(this.deps, "shares"), [fromBlock, toBlock])),
+    lookupIndexed: async (ops) => keyed(await repo.indexedShareTransfers(this.deps.db, this.deps.viewsSchema, await pendingTransactions(this.deps, "shares", ops.map((op) => payloadOf(op).withdrawal_id)))),
     readFromChain: async () => [],
   });
 
@@ -126,13 +127,13 @@ function signedOn(p: SharesPayload): SignedTransactionStore {
   return {
     signed: async (db) => {
       const w = await repo.find(db, p.withdrawal_id);
-      return w?.signed_tx ? { raw: w.signed_tx as Hex, hash: w.tx_hash as Hex, nonce: w.sender_nonce! } : null;
+      return w?.signed_tx ? { raw: w.signed_tx as Hex, hash: signedTransactionHash(w.signed_tx as Hex), nonce: w.sender_nonce! } : null;
     },
     unsettled: async (db) => {
       const other = await repo.signingOf(db, from, p.withdrawal_id);
       return other ? `the wallet's withdrawal ${other.id}` : null;
     },
-    keep: (db, signed) => repo.recordSigned(db, p.withdrawal_id, { sender_nonce: signed.nonce, signed_tx: signed.raw, tx_hash: signed.hash }),
+    keep: (db, signed) => repo.recordSigned(db, p.withdrawal_id, { sender_nonce: signed.nonce, signed_tx: signed.raw }),
   };
 }
 

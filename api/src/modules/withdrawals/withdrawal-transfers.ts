@@ -1,11 +1,12 @@
 import type { Kysely, Transaction } from "kysely";
 import type { Logger } from "pino";
-import { type Address, type Chain, getAddress, type PublicClient, type Transport } from "viem";
+import { type Address, type Chain, getAddress, type Hex, type PublicClient, type Transport } from "viem";
+import { signedTransactionHash } from "../../chain/custodial-sender.ts";
 import type { CustodyWallet } from "../../chain/custody.ts";
 import { UNITS_PER_CENT } from "../../chain/exchange.ts";
-import type { ChainOperationKind, ChainOperations, KeyedFacts } from "../../chain/operations.ts";
+import { type ChainOperationKind, type ChainOperations, type KeyedFacts, transactionOf } from "../../chain/operations.ts";
 import type { Relayer } from "../../chain/relayer.ts";
-import type { ChainOperation, Database } from "../../db/database.ts";
+import type { ChainOperation, Database, Db } from "../../db/database.ts";
 import { recordEvent } from "../../jobs/outbox.ts";
 import { ApiError } from "../../lib/errors.ts";
 import { centsToUsd } from "../../lib/money.ts";
@@ -14,12 +15,12 @@ import type { ArtworksService } from "../artworks/artworks.service.ts";
 import type { OwnershipService } from "../artworks/ownership.service.ts";
 import type { User, UsersService } from "../users/users.service.ts";
 import * as repo from "./withdrawals.repository.ts";
-import type { Withdrawal } from "./withdrawals.tables.ts";
+import type { Withdrawal, WithdrawalAsset } from "./withdrawals.tables.ts";
 
 /**
  * What the three kinds of withdrawal share (certificate-withdrawals.ts, share-withdrawals.ts,
  * payment-token-withdrawals.ts): their dependencies, the operation's key and facts, the target and
- * sender checks, the settlement of a transfer and the Withdrawal answer.
+ * sender checks, the settlement of a transfer, the withdrawal's transaction and the Withdrawal answer.
  */
 
 export interface WithdrawalsDeps {
@@ -52,7 +53,7 @@ export function withdrawalIdOf(op: ChainOperation): string {
   return (op.payload as { withdrawal_id: string }).withdrawal_id;
 }
 
-export function keyed(rows: repo.IndexedWithdrawal[]): KeyedFacts<TransferFacts>[] {
+export function keyed(rows: repo.WithdrawalTransaction[]): KeyedFacts<TransferFacts>[] {
   return rows.map((r) => ({ key: withdrawKey(r.withdrawal_id), facts: { txHash: r.tx_hash } }));
 }
 
@@ -79,16 +80,19 @@ export function transferKind(kind: Omit<ChainOperationKind<TransferFacts>, "onCo
   return { ...kind, onConfirmed: completed, onFailed: failed };
 }
 
-/** Transfers on-chain, in the confirming transaction: their withdrawals completed, `asset.withdrawn` to their users. */
+/**
+ * Transfers on-chain, in the confirming transaction: their withdrawals completed, `asset.withdrawn`
+ * to their users with the transaction the confirmation saw (the operation's facts, recorded with it).
+ */
 export async function completed(trx: Transaction<Database>, confirmed: { op: ChainOperation; facts: TransferFacts }[]): Promise<void> {
   for (const { op, facts } of confirmed) {
-    const w = await repo.settle(trx, withdrawalIdOf(op), { status: "completed", tx_hash: facts.txHash });
+    const w = await repo.settle(trx, withdrawalIdOf(op), { status: "completed" });
     if (!w) continue;
-    const { quantity, amount } = toWithdrawal(w);
+    const { quantity, amount } = toWithdrawal(w, facts.txHash);
     await recordEvent(
       trx,
       "asset.withdrawn",
-      { withdrawal_id: w.id, artwork_id: w.artwork_id, asset: w.asset, quantity, amount, from: w.from_wallet, to: w.to_wallet, tx_hash: w.tx_hash, completed_at: iso(w.completed_at!) },
+      { withdrawal_id: w.id, artwork_id: w.artwork_id, asset: w.asset, quantity, amount, from: w.from_wallet, to: w.to_wallet, tx_hash: facts.txHash, completed_at: iso(w.completed_at!) },
       [w.user_id],
     );
   }
@@ -99,7 +103,35 @@ export async function failed(trx: Transaction<Database>, op: ChainOperation, rea
   await repo.settle(trx, withdrawalIdOf(op), { status: "failed", failure_reason: reason });
 }
 
-export function toWithdrawal(w: Withdrawal) {
+/**
+ * A withdrawal's transaction, stored once: for shares the one its wallet signed (keccak256 of
+ * `signed_tx`, known before it is sent), else its chain operation's (`withdraw:<id>`).
+ */
+export function transferTxOf(w: Withdrawal, op: ChainOperation | undefined): string | null {
+  if (w.asset === "shares") return w.signed_tx === null ? null : signedTransactionHash(w.signed_tx as Hex);
+  return transactionOf(op);
+}
+
+/** The withdrawals' transactions by id (transferTxOf): one query for their operations, whatever their number. */
+export async function transactionsOf(operations: Pick<ChainOperations, "findMany">, db: Db, rows: readonly Withdrawal[]): Promise<Map<string, string | null>> {
+  const ops = new Map((await operations.findMany(db, rows.filter((w) => w.asset !== "shares").map((w) => withdrawKey(w.id)))).map((op) => [op.key, op]));
+  return new Map(rows.map((w) => [w.id, transferTxOf(w, ops.get(withdrawKey(w.id)))]));
+}
+
+/** The transactions the pending withdrawals of `asset` (those of `ids`, when given) sent or signed, to match the indexer's transfers with. */
+export async function pendingTransactions(deps: Pick<WithdrawalsDeps, "db" | "operations">, asset: WithdrawalAsset, ids?: readonly string[]): Promise<repo.WithdrawalTransaction[]> {
+  const txs = await transactionsOf(deps.operations, deps.db, await repo.pendingOf(deps.db, asset, ids));
+  return [...txs].flatMap(([id, txHash]) => (txHash === null ? [] : [{ withdrawal_id: id, tx_hash: txHash }]));
+}
+
+/** Withdrawals as their resource, with their transactions. */
+export async function withdrawalAnswers(operations: Pick<ChainOperations, "findMany">, db: Db, rows: readonly Withdrawal[]) {
+  const txs = await transactionsOf(operations, db, rows);
+  return rows.map((w) => toWithdrawal(w, txs.get(w.id)!));
+}
+
+/** A withdrawal as its resource, with its transaction (transferTxOf). */
+export function toWithdrawal(w: Withdrawal, txHash: string | null) {
   return {
     id: w.id,
     status: w.status,
@@ -108,7 +140,7 @@ export function toWithdrawal(w: Withdrawal) {
     quantity: w.asset === "payment_token" ? 0 : w.quantity,
     amount: w.amount_units === null ? null : centsToUsd(w.amount_units / UNITS_PER_CENT),
     to: getAddress(w.to_wallet),
-    tx_hash: w.tx_hash,
+    tx_hash: txHash,
     failure_reason: w.failure_reason,
     created_at: iso(w.created_at),
     completed_at: isoOrNull(w.completed_at),

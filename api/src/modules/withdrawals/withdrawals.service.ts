@@ -9,7 +9,7 @@ import type { StateFact } from "../artworks/ownership.service.ts";
 import { CertificateWithdrawals } from "./certificate-withdrawals.ts";
 import { PaymentTokenWithdrawals } from "./payment-token-withdrawals.ts";
 import { ShareWithdrawals } from "./share-withdrawals.ts";
-import { toWithdrawal, type WithdrawalsDeps } from "./withdrawal-transfers.ts";
+import { withdrawalAnswers, type WithdrawalsDeps } from "./withdrawal-transfers.ts";
 import * as repo from "./withdrawals.repository.ts";
 import type { WithdrawalCreate } from "./withdrawals.schemas.ts";
 
@@ -40,14 +40,14 @@ export class WithdrawalsService {
 
   async list(userId: string, page: Page) {
     const { rows, total } = await repo.listOf(this.deps.db, userId, page);
-    return paginated(rows.map(toWithdrawal), page, total);
+    return paginated(await withdrawalAnswers(this.deps.operations, this.deps.db, rows), page, total);
   }
 
   /** A withdrawal for its user or an admin; anyone else 404 (it is private). */
   async get(actor: Actor, id: string) {
     const w = isId("withdrawal", id) ? await repo.find(this.deps.db, id) : undefined;
     if (!w || (actor.role !== "admin" && w.user_id !== actor.userId)) throw ApiError.notFound("Withdrawal");
-    return toWithdrawal(w);
+    return (await withdrawalAnswers(this.deps.operations, this.deps.db, [w]))[0]!;
   }
 
   /** This module's state of an artwork: `withdrawing` while its certificate is on its way out. */

@@ -4,7 +4,10 @@ import type { NullableTimestamp, Timestamp } from "../../db/columns.ts";
 export type WithdrawalAsset = "certificate" | "shares" | "payment_token";
 export type WithdrawalStatus = "pending" | "completed" | "failed";
 
-/** An asset on its way from a user's custodial wallet to a wallet they linked (docs/wallets.md). */
+/**
+ * An asset on its way from a user's custodial wallet to a wallet they linked (docs/wallets.md). Its
+ * transaction is its chain operation's (`withdraw:<id>`), or for shares the one kept here (`signed_tx`).
+ */
 export interface WithdrawalsTable {
   id: string;
   user_id: string;
@@ -20,7 +23,6 @@ export interface WithdrawalsTable {
   /** The linked wallet it goes to (lower-case). */
   to_wallet: string;
   status: ColumnType<WithdrawalStatus, WithdrawalStatus | undefined, WithdrawalStatus>;
-  tx_hash: ColumnType<string | null, string | null | undefined, string | null>;
   failure_reason: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
@@ -29,7 +31,7 @@ export interface WithdrawalsTable {
   after_block: ColumnType<bigint | null, bigint | null | undefined, bigint | null>;
   /** Shares: the custodial wallet's nonce of the transaction it signed for them (signed_tx). */
   sender_nonce: ColumnType<number | null, number | null | undefined, number | null>;
-  /** Shares: that transaction, signed once; every attempt sends this one. */
+  /** Shares: that transaction, signed once; every attempt sends this one. Its hash is the withdrawal's transaction (keccak256). */
   signed_tx: ColumnType<string | null, string | null | undefined, string | null>;
 }
 

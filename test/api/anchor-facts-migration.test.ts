@@ -1,5 +1,6 @@
 /**
- * The transaction of a ledger anchor stored once (migration 2026_12_02_0182), on a real Postgres
+ * The transaction of a ledger anchor stored once (migration 2026_12_02_0182), and its failure and
+ * confirmation time (0184), on a real Postgres
  * holding anchors as the code before it wrote them: the hash both on the anchor and in its chain
  * operation, only on the anchor (an operation that lost it, or none at all), a failed and a pending
  * range. After it the operations hold every hash, and every entry answers the same anchor, read
@@ -75,6 +76,8 @@ describe("anchor transaction migration", () => {
     await anchor(db, 6, 6, "failed", hash(0xd));
     await operation(db, 6, 6, "failed", null, null);
     await anchor(db, 6, 7, "pending", hash(0xe));
+    // An operation confirmed without its time (the anchor kept it: migration 0184 moves it).
+    await sql`update chain_operations set confirmed_at = null where key = 'ledger_anchor:1-2'`.execute(db);
 
     const ledger = ledgerOn(db);
     const rowsBefore = await anchorsOf(db);
@@ -105,6 +108,10 @@ describe("anchor transaction migration", () => {
     });
     expect(ops.get("ledger_anchor:6-6")).toMatchObject({ status: "failed", tx_hash: hash(0xd) });
     expect(ops.get("ledger_anchor:6-7")).toMatchObject({ status: "sent", tx_hash: hash(0xe), due_at: expect.any(Date) });
+    // The attempts' facts are the operations' too (0184): the failure's reason, the confirmation's time.
+    expect(ops.get("ledger_anchor:6-6")).toMatchObject({ last_error: "the anchor was refused" });
+    expect(ops.get("ledger_anchor:1-2")!.confirmed_at).toEqual(T1);
+    expect((await anchorsOf(db)).some((a) => "last_error" in a || "confirmed_at" in a)).toBe(false);
 
 
     // Down brings every copy back as it was.

@@ -215,9 +215,10 @@ export class LedgerAnchoring implements ChainOperationKind<ChainAnchor> {
     }
   }
 
-  async onFailed(trx: Transaction<Database>, op: ChainOperation, reason: string): Promise<void> {
+  /** The operation failed (its last_error says why): the range is requested again by the next anchoring. */
+  async onFailed(trx: Transaction<Database>, op: ChainOperation): Promise<void> {
     const p = payloadOf(op);
-    await repo.failAnchor(trx, BigInt(p.first_seq), BigInt(p.last_seq), reason);
+    await repo.failAnchor(trx, BigInt(p.first_seq), BigInt(p.last_seq));
   }
 
   /** The transaction that anchored the range first..last (its operation's), null until one is sent. */

@@ -106,7 +106,6 @@ export async function upsertPendingAnchor(db: Db, row: Insertable<LedgerAnchorsT
         head_hash: sql<string>`excluded.head_hash`,
         chain_id: sql<number>`excluded.chain_id`,
         contract_address: sql<string>`excluded.contract_address`,
-        last_error: null,
         updated_at: sql<Date>`now()`,
       }),
     )
@@ -131,8 +130,6 @@ export function confirmAnchor(trx: Transaction<Database>, firstSeq: bigint, last
       merkle_root: facts.merkleRoot,
       head_hash: facts.headHash,
       block_number: facts.blockNumber,
-      last_error: null,
-      confirmed_at: sql<Date>`coalesce(confirmed_at, now())`,
       updated_at: sql<Date>`now()`,
     })
     .where("first_seq", "=", firstSeq)
@@ -141,10 +138,11 @@ export function confirmAnchor(trx: Transaction<Database>, firstSeq: bigint, last
     .executeTakeFirst();
 }
 
-export async function failAnchor(trx: Transaction<Database>, firstSeq: bigint, lastSeq: bigint, reason: string): Promise<void> {
+/** The range failed (why is its chain operation's `last_error`): requested again by the next anchoring. */
+export async function failAnchor(trx: Transaction<Database>, firstSeq: bigint, lastSeq: bigint): Promise<void> {
   await trx
     .updateTable("ledger_anchors")
-    .set({ status: "failed", last_error: reason, updated_at: sql<Date>`now()` })
+    .set({ status: "failed", updated_at: sql<Date>`now()` })
     .where("first_seq", "=", firstSeq)
     .where("last_seq", "=", lastSeq)
     .where("status", "=", "pending")

@@ -1,5 +1,5 @@
 import type { ColumnType, Selectable } from "kysely";
-import type { NullableTimestamp, Timestamp } from "../../db/columns.ts";
+import type { Timestamp } from "../../db/columns.ts";
 
 /**
  * The marketplace's audit ledger: append-only (the database refuses UPDATE, DELETE and TRUNCATE
@@ -45,10 +45,8 @@ export interface LedgerAnchorsTable {
   block_number: ColumnType<bigint | null, bigint | null | undefined, bigint | null>;
   /** The contract's index of the anchor (from 1), once confirmed. */
   anchor_index: ColumnType<bigint | null, bigint | null | undefined, bigint | null>;
-  last_error: string | null;
   created_at: Timestamp;
   updated_at: Timestamp;
-  confirmed_at: NullableTimestamp;
 }
 
 export interface LedgerTables {

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { artSharesAbi } from "../../contracts/abi/ArtShares.ts";
 import { loadConfig } from "../../api/src/config.ts";
 import { type RunningPlatform, startPlatform } from "../../api/src/platform.ts";
-import { artworkInput, publicClient, setRoleAsDeployer, useArtworkPlatform } from "../support/artworks.ts";
+import { artworkInput, publicClient, unreachableImageUrl, setRoleAsDeployer, useArtworkPlatform } from "../support/artworks.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { certifiedArtwork, indexedCertificate, walletClientOf, walletOf } from "../support/marketplace.ts";
 import { waitFor } from "../support/wait.ts";
@@ -129,7 +129,7 @@ describe("fractional ownership", () => {
     }
     // Not the certificate's holder; not certified (its image never answers); listed whole.
     expectProblem(await fractionalize(stranger.token, ok), 403, "forbidden");
-    const pending = await p.api.request("POST", "/v1/artworks", { token: artist.token, body: artworkInput({ image_url: "http://127.0.0.1:9/never.png" }) });
+    const pending = await p.api.request("POST", "/v1/artworks", { token: artist.token, body: artworkInput({ image_url: await unreachableImageUrl() }) });
     expect(pending.status, pending.text).toBe(201);
     expectProblem(await fractionalize(artist.token, { ...ok, artwork_id: pending.body.id }), 409, "invalid_state");
     const listing = await p.api.request("POST", "/v1/marketplace/listings", { token: artist.token, body: { artwork_id: art.listed, price_usd: 500, accepts_offers: false } });

@@ -4,7 +4,7 @@
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import { adminToken, createUser, expectProblem, type TestUser } from "../support/api.ts";
-import { artworkInput, publicClient, useArtworkPlatform } from "../support/artworks.ts";
+import { artworkInput, publicClient, unreachableImageUrl, useArtworkPlatform } from "../support/artworks.ts";
 import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
 import { testEnvironment } from "../support/environment.ts";
 import { certifiedArtwork as certifiedArtworkOf, walletClientOf } from "../support/marketplace.ts";
@@ -91,7 +91,7 @@ describe("marketplace listings", () => {
     expectProblem(await list(artist2.token, body(art.cheap)), 403, "forbidden");
     expectProblem(await list(admin, body(art.cheap)), 403, "forbidden");
     // Not certified: the image URL never answers, so the artwork stays uncertified.
-    const pending = await p.api.request("POST", "/v1/artworks", { token: artist.token, body: artworkInput({ image_url: "http://127.0.0.1:9/never.png" }) });
+    const pending = await p.api.request("POST", "/v1/artworks", { token: artist.token, body: artworkInput({ image_url: await unreachableImageUrl() }) });
     expect(pending.status, pending.text).toBe(201);
     const uncertified = await list(artist.token, body(pending.body.id));
     expectProblem(uncertified, 409, "invalid_state");

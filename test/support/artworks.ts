@@ -24,6 +24,7 @@ import { moduleMigrations } from "../../api/src/modules/index.ts";
 import type { ChainOperation, Database } from "../../api/src/db/database.ts";
 import type { IndexerTarget } from "../../tools/stack/indexer.ts";
 import { dropDatabase, ensureDatabase, withDatabase } from "../../tools/stack/postgres.ts";
+import { freePort } from "../../tools/stack/processes.ts";
 import { standIn, startTestApi, type TestApi, type TestResponse, type TestUser } from "./api.ts";
 import { testEnvironment } from "./environment.ts";
 import { startIndexerForTest, type TestIndexer } from "./indexer.ts";
@@ -179,6 +180,11 @@ export function useArtworkPlatform(
     await current?.close();
   });
   return standIn<ArtworkPlatform>(() => current, "The artwork platform");
+}
+
+/** An image URL on a loopback port where nothing listens (allowed in development, never fetched): an artwork that stays pending_certification. */
+export async function unreachableImageUrl(): Promise<string> {
+  return `http://127.0.0.1:${await freePort()}/never.png`;
 }
 
 /** A valid 1x1 PNG; `salt` appended after IEND makes each image (and its hash) distinct. */

@@ -6,6 +6,8 @@
  * operations hold every hash, the shares' is their signed transaction's, and every withdrawal
  * answers the same `tx_hash`, read one by one or a page at once; a copy that disagrees with its
  * operation, or with its signed transaction, stops the migration; `down` brings the copies back.
+ * Migration 0185 then makes the operations hold the outcome too (when it completed, why it failed):
+ * the answers compared after it are those of the code before both.
  */
 import { randomBytes } from "node:crypto";
 import { sql } from "kysely";
@@ -56,7 +58,13 @@ function operation(db: Db, id: string, kind: string, status: string, txHash: str
             ${status === "confirmed" ? "indexer" : null}, ${status === "confirmed" ? T2 : null}, ${status === "confirmed" ? T2 : null})`.execute(db);
 }
 
-const rowsOf = async (db: Db) => (await sql<Withdrawal & { tx_hash?: string | null }>`select * from withdrawals order by id`.execute(db)).rows;
+type RowBefore = Withdrawal & { tx_hash?: string | null; completed_at?: Date | null; failure_reason?: string | null };
+const rowsOf = async (db: Db) => (await sql<RowBefore>`select * from withdrawals order by id`.execute(db)).rows;
+
+/** The answer the code before the migrations gave: the withdrawal's own copies of its transaction, time and failure. */
+function answeredBefore(w: RowBefore) {
+  return { ...toWithdrawal(w, null, w.tx_hash ?? null), failure_reason: w.failure_reason ?? null, completed_at: w.completed_at?.toISOString() ?? null };
+}
 
 describe("withdrawal transaction migration", () => {
   it("keeps each withdrawal's transaction once (its operation's, or its signed transaction's) and every answer stays", async () => {
@@ -87,9 +95,12 @@ describe("withdrawal transaction migration", () => {
     await operation(db, "wdr_j", "withdrawal_shares", "pending", null, null);
     await withdrawal(db, { id: "wdr_k", asset: "shares", status: "pending", artwork: "art_3" });
     await operation(db, "wdr_k", "withdrawal_shares", "pending", null, null);
+    // Settled without a hash or an operation (0185 writes it one, for its time and its reason).
+    await withdrawal(db, { id: "wdr_l", asset: "certificate", status: "completed", artwork: "art_4" });
+    await withdrawal(db, { id: "wdr_m", asset: "shares", status: "failed", artwork: "art_4" });
 
     const rowsBefore = await rowsOf(db);
-    const before = rowsBefore.map((w) => toWithdrawal(w, w.tx_hash ?? null));
+    const before = rowsBefore.map(answeredBefore);
     expect(before.filter((w) => w.tx_hash !== null)).toHaveLength(9);
 
     await migrateToLatest(db, moduleMigrations);
@@ -110,6 +121,12 @@ describe("withdrawal transaction migration", () => {
     expect(ops.get("withdraw:wdr_g")).toMatchObject({ kind: "withdrawal_payment_token", status: "confirmed", tx_hash: hash(0x9), result: { txHash: hash(0x9) }, confirmed_from: "chain", confirmed_at: T2, due_at: null });
     expect(ops.get("withdraw:wdr_h")).toMatchObject({ kind: "withdrawal_payment_token", status: "failed", tx_hash: hash(0x8), last_error: "the chain refused the transfer", due_at: null });
     expect(ops.get("withdraw:wdr_j")).toMatchObject({ status: "pending", tx_hash: null });
+    // The outcome's facts are the operations' (0185): a failure's reason its operation had lost, the settled ones written.
+    expect(ops.get("withdraw:wdr_d")).toMatchObject({ last_error: "the chain refused the transfer" });
+    expect(ops.get("withdraw:wdr_l")).toMatchObject({ kind: "withdrawal", status: "confirmed", confirmed_at: T2, tx_hash: null });
+    expect(ops.get("withdraw:wdr_m")).toMatchObject({ kind: "withdrawal_shares", status: "failed", last_error: "the chain refused the transfer" });
+    expect(columns.rows.map((c) => c.column_name)).not.toContain("completed_at");
+    expect(columns.rows.map((c) => c.column_name)).not.toContain("failure_reason");
 
     // Down brings every copy back as it was.
     await down(db);

@@ -71,7 +71,7 @@ export class CertificateWithdrawals {
       });
       const payload: WithdrawPayload = { withdrawal_id: withdrawal.id, token_id: withdrawal.token_id!.toString(), from: withdrawal.from_wallet as Address, to: to as Address, custody_index: user.custody_index! };
       await operations.request(trx, { key: withdrawKey(withdrawal.id), kind: WITHDRAW_OPERATION, payload: { ...payload } });
-      return toWithdrawal(withdrawal, null);
+      return toWithdrawal(withdrawal, null, null);
     });
   }
 

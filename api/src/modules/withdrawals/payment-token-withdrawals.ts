@@ -68,7 +68,7 @@ export class PaymentTokenWithdrawals {
       const withdrawal = await repo.insert(trx, { id: newId("withdrawal"), user_id: user.id, artwork_id: null, asset: "payment_token", token_id: null, amount_units: units, quantity: 1, from_wallet: from, to_wallet: to });
       const payload: TokenPayload = { withdrawal_id: withdrawal.id, from: getAddress(from), to: getAddress(to), amount_units: units.toString(), custody_index: user.custody_index };
       await operations.request(trx, { key: withdrawKey(withdrawal.id), kind: WITHDRAW_PAYMENT_TOKEN_OPERATION, payload: { ...payload } });
-      return toWithdrawal(withdrawal, null);
+      return toWithdrawal(withdrawal, null, null);
     });
   }
 

@@ -78,7 +78,7 @@ export class ShareWithdrawals {
       const withdrawal = await repo.insert(trx, { id: newId("withdrawal"), user_id: user.id, artwork_id: artwork.id, asset: "shares", token_id: tokenId, quantity: input.quantity!, from_wallet: from, to_wallet: to });
       const payload: SharesPayload = { withdrawal_id: withdrawal.id, token_id: tokenId.toString(), from: getAddress(from), to: getAddress(to), quantity: input.quantity!, custody_index: user.custody_index };
       await operations.request(trx, { key: withdrawKey(withdrawal.id), kind: WITHDRAW_SHARES_OPERATION, payload: { ...payload } });
-      return toWithdrawal(withdrawal, null);
+      return toWithdrawal(withdrawal, null, null);
     });
   }
 

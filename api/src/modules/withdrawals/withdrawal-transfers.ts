@@ -86,21 +86,22 @@ export function transferKind(kind: Omit<ChainOperationKind<TransferFacts>, "onCo
  */
 export async function completed(trx: Transaction<Database>, confirmed: { op: ChainOperation; facts: TransferFacts }[]): Promise<void> {
   for (const { op, facts } of confirmed) {
-    const w = await repo.settle(trx, withdrawalIdOf(op), { status: "completed" });
-    if (!w) continue;
-    const { quantity, amount } = toWithdrawal(w, facts.txHash);
+    const settled = await repo.settle(trx, withdrawalIdOf(op), "completed");
+    if (!settled) continue;
+    const { withdrawal: w, at } = settled;
+    const { quantity, amount } = toWithdrawal(w, null, facts.txHash);
     await recordEvent(
       trx,
       "asset.withdrawn",
-      { withdrawal_id: w.id, artwork_id: w.artwork_id, asset: w.asset, quantity, amount, from: w.from_wallet, to: w.to_wallet, tx_hash: facts.txHash, completed_at: iso(w.completed_at!) },
+      { withdrawal_id: w.id, artwork_id: w.artwork_id, asset: w.asset, quantity, amount, from: w.from_wallet, to: w.to_wallet, tx_hash: facts.txHash, completed_at: iso(at) },
       [w.user_id],
     );
   }
 }
 
-/** A transfer failed for good: its withdrawal fails saying why. */
-export async function failed(trx: Transaction<Database>, op: ChainOperation, reason: string): Promise<void> {
-  await repo.settle(trx, withdrawalIdOf(op), { status: "failed", failure_reason: reason });
+/** A transfer failed for good: its withdrawal fails (why is its operation's last_error). */
+export async function failed(trx: Transaction<Database>, op: ChainOperation): Promise<void> {
+  await repo.settle(trx, withdrawalIdOf(op), "failed");
 }
 
 /**
@@ -112,26 +113,33 @@ export function transferTxOf(w: Withdrawal, op: ChainOperation | undefined): str
   return transactionOf(op);
 }
 
-/** The withdrawals' transactions by id (transferTxOf): one query for their operations, whatever their number. */
-export async function transactionsOf(operations: Pick<ChainOperations, "findMany">, db: Db, rows: readonly Withdrawal[]): Promise<Map<string, string | null>> {
-  const ops = new Map((await operations.findMany(db, rows.filter((w) => w.asset !== "shares").map((w) => withdrawKey(w.id)))).map((op) => [op.key, op]));
-  return new Map(rows.map((w) => [w.id, transferTxOf(w, ops.get(withdrawKey(w.id)))]));
+/** The withdrawals' chain operations by withdrawal id: one query, whatever their number. */
+async function operationsOf(operations: Pick<ChainOperations, "findMany">, db: Db, rows: readonly Withdrawal[]): Promise<Map<string, ChainOperation | undefined>> {
+  const ops = new Map((await operations.findMany(db, rows.map((w) => withdrawKey(w.id)))).map((op) => [op.key, op]));
+  return new Map(rows.map((w) => [w.id, ops.get(withdrawKey(w.id))]));
 }
 
 /** The transactions the pending withdrawals of `asset` (those of `ids`, when given) sent or signed, to match the indexer's transfers with. */
 export async function pendingTransactions(deps: Pick<WithdrawalsDeps, "db" | "operations">, asset: WithdrawalAsset, ids?: readonly string[]): Promise<repo.WithdrawalTransaction[]> {
-  const txs = await transactionsOf(deps.operations, deps.db, await repo.pendingOf(deps.db, asset, ids));
-  return [...txs].flatMap(([id, txHash]) => (txHash === null ? [] : [{ withdrawal_id: id, tx_hash: txHash }]));
+  const pending = await repo.pendingOf(deps.db, asset, ids);
+  const ops = await operationsOf(deps.operations, deps.db, pending);
+  return pending.flatMap((w) => {
+    const txHash = transferTxOf(w, ops.get(w.id));
+    return txHash === null ? [] : [{ withdrawal_id: w.id, tx_hash: txHash }];
+  });
 }
 
 /** Withdrawals as their resource, with their transactions. */
 export async function withdrawalAnswers(operations: Pick<ChainOperations, "findMany">, db: Db, rows: readonly Withdrawal[]) {
-  const txs = await transactionsOf(operations, db, rows);
-  return rows.map((w) => toWithdrawal(w, txs.get(w.id)!));
+  const ops = await operationsOf(operations, db, rows);
+  return rows.map((w) => toWithdrawal(w, ops.get(w.id)));
 }
 
-/** A withdrawal as its resource, with its transaction (transferTxOf). */
-export function toWithdrawal(w: Withdrawal, txHash: string | null) {
+/**
+ * A withdrawal as its resource: its transaction (transferTxOf, or `txHash` as just confirmed), and
+ * its outcome's facts, its operation's (the confirmation's time, or why it failed).
+ */
+export function toWithdrawal(w: Withdrawal, op: ChainOperation | null | undefined, txHash: string | null = transferTxOf(w, op ?? undefined)) {
   return {
     id: w.id,
     status: w.status,
@@ -141,8 +149,8 @@ export function toWithdrawal(w: Withdrawal, txHash: string | null) {
     amount: w.amount_units === null ? null : centsToUsd(w.amount_units / UNITS_PER_CENT),
     to: getAddress(w.to_wallet),
     tx_hash: txHash,
-    failure_reason: w.failure_reason,
+    failure_reason: w.status === "failed" ? (op?.last_error ?? null) : null,
     created_at: iso(w.created_at),
-    completed_at: isoOrNull(w.completed_at),
+    completed_at: w.status === "completed" ? isoOrNull(op?.confirmed_at ?? null) : null,
   };
 }

@@ -32,16 +32,23 @@ export function listOf(db: Db, userId: string, page: Page) {
   return paginate(db.selectFrom("withdrawals").where("user_id", "=", userId), page, (q) => q.selectAll().orderBy("created_at", "desc").orderBy("id", "desc"));
 }
 
-/** Moves a pending withdrawal to `completed` or `failed`; undefined when it was not pending (confirmed once). */
-export function settle(db: Db, id: string, changes: { status: "completed" } | { status: "failed"; failure_reason: string }): Promise<Withdrawal | undefined> {
-  const at = changes.status === "completed" ? { completed_at: sql<Date>`now()` } : {};
-  return db
+/**
+ * Moves a pending withdrawal to `completed` or `failed`, in the transaction that confirms or fails
+ * its chain operation; with the transaction's time (`now()`: the operation's confirmed_at, which the
+ * same transaction writes). Undefined when it was not pending (settled once).
+ */
+export async function settle(db: Db, id: string, status: "completed" | "failed"): Promise<{ withdrawal: Withdrawal; at: Date } | undefined> {
+  const row = await db
     .updateTable("withdrawals")
-    .set({ ...changes, ...at, updated_at: sql<Date>`now()` })
+    .set({ status, updated_at: sql<Date>`now()` })
     .where("id", "=", id)
     .where("status", "=", "pending")
+    .returning((eb) => [eb.fn("now", []).as("settled_at")])
     .returningAll()
     .executeTakeFirst();
+  if (!row) return undefined;
+  const { settled_at: at, ...withdrawal } = row as typeof row & { settled_at: Date };
+  return { withdrawal: withdrawal as Withdrawal, at };
 }
 
 /** Pending withdrawals of `asset` (only those of `ids`, when given). */

@@ -23,10 +23,8 @@ export interface WithdrawalsTable {
   /** The linked wallet it goes to (lower-case). */
   to_wallet: string;
   status: ColumnType<WithdrawalStatus, WithdrawalStatus | undefined, WithdrawalStatus>;
-  failure_reason: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
-  completed_at: NullableTimestamp;
   /** Certificate: the chain's head block when it was asked for; its transfer is mined in a later one. Null before 2026-11-29. */
   after_block: ColumnType<bigint | null, bigint | null | undefined, bigint | null>;
   /** Shares: the custodial wallet's nonce of the transaction it signed for them (signed_tx). */

@@ -21,7 +21,7 @@ export const HARDHAT_ACCOUNT_0_KEY: Hex = "0xac0974bec39a17e36ba4a6b4d238ff944ba
  *   CHAIN_RPC_URL             unset: a Hardhat node on 127.0.0.1:HARDHAT_NODE_PORT
  *   CHAIN_WS_URL              unset: the indexer polls (every 100 ms on the local node); set, new heads over it
  *   CHAIN_ID                  checked against eth_chainId when set
- *   HARDHAT_NODE_PORT         8545
+ *   HARDHAT_NODE_PORT         8545: the Chain RPC, journaled in front of the node (which takes a free port)
  *   ART_CERTIFICATE_ADDRESS, ART_SHARES_ADDRESS, ART_MARKET_ADDRESS, AUDIT_ANCHOR_ADDRESS
  *                             all four, or none: deployed with Ignition (local chains only)
  *   ART_EXCHANGE_ADDRESS, PAYMENT_TOKEN_ADDRESS
@@ -51,6 +51,7 @@ export interface StackSettings {
   chainWsUrl: string | null;
   /** CHAIN_ID when set: checked against the RPC's eth_chainId. */
   chainId: number | null;
+  /** HARDHAT_NODE_PORT: the local chain's journaled RPC (journaled-rpc.ts); the node behind it listens on a free port. */
   hardhatNodePort: number;
   /** ART_CERTIFICATE_ADDRESS, ART_SHARES_ADDRESS, ART_MARKET_ADDRESS, AUDIT_ANCHOR_ADDRESS; null = deploy with Ignition (local chains only). */
   contracts: PlatformContracts | null;

@@ -166,8 +166,10 @@ export interface Config {
   redisUrl: string | null;
   /** `keyPrefix` namespaces the counters in a shared Redis (one per deployment). */
   rateLimit: { tokenPerMinute: number; anonymousPerMinute: number; keyPrefix: string };
-  allowPrivateWebhookUrls: boolean;
-  /** Where users' URLs (webhooks, image_url) may lead: public addresses, and loopback off the stack's own ports in development. */
+  /**
+   * Where users' URLs (webhooks, image_url) may lead: public addresses, and with `allowPrivate`
+   * (ALLOW_PRIVATE_WEBHOOK_URLS, development only) loopback off the stack's own ports.
+   */
   outboundPolicy: OutboundPolicy;
   /**
    * Delays before each retry of a failed delivery (jittered ±10 %), a timeout per attempt, parallel
@@ -355,7 +357,6 @@ export function loadConfig(source: NodeJS.ProcessEnv | Record<string, string | u
     idempotency: { crashAfterCommit: e.IDEMPOTENCY_CRASH_AFTER_COMMIT },
     redisUrl: e.REDIS_URL ?? null,
     rateLimit: { tokenPerMinute: e.RATE_LIMIT_TOKEN_PER_MINUTE, anonymousPerMinute: e.RATE_LIMIT_ANONYMOUS_PER_MINUTE, keyPrefix: e.RATE_LIMIT_KEY_PREFIX },
-    allowPrivateWebhookUrls: production ? false : (e.ALLOW_PRIVATE_WEBHOOK_URLS ?? true),
     outboundPolicy: {
       allowPrivate: production ? false : (e.ALLOW_PRIVATE_WEBHOOK_URLS ?? true),
       reservedLoopbackPorts: stackPortsOf(e.PORT, [e.DATABASE_URL, e.REDIS_URL, e.CHAIN_RPC_URL, e.INDEXER_URL]),

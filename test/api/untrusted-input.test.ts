@@ -206,7 +206,7 @@ describe("image_url", () => {
   });
 
   it("refuses internal addresses under the development setting, which allows loopback only", async () => {
-    expect(p.api.config.allowPrivateWebhookUrls).toBe(true);
+    expect(p.api.config.outboundPolicy.allowPrivate).toBe(true);
     const artist = await createUser(p.api, { role: "artist" });
     const before = await tableCounts();
     for (const host of ["169.254.169.254", "10.0.0.1", "172.16.0.1", "192.168.1.1", "100.64.0.1", "[fe80::1]", "[fd00::1]", "224.0.0.1", "0.0.0.0", "[::]", "198.18.0.1", "[::ffff:a9fe:a9fe]"]) {

@@ -34,9 +34,9 @@ describe("webhook URLs in strict mode", () => {
       PAYMENT_SANDBOX_IN_PRODUCTION: "true",
     };
     expect(() => loadConfig({ ...production, ALLOW_PRIVATE_WEBHOOK_URLS: "true" })).toThrow(ConfigError);
-    expect(loadConfig(production).allowPrivateWebhookUrls).toBe(false);
-    expect(loadConfig({ ...testApiSettings(), NODE_ENV: "development" }).allowPrivateWebhookUrls).toBe(true);
-    expect(api.config.allowPrivateWebhookUrls).toBe(false);
+    expect(loadConfig(production).outboundPolicy.allowPrivate).toBe(false);
+    expect(loadConfig({ ...testApiSettings(), NODE_ENV: "development" }).outboundPolicy.allowPrivate).toBe(true);
+    expect(api.config.outboundPolicy.allowPrivate).toBe(false);
   });
 
   it("refuses private, loopback, link-local, metadata and multicast addresses, localhost and plain http, storing nothing", async () => {
@@ -108,7 +108,7 @@ describe("webhook URLs in strict mode", () => {
 
 describe("webhook URLs in development mode (ALLOW_PRIVATE_WEBHOOK_URLS)", () => {
   it("allows loopback and plain http only: private, link-local, metadata, multicast and reserved addresses stay refused", async () => {
-    expect(devApi.config.allowPrivateWebhookUrls).toBe(true);
+    expect(devApi.config.outboundPolicy.allowPrivate).toBe(true);
     const user = await createUser(devApi);
     for (const host of INTERNAL_HOSTS) {
       for (const url of [`http://${host}/latest/meta-data/`, `https://${host}/hook`]) {

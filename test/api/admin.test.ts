@@ -1,6 +1,7 @@
+import { sql } from "kysely";
 import { describe, expect, it } from "vitest";
 import { createPlatformDatabase } from "../support/artworks.ts";
-import { adminToken, createUser, expectProblem, startTestApi, type TestApi, useTestApi, uniqueName } from "../support/api.ts";
+import { ADMIN_API_KEY, adminToken, createUser, expectProblem, startTestApi, type TestApi, useTestApi, uniqueName } from "../support/api.ts";
 
 const api = useTestApi();
 
@@ -51,15 +52,108 @@ describe("admin users", () => {
     const demoted = await api.request("PATCH", `/v1/admin/users/${second.id}`, { token: admin, body: { role: "collector" } });
     expect(demoted.status).toBe(200);
     expect(demoted.body.role).toBe("collector");
-    expectProblem(await api.request("GET", "/v1/admin/users", { token: second.token }), 403, "forbidden");
-    // Its token still carries ["admin"], but the role it was issued under is gone: no admin key from it.
+    // Its token carried ["admin"]: revoked with the demotion, so it makes nothing either.
+    expectProblem(await api.request("GET", "/v1/admin/users", { token: second.token }), 401, "token_revoked");
     const keysBefore = await api.db.selectFrom("api_keys").select("id").where("user_id", "=", second.id).execute();
-    expectProblem(await api.request("POST", "/v1/api-keys", { token: second.token, body: { scope: ["admin"] } }), 403, "insufficient_scope");
-    expectProblem(await api.request("POST", "/v1/api-keys", { token: second.token, body: { scope: ["admin:read"] } }), 403, "insufficient_scope");
-    expectProblem(await api.request("POST", "/v1/api-keys", { token: second.token, body: {} }), 403, "insufficient_scope");
+    expectProblem(await api.request("POST", "/v1/api-keys", { token: second.token, body: { scope: ["admin"] } }), 401, "token_revoked");
     expect(await api.db.selectFrom("api_keys").select("id").where("user_id", "=", second.id).execute()).toEqual(keysBefore);
-    // What a collector may hold it may still make.
-    expect((await api.request("POST", "/v1/api-keys", { token: second.token, body: { scope: ["artworks:read"] } })).status).toBe(201);
+    // Its first key has no cap of its own: it grants what a collector may hold, and no more.
+    expectProblem(await api.request("POST", "/v1/auth/token", { body: { api_key: second.apiKey, scope: ["admin:read"] } }), 403, "insufficient_scope");
+    const token = await api.request("POST", "/v1/auth/token", { body: { api_key: second.apiKey, scope: ["write"] } });
+    expect(token.status).toBe(201);
+    expectProblem(await api.request("GET", "/v1/admin/users", { token: token.body.token }), 403, "insufficient_scope");
+    expectProblem(await api.request("POST", "/v1/api-keys", { token: token.body.token, body: { scope: ["admin"] } }), 403, "insufficient_scope");
+    expect((await api.request("POST", "/v1/api-keys", { token: token.body.token, body: { scope: ["artworks:read"] } })).status).toBe(201);
+  });
+
+  it("a demotion revokes, with the role, the user's tokens and keys holding admin scopes (and the keys made from them); the rest keep working", async () => {
+    const second = await createUser(api, { role: "admin", scope: ["admin"] });
+    const exchange = (apiKey: string, scope: string[]) => api.request("POST", "/v1/auth/token", { body: { api_key: apiKey, scope } });
+    const mint = async (token: string, scope: string[]) => {
+      const res = await api.request("POST", "/v1/api-keys", { token, body: { scope } });
+      expect(res.status, res.text).toBe(201);
+      return res.body as { id: string; secret: string };
+    };
+    const tokenOf = async (apiKey: string, scope: string[]) => {
+      const res = await exchange(apiKey, scope);
+      expect(res.status, res.text).toBe(201);
+      return res.body.token as string;
+    };
+    // Made while it is an admin: keys capped with admin scopes, their tokens, a key made with one of those.
+    const adminKey = await mint(second.token, ["admin"]);
+    const adminReadKey = await mint(second.token, ["admin:read", "artworks:read"]);
+    const adminKeyToken = await tokenOf(adminKey.secret, ["admin"]);
+    const adminReadToken = await tokenOf(adminReadKey.secret, ["admin:read"]);
+    const madeByAdminKey = await mint(adminKeyToken, ["artworks:read"]);
+    const firstKeyAdminToken = await tokenOf(second.apiKey, ["admin:write"]);
+    // And what a collector may hold too: a write key, its token, a read token of the first key.
+    const writeKey = await mint(second.token, ["write"]);
+    const writeToken = await tokenOf(writeKey.secret, ["write"]);
+    const readToken = await tokenOf(second.apiKey, ["read"]);
+
+    const admin = await adminToken(api);
+    expect((await api.request("PATCH", `/v1/admin/users/${second.id}`, { token: admin, body: { role: "collector" } })).status).toBe(200);
+
+    // Revoked (401), not merely refused by the role (403): the tokens, on any endpoint...
+    for (const token of [second.token, adminKeyToken, adminReadToken, firstKeyAdminToken]) {
+      expectProblem(await api.request("GET", "/v1/users/me", { token }), 401, "token_revoked");
+    }
+    // ...the keys, as bearers and in an exchange for what a collector may hold.
+    for (const key of [adminKey, adminReadKey, madeByAdminKey]) {
+      expectProblem(await api.request("GET", "/v1/users/me", { token: key.secret }), 401, "token_revoked");
+      expectProblem(await exchange(key.secret, ["artworks:read"]), 401, "unauthenticated");
+    }
+    // The user's live keys are its first one (now a collector's) and the write key.
+    const listed = await api.request("GET", "/v1/api-keys", { token: writeToken });
+    expect(listed.status).toBe(200);
+    expect(listed.body.data.map((k: { id: string; scopes: string[] }) => [k.id, k.scopes]).sort()).toEqual(
+      [[(await api.db.selectFrom("api_keys").select("id").where("user_id", "=", second.id).where("parent_api_key_id", "is", null).executeTakeFirstOrThrow()).id, ["write"]], [writeKey.id, ["write"]]].sort(),
+    );
+    const stored = await api.db.selectFrom("api_keys").select(["id", "revoked_at"]).where("user_id", "=", second.id).execute();
+    expect(stored.filter((k) => k.revoked_at !== null).map((k) => k.id).sort()).toEqual([adminKey.id, adminReadKey.id, madeByAdminKey.id].sort());
+    const revokedTokens = await api.db.selectFrom("access_tokens").select("scopes").where("user_id", "=", second.id).where("revoked_at", "is not", null).execute();
+    expect(revokedTokens.map((t) => t.scopes).sort()).toEqual([["admin"], ["admin"], ["admin:read"], ["admin:write"]].sort());
+    // What it may still hold keeps working.
+    expect((await api.request("GET", "/v1/users/me", { token: writeToken })).status).toBe(200);
+    expect((await api.request("GET", "/v1/users/me", { token: readToken })).status).toBe(200);
+    expect((await api.request("GET", "/v1/users/me", { token: writeKey.secret })).status).toBe(200);
+    expect((await exchange(writeKey.secret, ["write"])).status).toBe(201);
+    expect((await mint(writeToken, ["artworks:read"])).id).toMatch(/^key_/);
+    // A promotion gives back nothing revoked.
+    expect((await api.request("PATCH", `/v1/admin/users/${second.id}`, { token: admin, body: { role: "admin" } })).status).toBe(200);
+    expectProblem(await api.request("GET", "/v1/users/me", { token: adminKeyToken }), 401, "token_revoked");
+    expectProblem(await exchange(adminKey.secret, ["admin"]), 401, "unauthenticated");
+  });
+
+  it("a demotion and an admin key being made at once: whichever goes first, no live admin key remains", async () => {
+    const admin = await adminToken(api);
+    const outcomes = new Set<number>();
+    for (let round = 0; round < 8; round++) {
+      const second = await createUser(api, { role: "admin", scope: ["admin"] });
+      const [demoted, minted] = await Promise.all([
+        api.request("PATCH", `/v1/admin/users/${second.id}`, { token: admin, body: { role: "collector" } }),
+        api.request("POST", "/v1/api-keys", { token: second.token, body: { scope: ["admin"] } }),
+      ]);
+      expect(demoted.status).toBe(200);
+      outcomes.add(minted.status);
+      if (minted.status === 201) {
+        // Made before the demotion committed: revoked by it.
+        expectProblem(await api.request("POST", "/v1/auth/token", { body: { api_key: minted.body.secret, scope: ["read"] } }), 401, "unauthenticated");
+      } else if (minted.status === 401) expectProblem(minted, 401, "token_revoked");
+      else expectProblem(minted, 403, "insufficient_scope"); // the role read after the demotion committed
+      const live = await api.db
+        .selectFrom("api_keys")
+        .select("id")
+        .where("user_id", "=", second.id)
+        .where("revoked_at", "is", null)
+        .where(sql<boolean>`scopes && array['admin', 'admin:read', 'admin:write']::text[]`)
+        .execute();
+      expect(live).toEqual([]);
+      const token = await api.request("POST", "/v1/auth/token", { body: { api_key: second.apiKey, scope: ["write"] } });
+      const listed = await api.request("GET", "/v1/api-keys", { token: token.body.token });
+      expect(listed.body.data.flatMap((k: { scopes: string[] }) => k.scopes)).toEqual(["write"]);
+    }
+    expect([...outcomes].every((s) => [201, 401, 403].includes(s))).toBe(true);
   });
 
   it("suspending a user stops its tokens and keys at once; reactivating restores them", async () => {
@@ -103,7 +197,7 @@ describe("the last active admin (issue 12)", () => {
     try {
       own = await startTestApi({ DATABASE_URL: database.databaseUrl });
       const api = own;
-      const first = { token: await adminToken(api), id: "" };
+      const first = { token: await adminToken(api), id: "", apiKey: ADMIN_API_KEY };
       first.id = (await api.request("GET", "/v1/users/me", { token: first.token })).body.id;
       const second = await createUser(api, { role: "admin", scope: ["admin"] });
       const admins = [first, second];
@@ -117,9 +211,11 @@ describe("the last active admin (issue 12)", () => {
         const winners = results.flatMap((r, i) => (r.status === 200 ? [i] : []));
         expect(winners).toHaveLength(1);
         const loser = results[1 - winners[0]!]!;
-        // Refused as the last admin, or (when it arrived after the change) as no longer an admin.
+        // Refused as the last admin, or (when it arrived after the change) as no longer an admin, or
+        // with its admin token, revoked by its demotion.
         if (loser.status === 409) expectProblem(loser, 409, "invalid_state");
         else if (loser.status === 403) expect(["forbidden", "account_suspended"]).toContain(loser.body.code);
+        else if (loser.status === 401) expectProblem(loser, 401, "token_revoked");
         else throw new Error(`unexpected ${loser.status} ${loser.text}`);
 
         const winner = admins[winners[0]!]!;
@@ -128,6 +224,10 @@ describe("the last active admin (issue 12)", () => {
         // Restore the pair for the next round.
         const restored = await api.request("PATCH", `/v1/admin/users/${removed.id}`, { token: winner.token, body: { role: "admin", status: "active" } });
         expect(restored.status).toBe(200);
+        // A demotion revoked its admin token; its first key grants what its role holds again.
+        const token = await api.request("POST", "/v1/auth/token", { body: { api_key: removed.apiKey, scope: ["admin"] } });
+        expect(token.status).toBe(201);
+        removed.token = token.body.token;
         expect(await activeAdmins(api.db)).toEqual([first.id, second.id].sort());
       }
     } finally {

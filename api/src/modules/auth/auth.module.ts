@@ -14,6 +14,7 @@ export const authModule = defineModule<{ auth: AuthService; accounts: AccountsSe
   migrations: migrationsOf(import.meta.url),
   create: ({ db, config, publicClient, users }) => {
     const auth = new AuthService(db, config, users, publicClient);
+    users.registerCredentialsOfRole((trx, userId, role) => auth.revokeCredentialsBeyond(trx, userId, role));
     return { auth, accounts: new AccountsService(db, users, auth), linkedWallets: new LinkedWalletsService(db, users, auth) };
   },
   routes: ({ api }, { auth, accounts, linkedWallets }) => registerAuthRoutes(api, auth, accounts, linkedWallets),

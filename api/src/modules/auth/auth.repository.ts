@@ -130,10 +130,46 @@ export async function revokeApiKey(db: Db, userId: string, apiKeyId: string): Pr
     .returning("revoked_at")
     .executeTakeFirst();
   if (!row) return null;
-  // One generation per statement, each with a fresh snapshot: a key being made from one of them
-  // holds its parent's row (lockLiveApiKey), so it is committed, and found, by the next statement.
-  const revoked = [apiKeyId];
-  for (let generation = [apiKeyId]; generation.length > 0; ) {
+  await revokeDescendants(db, [apiKeyId]);
+  return row.revoked_at as Date;
+}
+
+/**
+ * Revokes the user's live credentials that hold any of `scopes`: its keys capped with one of them
+ * (a key without a cap of its own holds its role's, and is left), with the keys made with their
+ * tokens and every token of those (as revokeApiKey), and its unexpired tokens holding one of them.
+ */
+export async function revokeCredentialsHolding(db: Db, userId: string, scopes: readonly string[]): Promise<void> {
+  const holding = (column: string) => sql<boolean>`${sql.ref(column)} && ${[...scopes]}::text[]`;
+  const keys = await db
+    .updateTable("api_keys")
+    .set({ revoked_at: sql<Date>`now()` })
+    .where("user_id", "=", userId)
+    .where("revoked_at", "is", null)
+    .where(holding("scopes"))
+    .returning("id")
+    .execute();
+  await revokeDescendants(db, keys.map((k) => k.id));
+  await db
+    .updateTable("access_tokens")
+    .set({ revoked_at: sql<Date>`now()` })
+    .where("user_id", "=", userId)
+    .where("revoked_at", "is", null)
+    .where("expires_at", ">", sql<Date>`now()`)
+    .where(holding("scopes"))
+    .execute();
+}
+
+/**
+ * Revokes the keys made with the tokens of the (just revoked) keys `roots`, transitively, and every
+ * token of all of them. One generation per statement, each with a fresh snapshot: a key being made
+ * from one of them holds its parent's row (lockLiveApiKey), so it is committed, and found, by the
+ * next statement.
+ */
+async function revokeDescendants(db: Db, roots: string[]): Promise<void> {
+  if (roots.length === 0) return;
+  const revoked = [...roots];
+  for (let generation = roots; generation.length > 0; ) {
     const children = await db
       .updateTable("api_keys")
       .set({ revoked_at: sql<Date>`now()` })
@@ -150,7 +186,6 @@ export async function revokeApiKey(db: Db, userId: string, apiKeyId: string): Pr
     .where("api_key_id", "in", revoked)
     .where("revoked_at", "is", null)
     .execute();
-  return row.revoked_at as Date;
 }
 
 export async function insertNonce(db: Db, nonce: string, expiresAt: Date): Promise<void> {

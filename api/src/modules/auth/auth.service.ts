@@ -8,14 +8,15 @@ import type { Database, Db } from "../../db/database.ts";
 import { CREDENTIALS_CHANGED, credentialsChanged, NotificationListener } from "../../db/notifications.ts";
 import { GroupedWrites } from "../../db/grouped-writes.ts";
 import { type Transact, transactOn } from "../../db/transact.ts";
+import { lockNamed } from "../../db/locks.ts";
 import { ApiError } from "../../lib/errors.ts";
 import { isId, newId } from "../../lib/ids.ts";
 import { hashSecret, newSecret } from "../../lib/secrets.ts";
 import { iso } from "../../lib/time.ts";
 import type { UsersService } from "../users/users.service.ts";
-import type { AuthContext } from "../../lib/actor.ts";
+import type { AuthContext, Role } from "../../lib/actor.ts";
 import * as repo from "./auth.repository.ts";
-import { fullScopesOf, type Scope, scopeCovers, scopesDeniedForRole } from "../../lib/scopes.ts";
+import { ALL_SCOPES, fullScopesOf, type Scope, scopeCovers, scopesDeniedForRole } from "../../lib/scopes.ts";
 
 export const TOKEN_TTL_MS = 24 * 60 * 60 * 1000;
 export const NONCE_TTL_MS = 10 * 60 * 1000;
@@ -277,18 +278,20 @@ export class AuthService {
   }
 
   /**
-   * POST /v1/api-keys: a key capped at `scopes` (default: the caller's), which the caller's role
-   * (as it is now) must allow and the caller's token must cover; it dies with the key the caller's
-   * token came from.
+   * POST /v1/api-keys: a key capped at `scopes` (default: the caller's), which the caller's token
+   * must cover and the caller's role (as committed, under the user's credentials lock) must allow;
+   * it dies with the key the caller's token came from.
    */
   async createApiKeyFor(caller: AuthContext, name: string | null, scopes: Scope[] | undefined, transact: Transact = transactOn(this.db)) {
-    const cap = scopes ? [...new Set(scopes)] : [...caller.scopes];
-    // The role as it is now: a token issued before a demotion still carries the scopes it was
-    // given, and a key is a credential that would outlive it (docs/integrators/auth.md#api-keys).
-    assertScopesAllowed(caller.role, cap as Scope[]);
-    assertWithinCap(caller.scopes, cap as Scope[], "Your token");
+    const cap = [...new Set(scopes ?? (caller.scopes as Scope[]))];
+    assertWithinCap(caller.scopes, cap, "Your token");
     const secret = newSecret("sk");
     return transact(async (trx) => {
+      // The role as it is now, not as the token was issued (docs/integrators/auth.md#api-keys): read
+      // under the lock a change of role takes before it revokes what the new role may not hold, so
+      // a key made meanwhile is refused by the new role or committed before that revocation looks.
+      await lockCredentials(trx, caller.userId);
+      assertScopesAllowed((await this.users.getIn(trx, caller.userId)).role, cap);
       if (caller.apiKeyId && !(await repo.lockLiveApiKey(trx, caller.apiKeyId))) {
         throw new ApiError(401, "token_revoked", "This token has been revoked", bearerChallenge("invalid_token"));
       }
@@ -305,6 +308,21 @@ export class AuthService {
   /** The user's live keys, each with the scopes it may grant (a key without a cap of its own: the role's). */
   async listApiKeys(userId: string, role: AuthContext["role"]) {
     return (await repo.listApiKeys(this.db, userId)).map((k) => ({ ...k, scopes: k.scopes ?? fullScopesOf(role) }));
+  }
+
+  /**
+   * A change of the user's role, in its transaction `db`: revokes every live token and API key of
+   * the user holding a scope `role` may not hold (a demoted admin's `admin` and `admin:*` ones),
+   * a key with the keys made with its tokens and all their tokens, as DELETE /v1/api-keys/:id does.
+   * A key without a cap of its own grants its user's role, whatever it is, and stays. Taken under
+   * the user's credentials lock, as a new key is made (createApiKeyFor). The users module calls it
+   * (UsersService.registerCredentialsOfRole); the notifications of the change go out at its commit.
+   */
+  async revokeCredentialsBeyond(db: Db, userId: string, role: Role): Promise<void> {
+    const denied = scopesDeniedForRole(role, ALL_SCOPES);
+    if (denied.length === 0) return;
+    await lockCredentials(db, userId);
+    await repo.revokeCredentialsHolding(db, userId, denied);
   }
 
   async revokeApiKey(userId: string, apiKeyId: string): Promise<Date> {
@@ -359,6 +377,11 @@ function assertWithinCap(cap: readonly string[], scopes: readonly Scope[], holde
 
 function bearerChallenge(error: string) {
   return { headers: { "WWW-Authenticate": `Bearer realm="api", error="${error}"` } };
+}
+
+/** Serializes the making of a user's keys with the revocations of a change of their role (until commit). */
+function lockCredentials(trx: Db, userId: string): Promise<void> {
+  return lockNamed(trx, `credentials:${userId}`);
 }
 
 function assertActive(status: string): void {

@@ -59,9 +59,13 @@ export function update(db: Db, id: string, changes: UserUpdate): Promise<User | 
     .executeTakeFirst();
 }
 
-/** The ids of the active admins, their rows locked until the transaction ends. */
+/**
+ * The ids of the active admins, their rows locked until the transaction ends as an update of their
+ * role or status would lock them (FOR NO KEY UPDATE: what references a user, a token's row, still
+ * takes its key share).
+ */
 export async function lockActiveAdmins(db: Db): Promise<string[]> {
-  const rows = await db.selectFrom("users").select("id").where("role", "=", "admin").where("status", "=", "active").orderBy("id").forUpdate().execute();
+  const rows = await db.selectFrom("users").select("id").where("role", "=", "admin").where("status", "=", "active").orderBy("id").forNoKeyUpdate().execute();
   return rows.map((r) => r.id);
 }
 

@@ -62,7 +62,8 @@ export function registerUsersRoutes(api: ApiRouter, users: UsersService): void {
     path: "/v1/admin/users/:id",
     operationId: "updateUser",
     summary: "Change a user's role or status",
-    description: "A suspended user's tokens and API keys stop working at once.",
+    description:
+      "A new role revokes, in the same transaction, the user's tokens and API keys holding a scope it may not hold (a demoted admin's `admin` and `admin:*` ones, with the keys made with their tokens); a key without a cap of its own grants the new role's scopes. A suspended user's tokens and API keys are refused at once (403 `account_suspended`) and work again when the user is made active: a suspension revokes nothing.",
     tags: ["Admin"],
     auth: { scope: "admin:write", roles: ["admin"] },
     params: s.userIdParams,

@@ -16,11 +16,26 @@ import * as repo from "./users.repository.ts";
 export type { LinkedWallet, User, UserProfile } from "./users.tables.ts";
 export type { Tier } from "../../lib/tiers.ts";
 
+/**
+ * What a user's new role does to their credentials, in the transaction of the change: the auth
+ * module's (it revokes those holding scopes the role may not hold), registered at construction,
+ * since auth depends on users and not the reverse.
+ */
+export type CredentialsOfRole = (db: Db, userId: string, role: Role) => Promise<void>;
+
 export class UsersService {
+  private credentialsOfRole: CredentialsOfRole | null = null;
+
   constructor(
     private readonly db: Kysely<Database>,
     private readonly custody: CustodyWallet,
   ) {}
+
+  /** The auth module registers what a new role does to the user's credentials (CredentialsOfRole). */
+  registerCredentialsOfRole(hook: CredentialsOfRole): void {
+    if (this.credentialsOfRole) throw new Error("the credentials of a role are registered twice");
+    this.credentialsOfRole = hook;
+  }
 
   get(id: string): Promise<User> {
     return this.getIn(this.db, id);
@@ -166,7 +181,14 @@ export class UsersService {
         }
         if (!admins.includes(adminId)) throw ApiError.forbidden("You are no longer an active admin");
       }
-      return repo.update(trx, target.id, changes);
+      const updated = await repo.update(trx, target.id, changes);
+      // A new role takes the credentials it may not hold with it, in this transaction; a suspension
+      // revokes nothing (its credentials are refused while it lasts: docs/integrators/auth.md).
+      if (updated && changes.role !== undefined) {
+        if (!this.credentialsOfRole) throw new Error("no CredentialsOfRole is registered: a role cannot change");
+        await this.credentialsOfRole(trx, updated.id, changes.role);
+      }
+      return updated;
     });
     if (!user) throw ApiError.notFound("User");
     credentialsChanged(user.id);

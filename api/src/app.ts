@@ -13,6 +13,7 @@ import type { PublicReadCache } from "./http/public-read-cache.ts";
 import type { RateLimiter } from "./http/rate-limit.ts";
 import { ApiRouter } from "./http/route.ts";
 import { SharedReads } from "./http/shared-reads.ts";
+import type { ProcessPresence } from "./db/presence.ts";
 import type { Services } from "./modules/index.ts";
 import type { FeatureModule, PlatformDeps } from "./modules/module.ts";
 import { buildOpenApiDocument, swaggerInit, swaggerPage, swaggerPageCsp } from "./openapi/document.ts";
@@ -28,6 +29,8 @@ export interface AppDeps {
   publicReads?: PublicReadCache | null;
   /** Identical reads in flight computed once (default: a new SharedReads; null: each computed alone). */
   sharedReads?: SharedReads | null;
+  /** This process's presence: the idempotency keys it claims are freed as soon as it is gone. */
+  presence?: ProcessPresence;
 }
 
 const require = createRequire(import.meta.url);
@@ -63,7 +66,7 @@ export function createApp(deps: AppDeps): Express {
     registry,
     authenticate: (req) => services.auth.authenticate(req.get("Authorization")),
     rateLimiter: deps.rateLimiter,
-    idempotency: new IdempotencyStore(deps.deps.db, { crashAfterCommit: config.idempotency.crashAfterCommit }),
+    idempotency: new IdempotencyStore(deps.deps.db, { crashAfterCommit: config.idempotency.crashAfterCommit, presence: deps.presence }),
     checkResponses: config.env === "test",
     publicReads: deps.publicReads ?? null,
     sharedReads: deps.sharedReads === undefined ? new SharedReads() : deps.sharedReads,

@@ -14,6 +14,7 @@ import { type Config, ConfigError, loadConfig } from "./config.ts";
 import { createPool } from "./db/connection.ts";
 import type { Database } from "./db/database.ts";
 import { migrateToLatest } from "./db/migrate.ts";
+import { ProcessPresence } from "./db/presence.ts";
 import { IdempotencyStore } from "./http/idempotency.ts";
 import { answerClientError } from "./http/problem.ts";
 import { PublicReadCache } from "./http/public-read-cache.ts";
@@ -194,7 +195,10 @@ export async function startHttp(platform: Platform, options: { indexerLag?: Inde
   publicReads?.start({ databaseUrl: config.database.url, viewsSchema: config.indexer.viewsSchema, logger, db: platform.db });
   // Identical reads in flight are computed once per round.
   const sharedReads = new SharedReads();
-  const app = createApp({ deps: platform.deps, rateLimiter, indexer, services, modules, publicReads, sharedReads });
+  // Held while the process lives: a retry takes over the keys of its requests as soon as it is gone.
+  const presence = new ProcessPresence({ databaseUrl: config.database.url, name: "api", logger });
+  await presence.start();
+  const app = createApp({ deps: platform.deps, rateLimiter, indexer, services, modules, publicReads, sharedReads, presence });
   const server = app.listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => {
     server.once("listening", resolve);
@@ -224,6 +228,7 @@ export async function startHttp(platform: Platform, options: { indexerLag?: Inde
         await rateLimiter.close();
         await stopCredentialCache();
         await publicReads?.stop();
+        await presence.stop();
       })();
       return closing;
     },

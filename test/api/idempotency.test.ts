@@ -1,8 +1,12 @@
+import { sql } from "kysely";
 import { describe, expect, it } from "vitest";
+import pino from "pino";
+import { ProcessPresence } from "../../api/src/db/presence.ts";
 import { IdempotencyClaimLost, IdempotencyStore, requestFingerprint } from "../../api/src/http/idempotency.ts";
 import { newId } from "../../api/src/lib/ids.ts";
 import { artworkInput, formFields, postMultipart } from "../support/artworks.ts";
 import { createUser, expectProblem, useTestApi } from "../support/api.ts";
+import { waitFor } from "../support/wait.ts";
 
 const api = useTestApi();
 
@@ -175,6 +179,32 @@ describe("Idempotency-Key inside the business transaction (issue 8)", () => {
     await store().release(claim); // the late request cannot free the retry's key either
     expect(await keyRow(principal, "takeover-1")).toMatchObject({ state: "in_progress" });
     expect(retry.token).not.toBe(claim.token);
+  });
+
+  it("a key whose process is gone is taken over at once; while that process lives, a retry is 409", async () => {
+    const principal = `test:${crypto.randomUUID()}`;
+    const fingerprint = requestFingerprint("POST", "/v1/test", { n: 1 });
+    const presence = new ProcessPresence({ databaseUrl: api.config.database.url, name: "test", logger: pino({ level: "silent" }) });
+    await presence.start();
+    const first = await new IdempotencyStore(api.db, { presence }).claim(principal, "gone-1", "POST", "/v1/test", fingerprint);
+    if (first.kind !== "claimed") throw new Error("expected a fresh claim");
+    expect(await keyRow(principal, "gone-1")).toMatchObject({ state: "in_progress", holder: presence.id });
+    await expect(store().claim(principal, "gone-1", "POST", "/v1/test", fingerprint)).rejects.toMatchObject({ status: 409, code: "request_in_progress" });
+
+    // The process dies (its session ends, and with it its presence lock), 120 s from abandonment.
+    await presence.stop();
+    await waitFor(
+      async () => (await sql<{ n: number }>`select count(*)::int as n from pg_locks where locktype = 'advisory' and objid = ${presence.id}::oid`.execute(api.db)).rows[0]!.n === 0,
+      { timeoutMs: 10_000, what: "the presence lock to be dropped with its session" },
+    );
+    const retry = await store().claim(principal, "gone-1", "POST", "/v1/test", fingerprint);
+    expect(retry.kind).toBe("claimed");
+    // The dead request can neither complete nor free the key now.
+    const nonce = `n${crypto.randomUUID().replaceAll("-", "")}`;
+    await expect(store().transaction(first.claim, async (trx) => (await insertNonce(trx, nonce), { nonce }), answer)).rejects.toBeInstanceOf(IdempotencyClaimLost);
+    expect(await nonceExists(nonce)).toBe(false);
+    // The key is the retry's now: another request with it is 422, as ever.
+    await expect(store().claim(principal, "gone-1", "POST", "/v1/test", requestFingerprint("POST", "/v1/test", { n: 2 }))).rejects.toMatchObject({ status: 422 });
   });
 
   it("stores a refusal raised inside the unit of work, and replays it (HTTP)", async () => {

@@ -42,6 +42,8 @@ export interface IdempotencyKeysTable {
   response_body: unknown;
   created_at: Timestamp;
   locked_at: Timestamp;
+  /** The presence id (db/presence.ts) of the process running the request while in progress; null when it has none. */
+  holder: number | null;
   completed_at: NullableTimestamp;
 }
 

@@ -1,19 +1,15 @@
 import { EventEmitter } from "node:events";
 import { type Kysely, sql } from "kysely";
-import pg from "pg";
 import type { Logger } from "pino";
+import { HeldSession } from "./held-session.ts";
 
 /**
- * `LISTEN` on one Postgres channel, on a connection of its own (a pooled one would drop the LISTEN
- * when released). A lost connection is reopened with backoff: `onLost` runs when it drops (what
- * was learnt from notifications can no longer be trusted to be current) and `onReady` after every
- * (re)connect, so the caller can catch up on what it may have missed meanwhile.
+ * `LISTEN` on one Postgres channel, on a session of its own (HeldSession): `onLost` runs when it
+ * drops (what was learnt from notifications can no longer be trusted to be current) and `onReady`
+ * after every (re)connect, so the caller can catch up on what it may have missed meanwhile.
  */
 export class NotificationListener {
-  private client: pg.Client | null = null;
-  private stopped = false;
-  private retryMs = MIN_RETRY_MS;
-  private timer: NodeJS.Timeout | null = null;
+  private readonly session: HeldSession;
   private readonly local = (payload: string) => this.options.onNotify(payload);
 
   constructor(
@@ -27,55 +23,26 @@ export class NotificationListener {
       onLost?: () => void;
       logger: Logger;
     },
-  ) {}
+  ) {
+    this.session = new HeldSession({
+      databaseUrl: options.databaseUrl,
+      name: options.name,
+      setup: async (client) => void (await client.query(`LISTEN ${client.escapeIdentifier(options.channel)}`)),
+      onNotify: (message) => options.onNotify(message.payload ?? ""),
+      onReady: options.onReady,
+      onLost: options.onLost,
+      logger: options.logger.child({ channel: options.channel }),
+    });
+  }
 
   start(): void {
-    this.stopped = false;
     localNotifications.on(this.options.channel, this.local);
-    void this.connect();
+    this.session.start();
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
     localNotifications.off(this.options.channel, this.local);
-    if (this.timer) clearTimeout(this.timer);
-    const client = this.client;
-    this.client = null;
-    await client?.end().catch(() => {});
-  }
-
-  private async connect(): Promise<void> {
-    if (this.stopped) return;
-    const client = new pg.Client({ connectionString: this.options.databaseUrl, application_name: `art-platform-api ${this.options.name}` });
-    let failed = false;
-    const lost = (err?: Error) => {
-      if (failed) return;
-      failed = true;
-      if (this.client === client) this.client = null;
-      void client.end().catch(() => {});
-      this.options.onLost?.();
-      if (this.stopped) return;
-      this.options.logger.warn({ err: err?.message, retry_ms: this.retryMs, channel: this.options.channel }, `${this.options.name}: notification connection lost; reconnecting`);
-      this.timer = setTimeout(() => void this.connect(), this.retryMs);
-      this.retryMs = Math.min(this.retryMs * 2, MAX_RETRY_MS);
-    };
-    client.on("error", lost);
-    client.on("end", () => lost());
-    client.on("notification", (message) => this.options.onNotify(message.payload ?? ""));
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${client.escapeIdentifier(this.options.channel)}`);
-    } catch (err) {
-      lost(err as Error);
-      return;
-    }
-    if (this.stopped) {
-      await client.end().catch(() => {});
-      return;
-    }
-    this.client = client;
-    this.retryMs = MIN_RETRY_MS;
-    this.options.onReady();
+    await this.session.stop();
   }
 }
 
@@ -109,5 +76,3 @@ export function credentialsChanged(userId: string): void {
   notifyLocally(CREDENTIALS_CHANGED, userId);
 }
 
-const MIN_RETRY_MS = 250;
-const MAX_RETRY_MS = 10_000;

@@ -1,5 +1,6 @@
 import { sql } from "kysely";
 import type { Db } from "../db/database.ts";
+import { isPresent } from "../db/presence.ts";
 
 /** The `idempotency_keys` rows (IdempotencyStore): claims, stored answers, freed and expired keys. */
 
@@ -13,19 +14,21 @@ export interface KeyHold {
 const olderThanHours = (hours: number) => sql<Date>`now() - make_interval(hours => ${hours})`;
 
 /**
- * Inserts the key in progress, or takes over an expired one (older than `ttlHours`) or one of the
- * same request abandoned (in progress for `abandonedAfterSeconds`) in the same statement, so two
- * retries cannot both win. The claim's token; undefined when the key is held or answered.
+ * Inserts the key in progress for `holder` (the claiming process's presence id, or null), or takes
+ * over in the same statement, so two retries cannot both win, an expired one (older than `ttlHours`)
+ * or one of the same request abandoned: its holder's presence gone (the process died) or, for a key
+ * without one or a holder that still looks present, in progress for `abandonedAfterSeconds`. The
+ * claim's token; undefined when the key is held or answered.
  */
 export async function claim(
   db: Db,
-  row: { principal: string; key: string; fingerprint: string; method: string; path: string },
+  row: { principal: string; key: string; fingerprint: string; method: string; path: string; holder: number | null },
   limits: { ttlHours: number; abandonedAfterSeconds: number },
 ): Promise<string | undefined> {
-  const { principal, key, fingerprint, method, path } = row;
+  const { principal, key, fingerprint, method, path, holder } = row;
   const inserted = await db
     .insertInto("idempotency_keys")
-    .values({ principal, key, request_hash: fingerprint, method, path, state: "in_progress", response_status: null, response_body: null, locked_at: sql<Date>`now()` })
+    .values({ principal, key, request_hash: fingerprint, method, path, state: "in_progress", response_status: null, response_body: null, locked_at: sql<Date>`now()`, holder })
     .onConflict((oc) =>
       oc.columns(["principal", "key"]).doUpdateSet({
         request_hash: fingerprint,
@@ -36,6 +39,7 @@ export async function claim(
         response_body: null,
         created_at: sql<Date>`now()`,
         locked_at: sql<Date>`now()`,
+        holder,
         completed_at: null,
       }).where((eb) =>
         eb.or([
@@ -43,7 +47,10 @@ export async function claim(
           eb.and([
             eb("idempotency_keys.state", "=", "in_progress"),
             eb("idempotency_keys.request_hash", "=", fingerprint),
-            eb("idempotency_keys.locked_at", "<", sql<Date>`now() - make_interval(secs => ${limits.abandonedAfterSeconds})`),
+            eb.or([
+              eb("idempotency_keys.locked_at", "<", sql<Date>`now() - make_interval(secs => ${limits.abandonedAfterSeconds})`),
+              eb.and([eb("idempotency_keys.holder", "is not", null), eb.not(isPresent(sql.ref("idempotency_keys.holder")))]),
+            ]),
           ]),
         ]),
       ),

@@ -1,19 +1,24 @@
 import canonicalize from "canonicalize";
 import type { Kysely, Transaction } from "kysely";
 import type { Database, Db } from "../db/database.ts";
+import type { ProcessPresence } from "../db/presence.ts";
 import { ApiError } from "../lib/errors.ts";
 import { sha256Hex } from "../lib/secrets.ts";
 import { z } from "../openapi/zod.ts";
 import * as repo from "./idempotency.repository.ts";
 
-/** An in-progress key older than this belongs to a request that died; a retry may take it over. */
+/**
+ * An in-progress key older than this belongs to a request that died; a retry may take it over (at
+ * once when the process that claimed it is gone: ProcessPresence).
+ */
 const ABANDONED_AFTER_SECONDS = 120;
 /** Keys are remembered for a day, as Stripe does. */
 export const IDEMPOTENCY_TTL_HOURS = 24;
 
 /**
  * A key this request holds. `token` is the claim's `locked_at` (as text, microseconds kept): a
- * request that lost its key to a takeover (abandoned after 120 s) can no longer complete or free it.
+ * request that lost its key to a takeover (its process gone, or 120 s past) can no longer complete
+ * or free it.
  */
 export type ClaimedKey = repo.KeyHold;
 
@@ -45,17 +50,21 @@ export function requestFingerprint(method: string, path: string, body: unknown, 
 /**
  * Stripe semantics: the first request with a key runs and its response is stored; a retry with the
  * same key and body gets the stored response; a different body is 422; a retry while the first is
- * still running is 409.
+ * still running is 409, and one after the first's process died runs it again.
  */
 export class IdempotencyStore {
   constructor(
     private readonly db: Kysely<Database>,
-    /** IDEMPOTENCY_CRASH_AFTER_COMMIT (tests): SIGKILL after a unit of work commits, before the answer is sent. */
-    private readonly options: { crashAfterCommit?: boolean } = {},
+    private readonly options: {
+      /** IDEMPOTENCY_CRASH_AFTER_COMMIT (tests): SIGKILL after a unit of work commits, before the answer is sent. */
+      crashAfterCommit?: boolean;
+      /** This process's presence: its claims are taken over as soon as it is gone (else after 120 s). */
+      presence?: ProcessPresence;
+    } = {},
   ) {}
 
   async claim(principal: string, key: string, method: string, path: string, fingerprint: string): Promise<IdempotencyClaim> {
-    const token = await repo.claim(this.db, { principal, key, fingerprint, method, path }, { ttlHours: IDEMPOTENCY_TTL_HOURS, abandonedAfterSeconds: ABANDONED_AFTER_SECONDS });
+    const token = await repo.claim(this.db, { principal, key, fingerprint, method, path, holder: this.options.presence?.id ?? null }, { ttlHours: IDEMPOTENCY_TTL_HOURS, abandonedAfterSeconds: ABANDONED_AFTER_SECONDS });
     if (token !== undefined) return { kind: "claimed", claim: { principal, key, token } };
 
     const existing = await repo.find(this.db, principal, key);

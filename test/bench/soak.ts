@@ -18,6 +18,7 @@ import { freePort, type ManagedProcess, waitUntil } from "../../tools/stack/proc
 import { artworkForm } from "./certification.ts";
 import { blockNumber, createBenchContext, percentile, startApiProcess, table } from "./context.ts";
 import { checkInvariants, type Purchases } from "./soak-invariants.ts";
+import { seeded } from "../support/random.ts";
 import { type Answer, REWARD_COST, request, setUpGoods, Stats, trafficWorld, vmRssKb } from "./soak-platform.ts";
 
 const MINUTES = Number(process.env.SOAK_MINUTES ?? 10);
@@ -29,17 +30,7 @@ const MAX_IN_FLIGHT = 200;
 const RSS_EVERY_MS = 5_000;
 const DRAIN_TIMEOUT_MS = Number(process.env.SOAK_DRAIN_TIMEOUT_S ?? 420) * 1000;
 /** Mulberry32: the same SOAK_SEED gives the same kinds, parties and kill times. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const random = rng(SEED);
+const random = seeded(SEED);
 const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
 
 async function main(): Promise<number> {

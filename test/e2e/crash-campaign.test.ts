@@ -39,6 +39,8 @@ const SHARE_PRICE_USD = 1;
 const TICKET_PRICE_USD = 5;
 const SALE_PRICE_USD = 100;
 const OFFER_USD = 60;
+/** How long the end waits for what is under way: beyond a chain operation's lease (180 s). */
+const FINISH_TIMEOUT_MS = 300_000;
 
 const dataDir = mkdtempSync(path.join(os.tmpdir(), "art-platform-crash-"));
 let stack: BootedStack | null = null;
@@ -260,7 +262,8 @@ it(`loses and doubles nothing over ${ROUNDS} SIGKILLs of the stack's processes w
     lostAfterRestarts.push(...lost.map((l) => `round ${round} (${target}): ${l}`));
   }
 
-  // Everything under way finishes, once.
+  // Everything under way finishes, once: a chain operation whose worker was killed mid-attempt is
+  // taken up again when its lease runs out (CERTIFICATION_LEASE_MS, 180 s), hence the longer waits.
   const acknowledged = (kind: string) => flows.filter((f) => f.kind.startsWith(kind) && f.done && f.steps.every((s) => s.outcome?.state === "acknowledged"));
   const refused = flows.flatMap((f) => f.steps.filter((s) => s.outcome?.state === "refused").map((s) => `${s.name} (${s.key}): ${JSON.stringify(s.outcome)}`));
   const sales = acknowledged("buy-now");
@@ -270,22 +273,22 @@ it(`loses and doubles nothing over ${ROUNDS} SIGKILLs of the stack's processes w
   const creations = acknowledged("creation");
   const anyone = sdk(stack!.url, { retry: { maxRetries: 4 } });
   for (const flow of creations) {
-    await waitFor(async () => (await certified(flow.value<string>(0)!)).status === "certified", { timeoutMs: 120_000, what: `certification of ${flow.value(0)}` });
+    await waitFor(async () => (await certified(flow.value<string>(0)!)).status === "certified", { timeoutMs: FINISH_TIMEOUT_MS, what: `certification of ${flow.value(0)}` });
   }
   for (const flow of sales) {
-    await waitFor(async () => (await as(buyer, 4).GET("/v1/marketplace/transactions/{id}", { params: { path: { id: flow.value<string>(1)! } } })).data.status === "completed", { timeoutMs: 120_000, what: `sale ${flow.value(1)}` });
+    await waitFor(async () => (await as(buyer, 4).GET("/v1/marketplace/transactions/{id}", { params: { path: { id: flow.value<string>(1)! } } })).data.status === "completed", { timeoutMs: FINISH_TIMEOUT_MS, what: `sale ${flow.value(1)}` });
   }
   for (const flow of offers) {
     await waitFor(async () => {
       const { data } = await as(bidder, 4).GET("/v1/marketplace/offers/{id}", { params: { path: { id: flow.value<string>(1)! } } });
       return data.transaction_id && (await as(bidder, 4).GET("/v1/marketplace/transactions/{id}", { params: { path: { id: data.transaction_id } } })).data.status === "completed";
-    }, { timeoutMs: 120_000, what: `the sale of offer ${flow.value(1)}` });
+    }, { timeoutMs: FINISH_TIMEOUT_MS, what: `the sale of offer ${flow.value(1)}` });
   }
   for (const flow of shareBuys) {
-    await waitFor(async () => (await as(buyer, 4).GET("/v1/fractional/purchases/{id}", { params: { path: { id: flow.value<string>(0)! } } })).data.status === "confirmed", { timeoutMs: 120_000, what: `share purchase ${flow.value(0)}` });
+    await waitFor(async () => (await as(buyer, 4).GET("/v1/fractional/purchases/{id}", { params: { path: { id: flow.value<string>(0)! } } })).data.status === "confirmed", { timeoutMs: FINISH_TIMEOUT_MS, what: `share purchase ${flow.value(0)}` });
   }
   for (const flow of ticketOrders) {
-    await waitFor(async () => (await as(buyer, 4).GET("/v1/ticket-orders/{id}", { params: { path: { id: flow.value<string>(0)! } } })).data.status === "confirmed", { timeoutMs: 120_000, what: `ticket order ${flow.value(0)}` });
+    await waitFor(async () => (await as(buyer, 4).GET("/v1/ticket-orders/{id}", { params: { path: { id: flow.value<string>(0)! } } })).data.status === "confirmed", { timeoutMs: FINISH_TIMEOUT_MS, what: `ticket order ${flow.value(0)}` });
   }
 
   // Exactly once: the database and the chain agree, and each write counted once.

@@ -127,7 +127,6 @@ describe("admin users", () => {
 
   it("a demotion and an admin key being made at once: whichever goes first, no live admin key remains", async () => {
     const admin = await adminToken(api);
-    const outcomes = new Set<number>();
     for (let round = 0; round < 8; round++) {
       const second = await createUser(api, { role: "admin", scope: ["admin"] });
       const [demoted, minted] = await Promise.all([
@@ -135,7 +134,6 @@ describe("admin users", () => {
         api.request("POST", "/v1/api-keys", { token: second.token, body: { scope: ["admin"] } }),
       ]);
       expect(demoted.status).toBe(200);
-      outcomes.add(minted.status);
       if (minted.status === 201) {
         // Made before the demotion committed: revoked by it.
         expectProblem(await api.request("POST", "/v1/auth/token", { body: { api_key: minted.body.secret, scope: ["read"] } }), 401, "unauthenticated");
@@ -153,7 +151,6 @@ describe("admin users", () => {
       const listed = await api.request("GET", "/v1/api-keys", { token: token.body.token });
       expect(listed.body.data.flatMap((k: { scopes: string[] }) => k.scopes)).toEqual(["write"]);
     }
-    expect([...outcomes].every((s) => [201, 401, 403].includes(s))).toBe(true);
   });
 
   it("suspending a user stops its tokens and keys at once; reactivating restores them", async () => {

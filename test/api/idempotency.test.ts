@@ -191,7 +191,7 @@ describe("Idempotency-Key inside the business transaction (issue 8)", () => {
     expect(await keyRow(principal, "gone-1")).toMatchObject({ state: "in_progress", holder: presence.id });
     await expect(store().claim(principal, "gone-1", "POST", "/v1/test", fingerprint)).rejects.toMatchObject({ status: 409, code: "request_in_progress" });
 
-    // The process dies (its session ends, and with it its presence lock), 120 s from abandonment.
+    // The process dies: its session ends, and with it its presence lock, long before 120 s pass.
     await presence.stop();
     await waitFor(
       async () => (await sql<{ n: number }>`select count(*)::int as n from pg_locks where locktype = 'advisory' and objid = ${presence.id}::oid`.execute(api.db)).rows[0]!.n === 0,

@@ -18,7 +18,7 @@ export class ProcessPresence {
   /** Drawn at random: two live processes share one with odds of 1 in 2^31 (and then one looks present a little longer). */
   readonly id = randomInt(1, 2 ** 31 - 1);
   private readonly session: HeldSession;
-  private firstReady: Promise<void>;
+  private readonly firstReady: Promise<void>;
 
   constructor(options: { databaseUrl: string; name: string; logger: Logger }) {
     let ready!: () => void;
@@ -32,10 +32,10 @@ export class ProcessPresence {
     });
   }
 
-  /** Takes the lock; resolves once it is held (or at once when `wait` is false). */
-  async start(options: { wait?: boolean } = {}): Promise<void> {
+  /** Takes the lock; resolves once it is held. */
+  start(): Promise<void> {
     this.session.start();
-    if (options.wait !== false) await this.firstReady;
+    return this.firstReady;
   }
 
   stop(): Promise<void> {

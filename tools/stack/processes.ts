@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdirSync, openSync, closeSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -172,8 +172,49 @@ export async function waitUntil<T>(
   }
 }
 
-/** A TCP port that was free on 127.0.0.1 a moment ago. */
-export function freePort(): Promise<number> {
+/**
+ * The ports the kernel hands out by itself (`listen(0)`, outgoing connections): a port taken from
+ * there and given to a process that binds it seconds later (a stack binds its API after deploying)
+ * can meanwhile go to anyone's `listen(0)`. So ports are picked below this range, where nothing is
+ * assigned unasked, and a process never hands out the same port twice.
+ */
+function ephemeralRange(): [number, number] {
+  try {
+    const [low, high] = readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/).map(Number);
+    if (low && high && low <= high) return [low, high];
+  } catch {
+    // Not Linux: the IANA dynamic range.
+  }
+  return [49152, 65535];
+}
+
+const PICKED_FROM = 20000;
+const handedOut = new Set<number>();
+let cursor: number | undefined;
+
+/**
+ * A TCP port free on 127.0.0.1 now and outside the kernel's ephemeral range, so that only another
+ * explicit pick can take it before its process binds it. Processes start their walk at a point of
+ * their own (from the pid) so that two test workers rarely meet.
+ */
+export async function freePort(): Promise<number> {
+  const [low] = ephemeralRange();
+  const span = low - PICKED_FROM;
+  if (span < 1000) return kernelPort();
+  cursor ??= (process.pid * 7919) % span;
+  for (let tries = 0; tries < span; tries += 1) {
+    const port = PICKED_FROM + (cursor % span);
+    cursor += 1;
+    if (handedOut.has(port)) continue;
+    if (await portInUse(port)) continue;
+    handedOut.add(port);
+    return port;
+  }
+  return kernelPort();
+}
+
+/** A port the kernel chose (free a moment ago), where no range outside its own is usable. */
+function kernelPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.unref();

@@ -16,6 +16,7 @@ import type { Database } from "./db/database.ts";
 import { migrateToLatest } from "./db/migrate.ts";
 import { ProcessPresence } from "./db/presence.ts";
 import { IdempotencyStore } from "./http/idempotency.ts";
+import { drainable } from "./http/drain.ts";
 import { answerClientError } from "./http/problem.ts";
 import { PublicReadCache } from "./http/public-read-cache.ts";
 import { SharedReads } from "./http/shared-reads.ts";
@@ -74,6 +75,9 @@ export async function buildPlatform(config: Config, role: ProcessRole | "api+wor
     const links = { baseUrl: config.publicBaseUrl };
     const storage = new LocalDiskStorage(config.storage.dir);
     const indexedChain = new IndexedChain(db, config.indexer.viewsSchema);
+    // Held while the process lives (started with either half): whatever it holds (an idempotency
+    // key in progress, a chain operation's lease) is taken up by another process as soon as it is gone.
+    const presence = new ProcessPresence({ databaseUrl: config.database.url, name: role, logger });
     // Chain writes as durable operations: modules register their kinds; the worker runs them.
     const chainOperations = new ChainOperations({
       db,
@@ -85,6 +89,7 @@ export async function buildPlatform(config: Config, role: ProcessRole | "api+wor
       chainId: config.chain.id,
       startBlock: config.chain.startBlock,
       leaseMs: config.certification.leaseMs,
+      presence,
       sweepIntervalMs: config.certification.sweepIntervalMs,
       concurrency: config.certification.concurrency,
     });
@@ -129,6 +134,7 @@ export async function buildPlatform(config: Config, role: ProcessRole | "api+wor
       services,
       chainOperations,
       idempotency,
+      presence,
     };
   } catch (error) {
     await db.destroy();
@@ -195,16 +201,15 @@ export async function startHttp(platform: Platform, options: { indexerLag?: Inde
   publicReads?.start({ databaseUrl: config.database.url, viewsSchema: config.indexer.viewsSchema, logger, db: platform.db });
   // Identical reads in flight are computed once per round.
   const sharedReads = new SharedReads();
-  // Held while the process lives: a retry takes over the keys of its requests as soon as it is gone.
-  const presence = new ProcessPresence({ databaseUrl: config.database.url, name: "api", logger });
-  await presence.start();
-  const app = createApp({ deps: platform.deps, rateLimiter, indexer, services, modules, publicReads, sharedReads, presence });
+  // A retry takes over the keys of this process's requests as soon as it is gone.
+  const app = createApp({ deps: platform.deps, rateLimiter, indexer, services, modules, publicReads, sharedReads, presence: platform.presence });
   const server = app.listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => {
     server.once("listening", resolve);
     server.once("error", reject);
   });
   server.keepAliveTimeout = 65_000;
+  const stopping = drainable(server);
   server.on("clientError", answerClientError);
   const port = (server.address() as AddressInfo).port;
   const url = config.port === port ? config.publicBaseUrl : config.publicBaseUrl.replace(/:\d+$/, `:${port}`);
@@ -220,15 +225,11 @@ export async function startHttp(platform: Platform, options: { indexerLag?: Inde
     sharedReads,
     close() {
       closing ??= (async () => {
-        await new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeIdleConnections();
-        });
+        await stopping.drain();
         await ownLag?.stop();
         await rateLimiter.close();
         await stopCredentialCache();
         await publicReads?.stop();
-        await presence.stop();
       })();
       return closing;
     },
@@ -354,9 +355,11 @@ export async function startPlatform(config: Config, halves: { http: boolean; wor
   const close = async () => {
     await http?.close();
     await worker?.close();
+    await platform.presence.stop();
     await platform.db.destroy();
   };
   try {
+    await platform.presence.start();
     // One sampler serves both halves of a combined process (the worker half starts and stops it).
     const indexerLag = halves.worker ? workerIndexerLag(platform) : undefined;
     // The HTTP half first: links in token metadata use the URL it really listens on.

@@ -13,6 +13,7 @@ import { createChainClients } from "../../api/src/chain/clients.ts";
 import { ChainOperationFailure, type ChainOperationKind, ChainOperations, type KeyedFacts } from "../../api/src/chain/operations.ts";
 import { Relayer } from "../../api/src/chain/relayer.ts";
 import { createDbHandle } from "../../api/src/db/connection.ts";
+import { ProcessPresence } from "../../api/src/db/presence.ts";
 import { recordEvent } from "../../api/src/jobs/outbox.ts";
 import { migrateJobQueue } from "../../api/src/jobs/queue.ts";
 import { createPlatformDatabase, freshRelayerKey, publicClient } from "../support/artworks.ts";
@@ -78,7 +79,12 @@ function scriptedKind(overrides: Partial<ChainOperationKind<Facts>> = {}) {
   return { kind, calls, indexer };
 }
 
-function component(kinds: ChainOperationKind<any>[], indexer: { head: bigint | null } = { head: null }, relayer?: Relayer, tuning: { concurrency?: number; duePollMs?: number } = {}) {
+function component(
+  kinds: ChainOperationKind<any>[],
+  indexer: { head: bigint | null } = { head: null },
+  relayer?: Relayer,
+  tuning: { concurrency?: number; duePollMs?: number; leaseMs?: number; presence?: ProcessPresence } = {},
+) {
   const { chain, publicClient, relayerAccount } = createChainClients({ rpcUrl: env.rpcUrl, chainId: env.chainId, relayerPrivateKey: relayerKey });
   const operations = new ChainOperations({
     db: handle.db,
@@ -219,6 +225,49 @@ describe("resuming after a crash", () => {
     expect(calls.send).toBe(0);
     expect(await op(key)).toMatchObject({ status: "sent", tx_hash: sent, attempts: 2, last_error: null });
     expect(await publicClient().getTransactionCount({ address })).toBe(nonceAfterSend);
+  }, 30_000);
+});
+
+describe("a process that is gone", () => {
+  it("has its leased operation taken up by the next sweep, though the lease has long to run; a live holder's is left alone", async () => {
+    const presences = [new ProcessPresence({ databaseUrl: database.databaseUrl, name: "dying", logger }), new ProcessPresence({ databaseUrl: database.databaseUrl, name: "restarted", logger })];
+    const [dyingPresence, livePresence] = presences as [ProcessPresence, ProcessPresence];
+    await Promise.all(presences.map((p) => p.start()));
+    try {
+      let attempting!: () => void;
+      const attempted = new Promise<void>((resolve) => (attempting = resolve));
+      // The first process leases the operation for ten minutes and dies in its attempt.
+      const { kind: dying } = scriptedKind({
+        async send() {
+          attempting();
+          await new Promise(() => {});
+        },
+      });
+      const first = component([dying], { head: null }, undefined, { leaseMs: 600_000, presence: dyingPresence });
+      const key = `${dying.kind}:holder_gone`;
+      await first.request(handle.db, { key, kind: dying.kind, payload: {} });
+      void first.run(key);
+      await signalled(attempted, "the first attempt");
+      expect(await op(key)).toMatchObject({ attempts: 1, due_at: null, holder: dyingPresence.id });
+
+      const { kind: restarted, calls } = scriptedKind({ kind: dying.kind } as Partial<ChainOperationKind<Facts>>);
+      const second = component([restarted], { head: null }, undefined, { leaseMs: 600_000, presence: livePresence });
+      // Its holder still present: a slow attempt, not a lost one.
+      await second.sweep();
+      expect(calls.lookupIndexed).toBe(0);
+      expect(await isDue(key)).toBe(false);
+
+      // Its process gone (its presence's session ended, as with a SIGKILL): taken up at once.
+      await dyingPresence.stop();
+      await second.sweep();
+      expect(calls.lookupIndexed).toBe(1);
+      expect(await isDue(key)).toBe(true);
+      await second.run(key);
+      expect(calls.send).toBe(1);
+      expect(await op(key)).toMatchObject({ attempts: 2, holder: livePresence.id });
+    } finally {
+      await Promise.all(presences.map((p) => p.stop()));
+    }
   }, 30_000);
 });
 
@@ -472,7 +521,7 @@ describe("claiming due operations", () => {
         throw Object.assign(new Error("Connection terminated unexpectedly"), { code: "ECONNRESET" });
       },
     });
-    // No sweep runs here (its interval is a minute): only the process's own release can make it due.
+    // No sweep runs here after the one at start (the interval is a minute): only the process's own release can make it due.
     const operations = component([kind], { head: null }, undefined, { concurrency: 2, duePollMs: 50 });
     const key = `${kind.kind}:interrupted`;
     await operations.request(handle.db, { key, kind: kind.kind, payload: {} });

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { closeSync, mkdirSync, openSync, readFileSync } from "node:fs";
+import { appendFileSync, closeSync, mkdirSync, openSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -120,6 +120,12 @@ export function spawnManaged(options: SpawnOptions): ManagedProcess {
             // already gone
           }
           const timer = setTimeout(() => {
+            // Said where the reader of a slow stop looks: the process's own log.
+            try {
+              appendFileSync(options.logFile, `\n[stack] ${options.name} did not exit within ${timeoutMs / 1000} s of ${signal}: killed\n`);
+            } catch {
+              // the log is gone with its directory
+            }
             if (detached) signalGroup(pid, "SIGKILL");
             else child.kill("SIGKILL");
           }, timeoutMs);

@@ -96,7 +96,7 @@ export class OperationAttempts {
 
   /** Leases the operations `picked` selects for an attempt each. */
   private lease(picked: ReturnType<typeof repo.openOfKey>): Promise<ChainOperation[]> {
-    return repo.lease(this.ctx.deps.db, picked, this.ctx.deps.leaseMs);
+    return repo.lease(this.ctx.deps.db, picked, this.ctx.deps.leaseMs, this.ctx.deps.presence?.id ?? null);
   }
 
   /** The attempt of a leased operation. */

@@ -15,8 +15,10 @@ export interface ChainOperationsDeps {
   chainId: number;
   /** The first block of the contracts: where a new cursor starts. */
   startBlock: number;
-  /** How long an attempt may run before the sweep takes it for lost. */
+  /** How long an attempt may run before the sweep takes it for lost (sooner once its process is gone: `presence`). */
   leaseMs: number;
+  /** This process's presence: the sweep of another takes up its leased operations as soon as it is gone. */
+  presence?: { readonly id: number } | undefined;
   sweepIntervalMs: number;
   /** Attempts of one kind this process runs at once (they mostly wait on the chain), unless the kind says otherwise; default 32. */
   concurrency?: number | undefined;

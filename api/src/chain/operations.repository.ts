@@ -6,6 +6,7 @@
 import { type RawBuilder, sql, type Transaction } from "kysely";
 import type { Hash } from "viem";
 import type { ChainOperation, Database, Db } from "../db/database.ts";
+import { isPresent } from "../db/presence.ts";
 
 /** Whether `err` is a read of a table or schema that does not exist yet (migrations or the indexer's views not there). */
 export function isUndefinedTable(err: unknown): boolean {
@@ -92,12 +93,15 @@ export const duePerKind = (slots: readonly { kind: string; free: number }[]) => 
     order by priority, due_at, id limit k.free for update skip locked
   ) as d`;
 
-/** Leases the operations `picked` selects (ids, locked) for an attempt each: attempts + 1, no longer due, leased for `leaseMs`. */
-export async function lease(db: Db, picked: RawBuilder<unknown>, leaseMs: number): Promise<ChainOperation[]> {
+/**
+ * Leases the operations `picked` selects (ids, locked) for an attempt each: attempts + 1, no longer
+ * due, leased for `leaseMs` by `holder` (the process's presence id, null without one).
+ */
+export async function lease(db: Db, picked: RawBuilder<unknown>, leaseMs: number, holder: number | null): Promise<ChainOperation[]> {
   const { rows } = await sql<ChainOperation>`
     update chain_operations as o set
       attempts = o.attempts + 1, due_at = null, updated_at = now(),
-      lease_until = now() + ${leaseMs} * interval '1 millisecond'
+      lease_until = now() + ${leaseMs} * interval '1 millisecond', holder = ${holder}
     from (${picked}) as c
     where o.id = c.id
     returning o.*`.execute(db);
@@ -164,18 +168,28 @@ export async function releaseLease(db: Db, key: string, lease: Date): Promise<vo
 
 // ---- the sweep ----
 
-/** Leases again (for `leaseMs`) up to `limit` open operations whose lease ran out more than `graceMs` ago, oldest first. */
-export function reclaimExpired(db: Db, leaseMs: number, graceMs: number, limit: number): Promise<ChainOperation[]> {
+/**
+ * Leases again (for `leaseMs`, by `holder`) up to `limit` open operations whose attempt is lost:
+ * its process gone (its presence no longer held) or, for a holder without one, its lease run out
+ * more than `graceMs` ago; oldest first.
+ */
+export function reclaimExpired(db: Db, leaseMs: number, graceMs: number, limit: number, holder: number | null): Promise<ChainOperation[]> {
   return db
     .updateTable("chain_operations")
-    .set({ lease_until: afterMs(leaseMs) })
+    .set({ lease_until: afterMs(leaseMs), holder })
     .where("id", "in", (eb) =>
       eb
         .selectFrom("chain_operations")
         .select("id")
         .where("status", "in", OPEN)
         .where("due_at", "is", null)
-        .where("lease_until", "<", sql<Date>`now() - ${graceMs} * interval '1 millisecond'`)
+        .where("lease_until", "is not", null)
+        .where((w) =>
+          w.or([
+            w("lease_until", "<", sql<Date>`now() - ${graceMs} * interval '1 millisecond'`),
+            w.and([w("holder", "is not", null), w.not(isPresent(sql.ref("holder")))]),
+          ]),
+        )
         .orderBy("lease_until")
         .limit(limit)
         .forUpdate()

@@ -45,16 +45,17 @@ export class LeaseSweep {
     private readonly confirmation: OperationConfirmation,
   ) {}
 
+  /** Sweeps at once (a process starting takes up what a dead one left), then every `sweepIntervalMs`. */
   start(): void {
-    const next = () => {
+    const next = (delayMs: number) => {
       this.timer = setTimeout(() => {
         this.sweeping = this.sweep().finally(() => {
           this.sweeping = null;
-          if (this.ctx.running()) next();
+          if (this.ctx.running()) next(this.ctx.deps.sweepIntervalMs);
         });
-      }, this.ctx.deps.sweepIntervalMs);
+      }, delayMs);
     };
-    next();
+    next(0);
   }
 
   /** Sweeps no more; the sweep under way, if any, runs on (see underWay). */
@@ -70,7 +71,7 @@ export class LeaseSweep {
     const { deps, log, kinds } = this.ctx;
     this.confirmation.poke();
     try {
-      const reclaimed = await repo.reclaimExpired(deps.db, deps.leaseMs, LEASE_GRACE_MS, PAGE);
+      const reclaimed = await repo.reclaimExpired(deps.db, deps.leaseMs, LEASE_GRACE_MS, PAGE, deps.presence?.id ?? null);
       if (reclaimed.length === 0) return;
       for (const [kindName, ops] of groupBy(reclaimed, (op) => op.kind)) {
         const kind = kinds.get(kindName);

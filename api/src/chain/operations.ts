@@ -39,8 +39,12 @@ export function transactionOf(op: ChainOperation | undefined, options: { confirm
   return (op.status === "confirmed" ? (op.result as { txHash?: string | null } | null)?.txHash : null) ?? op.tx_hash;
 }
 
-/** How long stop() waits for attempts under way (each waits for its transaction's receipt). */
-const STOP_WAIT_MS = 10_000;
+/**
+ * How long stop() waits for attempts under way (each waits for its transaction's receipt; a local
+ * node mines at once). One that outlasts it is taken up by the next process as soon as this one is
+ * gone (its presence), so a dead chain does not hold a stop up for long.
+ */
+const STOP_WAIT_MS = 3_000;
 
 /**
  * Chain writes as durable operations. A module requests an operation by business key in its own
@@ -213,7 +217,7 @@ export class ChainOperations {
     await Promise.all([this.confirmation.stopListening(), this.attempts.stopListening()]);
     await Promise.all([this.confirmation.underWay(), this.sweeper.underWay(), this.attempts.claimUnderWay()]);
     // Attempts under way finish (each waits for its receipt); one that outlasts the wait keeps its
-    // lease, and the sweep of another process takes it up once the lease has run out.
+    // lease, and the sweep of another process takes it up once this process is gone.
     await this.attempts.drain(STOP_WAIT_MS);
   }
 

@@ -91,6 +91,8 @@ export interface ChainOperationsTable {
   attempts: Generated<number>;
   /** While an attempt runs: until when it may before the sweep takes it for lost. */
   lease_until: NullableTimestamp;
+  /** The presence id (db/presence.ts) of the process whose attempt or sweep holds the lease; null for none. */
+  holder: ColumnType<number | null, number | null | undefined, number | null>;
   /** While waiting for its next attempt: when it may start (now, or when a backoff ends); null while one runs or once settled. */
   due_at: NullableTimestamp;
   /** Lower first among due operations. */

@@ -23,6 +23,7 @@ import { SharedReads } from "./http/shared-reads.ts";
 import { createRateLimiter } from "./http/rate-limit.ts";
 import { OutboxDispatcher } from "./jobs/outbox.ts";
 import { migrateJobQueue, startJobQueue, survivingDatabaseRestarts, type TaskList } from "./jobs/queue.ts";
+import { stopInOrder } from "./lib/stop-steps.ts";
 import { LocalDiskStorage } from "./lib/storage.ts";
 import { moduleMigrations, modules, type Services } from "./modules/index.ts";
 import type { FeatureModule, JobRunnerSpec, PlatformDeps, WorkerPart } from "./modules/module.ts";
@@ -170,6 +171,13 @@ export interface RunningHttp {
   close(): Promise<void>;
 }
 
+/**
+ * How long a stop may take after the HTTP half's answers have drained, and the worker's in all
+ * (its chain attempts get 3 s of it): under the 15 s a supervisor (the stack) gives before SIGKILL.
+ */
+const PARTS_STOP_MS = 3_000;
+const WORKER_STOP_MS = 8_000;
+
 /** How long the HTTP half waits for Redis before it listens anyway. */
 const REDIS_READY_TIMEOUT_MS = 10_000;
 
@@ -224,12 +232,15 @@ export async function startHttp(platform: Platform, options: { indexerLag?: Inde
     publicReads,
     sharedReads,
     close() {
+      // The answers under way first (at most DRAIN_GRACE_MS), then the rest within a few seconds.
       closing ??= (async () => {
         await stopping.drain();
-        await ownLag?.stop();
-        await rateLimiter.close();
-        await stopCredentialCache();
-        await publicReads?.stop();
+        await stopInOrder(logger, PARTS_STOP_MS, [
+          ["indexer lag sampler", () => ownLag?.stop()],
+          ["rate limiter", () => rateLimiter.close()],
+          ["credential cache", () => stopCredentialCache()],
+          ["public read cache", () => publicReads?.stop()],
+        ]);
       })();
       return closing;
     },
@@ -314,14 +325,16 @@ export async function startWorker(platform: Platform, options: { indexerLag?: In
   return {
     indexerLag,
     close() {
-      closing ??= (async () => {
-        await outbox.stop();
-        for (const part of [...parts].reverse()) await part.stop?.();
-        await indexerLag.stop();
-        await platform.chainOperations.stop();
-        await Promise.all(started.map((runner) => runner.stop()));
-        await queuePool.end();
-      })();
+      closing ??= stopInOrder(logger, WORKER_STOP_MS, [
+        ["outbox dispatcher", () => outbox.stop()],
+        ["modules' workers", async () => {
+          for (const part of [...parts].reverse()) await part.stop?.();
+        }],
+        ["indexer lag sampler", () => indexerLag.stop()],
+        ["chain operations", () => platform.chainOperations.stop()],
+        ["job queue", () => Promise.all(started.map((runner) => runner.stop()))],
+        ["job queue's pool", () => queuePool.end()],
+      ]);
       return closing;
     },
   };
@@ -355,8 +368,10 @@ export async function startPlatform(config: Config, halves: { http: boolean; wor
   const close = async () => {
     await http?.close();
     await worker?.close();
-    await platform.presence.stop();
-    await platform.db.destroy();
+    await stopInOrder(platform.logger, PARTS_STOP_MS, [
+      ["presence", () => platform.presence.stop()],
+      ["database pool", () => platform.db.destroy()],
+    ]);
   };
   try {
     await platform.presence.start();

@@ -234,6 +234,8 @@ export async function startHttp(platform: Platform, options: { indexerLag?: Inde
     close() {
       // The answers under way first (at most DRAIN_GRACE_MS), then the rest within a few seconds.
       closing ??= (async () => {
+        // Requests waiting for a chain write answer now with the state they have (202 pending).
+        platform.chainOperations.releaseWaiters();
         await stopping.drain();
         await stopInOrder(logger, PARTS_STOP_MS, [
           ["indexer lag sampler", () => ownLag?.stop()],

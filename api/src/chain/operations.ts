@@ -148,6 +148,11 @@ export class ChainOperations {
     return this.waiters.waitFor(key, done, timeoutMs);
   }
 
+  /** Ends every wait now and later with what holds (a stopping server answers at once). */
+  releaseWaiters(): void {
+    this.waiters.release();
+  }
+
   /** The operation of `key`, if requested. */
   find(db: Db, key: string): Promise<ChainOperation | undefined> {
     return repo.find(db, key);

@@ -1,6 +1,7 @@
 /**
  * The crash campaign: `npm start` on one data dir, a load of mixed writes (creations, buy-nows,
- * offers accepted, share purchases, ticket orders, a wallet's own transfers) and, each round, one
+ * offers accepted, on-chain fills by a wallet, share purchases, share withdrawals to a linked
+ * wallet, ticket orders, a wallet's own transfers) and, each round, one
  * process of the stack (the Hardhat node, Postgres, the indexer, the API, the worker, the stack
  * process itself, or all of them at once) killed with SIGKILL at a random point of the load (after
  * a random number of its answers). Then `npm start` again, and every write whose answer was lost is
@@ -8,7 +9,8 @@
  * and everything acknowledged (a 2xx, a transaction hash) is there; at the end every write has
  * taken effect exactly once: artworks certified once each (the chain's totalCertified is the
  * database's count), one sale per listing with the buyer as the chain's owner, the buyer's shares on
- * the chain the sum of the purchases, one ticket per seat ordered, every card charged once.
+ * the chain the sum of the purchases less the withdrawals and its linked wallet's the withdrawals,
+ * one ticket per seat ordered, every card charged once.
  *
  * CRASH_ROUNDS (default 7: one kill of each target), CRASH_TARGETS and CRASH_SEED (default: drawn,
  * and printed) choose the rounds; the report line gives rounds, kills per process and what was lost.
@@ -17,11 +19,13 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { type Address, createPublicClient, createWalletClient, type Hex, http, parseEther } from "viem";
+import { type Address, createPublicClient, createWalletClient, erc20Abi, getAddress, type Hex, http, parseEther } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { hardhat } from "viem/chains";
+import { createSiweMessage } from "viem/siwe";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
+import { artExchangeAbi } from "../../contracts/abi/ArtExchange.ts";
 import { artSharesAbi } from "../../contracts/abi/ArtShares.ts";
 import { runningClusterUrl, withClient } from "../../tools/stack/postgres.ts";
 import { Flow, killTarget, type Target, TARGETS } from "../support/crash-campaign.ts";
@@ -39,6 +43,10 @@ const SHARE_PRICE_USD = 1;
 const TICKET_PRICE_USD = 5;
 const SALE_PRICE_USD = 100;
 const OFFER_USD = 60;
+const FILL_USD = 40;
+/** Shares the buyer holds before the rounds: what the withdrawals draw on. */
+const SHARES_HELD = 100;
+const stablecoinAbi = [...erc20Abi, { type: "function", name: "mint", stateMutability: "nonpayable", inputs: [{ name: "to", type: "address" }, { name: "amount", type: "uint256" }], outputs: [] }] as const;
 /** How long the end waits for what is under way: beyond a chain operation's lease (180 s). */
 const FINISH_TIMEOUT_MS = 300_000;
 
@@ -78,6 +86,10 @@ let shareToken: bigint;
 let eventId: string;
 const sender = privateKeyToAccount(generatePrivateKey());
 const sink = privateKeyToAccount(generatePrivateKey()).address;
+/** A wallet with no account that buys listings on-chain (the exchange's steps), paying in the payment token. */
+const filler = privateKeyToAccount(generatePrivateKey());
+/** The buyer's linked wallet: where its share withdrawals go. */
+const vault = privateKeyToAccount(generatePrivateKey());
 /** Certified artworks of the artist not yet listed. */
 const pool: string[] = [];
 const flows: Flow[] = [];
@@ -89,6 +101,8 @@ afterAll(async () => {
   if (process.env.KEEP_TEST_DIR !== "1") rmSync(dataDir, { recursive: true, force: true });
 }, 90_000);
 
+/** Whether the exchange's order `hash` was filled (the chain's answer). */
+const orderFilled = async (hash: Hex) => (await chain().readContract({ address: contract("ArtExchange"), abi: artExchangeAbi, functionName: "orderStatus", args: [hash] })) === 1;
 const certified = async (id: string) => (await sdk(stack!.url).GET("/v1/artworks/{id}", { params: { path: { id } } })).data;
 
 beforeAll(async () => {
@@ -104,7 +118,7 @@ beforeAll(async () => {
     buyer: (await buyer.api.GET("/v1/users/me")).data.wallet_address as Address,
     bidder: (await bidder.api.GET("/v1/users/me")).data.wallet_address as Address,
   };
-  const created = await Promise.all(Array.from({ length: 5 }, async () => (await artist.api.POST("/v1/artworks", { body: artworkForm() })).data.id));
+  const created = await Promise.all(Array.from({ length: 7 }, async () => (await artist.api.POST("/v1/artworks", { body: artworkForm() })).data.id));
   for (const id of created) await waitFor(async () => (await certified(id)).status === "certified", { timeoutMs: 60_000, what: `certification of ${id}` });
   shareArtwork = created.pop()!;
   pool.push(...created);
@@ -127,10 +141,22 @@ beforeAll(async () => {
     },
   });
   eventId = event.event_id;
-  // The wallet's own transfers: funded by a dev account through the Chain RPC, as a developer does.
+  // The wallets: funded by a dev account through the Chain RPC, as a developer does; the filler
+  // mints itself the payment token (the local MockStablecoin's open mint).
   const dev = createWalletClient({ chain: hardhat, transport: http(stack!.rpcUrl) });
   const [devAccount] = await dev.getAddresses();
-  await chain().waitForTransactionReceipt({ hash: await dev.sendTransaction({ account: devAccount!, to: sender.address, value: parseEther("100") }) });
+  for (const to of [sender.address, filler.address]) {
+    await chain().waitForTransactionReceipt({ hash: await dev.sendTransaction({ account: devAccount!, to, value: parseEther("100") }) });
+  }
+  const fillerWallet = createWalletClient({ account: filler, chain: hardhat, transport: http(stack!.rpcUrl) });
+  const minted = await fillerWallet.writeContract({ address: contract("Payment token"), abi: stablecoinAbi, functionName: "mint", args: [filler.address, 1_000_000n * 1_000_000n] });
+  await chain().waitForTransactionReceipt({ hash: minted });
+  // The shares the withdrawals draw on, and the linked wallet they go to (SIWE, as a wallet links).
+  const held = (await buyer.api.POST("/v1/fractional/{id}/purchase", { params: { path: { id: shareArtwork } }, body: { shares_quantity: SHARES_HELD, payment_method_id: "pm_card_visa" } })).data.purchase_id;
+  await waitFor(async () => (await buyer.api.GET("/v1/fractional/purchases/{id}", { params: { path: { id: held } } })).data.status === "confirmed", { timeoutMs: 60_000, what: "the shares held" });
+  const { data: nonce } = await sdk(stack!.url).POST("/v1/auth/siwe/nonce");
+  const message = createSiweMessage({ domain: new URL(stack!.url).host, address: vault.address, statement: "Link this wallet to my account", uri: stack!.url, version: "1", chainId: hardhat.id, nonce: nonce.nonce, issuedAt: new Date() });
+  await buyer.api.POST("/v1/users/me/wallets", { body: { message, signature: await vault.signMessage({ message }) } });
 }, 300_000);
 
 /** The round's writes, each a flow of steps under keys of its own. */
@@ -141,7 +167,10 @@ function roundFlows(round: number): Flow[] {
     const form = artworkForm();
     out.push(new Flow("creation", key(`create${n}`)).then("create an artwork", async (k) => (await as(artist).POST("/v1/artworks", { body: form, headers: { "Idempotency-Key": k } })).data.id));
   }
-  const forSale = pool.shift();
+  // Two of the three ways to sell, drawn: each takes an artwork of the pool (a round certifies two).
+  const left = ["buy-now", "offer", "fill"][Math.floor(random() * 3)];
+  const sellings = ["buy-now", "offer", "fill"].filter((way) => way !== left);
+  const forSale = sellings.includes("buy-now") ? pool.shift() : undefined;
   if (forSale) {
     out.push(
       new Flow("buy-now", key("sale"), forSale)
@@ -153,7 +182,7 @@ function roundFlows(round: number): Flow[] {
         ),
     );
   }
-  const forOffer = pool.shift();
+  const forOffer = sellings.includes("offer") ? pool.shift() : undefined;
   if (forOffer) {
     out.push(
       new Flow("offer", key("offer"), forOffer)
@@ -168,10 +197,38 @@ function roundFlows(round: number): Flow[] {
         ),
     );
   }
+  const forFill = sellings.includes("fill") ? pool.shift() : undefined;
+  if (forFill) {
+    // The wallet's steps go once: a fill whose answer was lost may be on the chain, so a resend
+    // first asks the chain about the order it was sent for, and only then asks for the steps again.
+    let order: Hex | null = null;
+    out.push(
+      new Flow("fill", key("fill"), forFill)
+        .then(`list ${forFill} for a wallet`, async (k) =>
+          (await as(artist).POST("/v1/marketplace/listings", { body: { artwork_id: forFill, price_usd: FILL_USD, accepts_offers: false }, headers: { "Idempotency-Key": k } })).data.listing_id,
+        )
+        .then("fill it on-chain", async (_k, [listing]) => {
+          if (order && (await orderFilled(order))) return order;
+          const { data } = await sdk(stack!.url, { fetch: patientFetch }).POST("/v1/marketplace/listings/{id}/onchain-purchase", { params: { path: { id: listing as string } }, body: { buyer: filler.address } });
+          order = data.order.hash as Hex;
+          const wallet = createWalletClient({ account: filler, chain: hardhat, transport: http(stack!.rpcUrl, { retryCount: 0, timeout: 20_000 }) });
+          for (const step of data.steps) {
+            const receipt = await chain().waitForTransactionReceipt({ hash: await wallet.sendTransaction({ to: getAddress(step.tx.to), data: step.tx.data as Hex }), timeout: 20_000 });
+            if (receipt.status !== "success") throw new Error(`the ${step.id} step reverted`);
+          }
+          return order;
+        }),
+    );
+  }
   const shares = 1 + Math.floor(random() * 3);
   out.push(
     new Flow(`shares:${shares}`, key("shares")).then(`buy ${shares} shares`, async (k) =>
       (await as(buyer).POST("/v1/fractional/{id}/purchase", { params: { path: { id: shareArtwork } }, body: { shares_quantity: shares, payment_method_id: "pm_card_visa" }, headers: { "Idempotency-Key": k } })).data.purchase_id,
+    ),
+  );
+  out.push(
+    new Flow("withdrawal", key("withdrawal")).then("withdraw a share to the linked wallet", async (k) =>
+      (await as(buyer).POST("/v1/withdrawals", { body: { asset: "shares", artwork_id: shareArtwork, quantity: 1, to: vault.address }, headers: { "Idempotency-Key": k } })).data.id,
     ),
   );
   const seats = 1 + Math.floor(random() * 2);
@@ -204,6 +261,8 @@ async function lostEffects(): Promise<string[]> {
         if (step.name.startsWith("list")) return (await anyone.GET("/v1/marketplace/listings/{id}", { params: { path: { id: value } } }).catch(() => null)) !== null;
         if (flow.kind === "buy-now") return (await as(buyer, 4).GET("/v1/marketplace/transactions/{id}", { params: { path: { id: value } } }).catch(() => null)) !== null;
         if (flow.kind === "offer") return (await as(bidder, 4).GET("/v1/marketplace/offers/{id}", { params: { path: { id: value } } }).catch(() => null)) !== null;
+        if (flow.kind === "fill") return orderFilled(value as Hex);
+        if (flow.kind === "withdrawal") return (await as(buyer, 4).GET("/v1/withdrawals/{id}", { params: { path: { id: value } } }).catch(() => null)) !== null;
         if (flow.kind.startsWith("shares")) return (await as(buyer, 4).GET("/v1/fractional/purchases/{id}", { params: { path: { id: value } } }).catch(() => null)) !== null;
         return (await as(buyer, 4).GET("/v1/ticket-orders/{id}", { params: { path: { id: value } } }).catch(() => null)) !== null;
       })();
@@ -247,18 +306,28 @@ it(`loses and doubles nothing over ${ROUNDS} SIGKILLs of the stack's processes w
     if (after === 0) killAt();
     const running = Promise.all(load.map((f) => f.run(() => ++answered >= after && killAt())));
     await Promise.race([killNow, running]);
+    const t0 = performance.now();
     killTarget(stack!, target);
     kills[target] += 1;
     // The stack exits (a child's death stops the rest); killed itself, its children run on until
     // the next start stops them, as they would for a developer.
     await stack!.exited;
+    const exitedAfter = performance.now() - t0;
     await running;
 
+    const t1 = performance.now();
     await boot();
+    const t2 = performance.now();
     expect(stack!.output(), `round ${round} (${target}): ${stack!.diagnostics()}`).not.toMatch(ARCHIVED);
     expect(archives()).toEqual([]);
     await resend();
+    const t3 = performance.now();
     const lost = await lostEffects();
+    const ms = (n: number) => `${(n / 1000).toFixed(1)} s`;
+    console.log(
+      `[crash-campaign] round ${round} (${target}): the stack exited in ${ms(exitedAfter)}, the load's last answer in ${ms(t1 - t0)}; ` +
+        `the next start ${ms(t2 - t1)}, resends ${ms(t3 - t2)}, checks ${ms(performance.now() - t3)} (${/Started in .*/.exec(stack!.output())?.[0] ?? "no banner"})`,
+    );
     lostAfterRestarts.push(...lost.map((l) => `round ${round} (${target}): ${l}`));
   }
 
@@ -270,6 +339,8 @@ it(`loses and doubles nothing over ${ROUNDS} SIGKILLs of the stack's processes w
   const offers = acknowledged("offer");
   const shareBuys = acknowledged("shares");
   const ticketOrders = acknowledged("tickets");
+  const fills = acknowledged("fill");
+  const withdrawals = acknowledged("withdrawal");
   const creations = acknowledged("creation");
   const anyone = sdk(stack!.url, { retry: { maxRetries: 4 } });
   for (const flow of creations) {
@@ -287,6 +358,12 @@ it(`loses and doubles nothing over ${ROUNDS} SIGKILLs of the stack's processes w
   for (const flow of shareBuys) {
     await waitFor(async () => (await as(buyer, 4).GET("/v1/fractional/purchases/{id}", { params: { path: { id: flow.value<string>(0)! } } })).data.status === "confirmed", { timeoutMs: FINISH_TIMEOUT_MS, what: `share purchase ${flow.value(0)}` });
   }
+  for (const flow of fills) {
+    await waitFor(async () => (await anyone.GET("/v1/marketplace/listings/{id}", { params: { path: { id: flow.value<string>(0)! } } })).data.status === "sold", { timeoutMs: FINISH_TIMEOUT_MS, what: `the fill of listing ${flow.value(0)}` });
+  }
+  for (const flow of withdrawals) {
+    await waitFor(async () => (await as(buyer, 4).GET("/v1/withdrawals/{id}", { params: { path: { id: flow.value<string>(0)! } } })).data.status === "completed", { timeoutMs: FINISH_TIMEOUT_MS, what: `withdrawal ${flow.value(0)}` });
+  }
   for (const flow of ticketOrders) {
     await waitFor(async () => (await as(buyer, 4).GET("/v1/ticket-orders/{id}", { params: { path: { id: flow.value<string>(0)! } } })).data.status === "confirmed", { timeoutMs: FINISH_TIMEOUT_MS, what: `ticket order ${flow.value(0)}` });
   }
@@ -300,28 +377,30 @@ it(`loses and doubles nothing over ${ROUNDS} SIGKILLs of the stack's processes w
     const { data } = await anyone.GET("/v1/artworks/{id}", { params: { path: { id: f.subject! } } });
     return (await chain().readContract({ address: contract("ArtCertificate"), abi: artCertificateAbi, functionName: "ownerOf", args: [BigInt(data.token_id!)] })).toLowerCase();
   };
-  const owners = await Promise.all([...sales, ...offers].map(ownerOf));
+  const owners = await Promise.all([...sales, ...offers, ...fills].map(ownerOf));
   const sharesOnChain = await chain().readContract({ address: contract("ArtShares"), abi: artSharesAbi, functionName: "balanceOf", args: [wallets.buyer, shareToken] });
+  const sharesWithdrawn = await chain().readContract({ address: contract("ArtShares"), abi: artSharesAbi, functionName: "balanceOf", args: [vault.address, shareToken] });
   const sharesBought = shareBuys.reduce((n, f) => n + Number(f.kind.split(":")[1]), 0);
   const seatsOrdered = ticketOrders.reduce((n, f) => n + Number(f.kind.split(":")[1]), 0);
   const [tickets] = await query<{ n: string }>("select count(*) as n from tickets where event_id = $1 and holder_id = $2", [eventId, buyer.id]);
   const [charged] = await query<{ cents: string }>("select coalesce(sum(amount_cents - amount_refunded_cents), 0) as cents from sandbox_charges where status = 'succeeded'");
-  const expectedCents = 100 * (sales.length * SALE_PRICE_USD + offers.length * OFFER_USD + sharesBought * SHARE_PRICE_USD + seatsOrdered * TICKET_PRICE_USD);
+  const expectedCents = 100 * (sales.length * SALE_PRICE_USD + offers.length * OFFER_USD + (SHARES_HELD + sharesBought) * SHARE_PRICE_USD + seatsOrdered * TICKET_PRICE_USD);
 
   const retries = flows.reduce((n, f) => n + f.steps.reduce((m, s) => m + Math.max(0, s.sends - 1), 0), 0);
   console.log(
     `[crash-campaign] seed ${SEED}: ${ROUNDS} rounds, kills ${JSON.stringify(kills)}; writes acknowledged: ${creations.length} creations, ${sales.length} buy-nows, ` +
-      `${offers.length} offers accepted, ${shareBuys.length} share purchases (${sharesBought} shares), ${ticketOrders.length} ticket orders (${seatsOrdered} seats), ` +
+      `${offers.length} offers accepted, ${fills.length} on-chain fills, ${withdrawals.length} share withdrawals, ${shareBuys.length} share purchases (${sharesBought} shares), ${ticketOrders.length} ticket orders (${seatsOrdered} seats), ` +
       `${flows.filter((f) => f.kind === "transfer" && f.value(0)).length} transfers; ${retries} steps resent after a restart; lost ${lostAfterRestarts.length}; refused ${refused.length}`,
   );
   expect(lostAfterRestarts).toEqual([]);
   expect(refused).toEqual([]);
-  expect(Number(mine!.n)).toBe(creations.length + 5);
+  expect(Number(mine!.n)).toBe(creations.length + 7);
   expect(BigInt(artworks!.n)).toBe(totalCertified);
   expect(artworks!.tokens).toBe(artworks!.n);
   expect(perListing).toEqual([]);
-  expect(owners).toEqual([...sales.map(() => wallets.buyer), ...offers.map(() => wallets.bidder)].map((w) => w.toLowerCase()));
-  expect(sharesOnChain).toBe(BigInt(sharesBought));
+  expect(owners).toEqual([...sales.map(() => wallets.buyer), ...offers.map(() => wallets.bidder), ...fills.map(() => filler.address)].map((w) => w.toLowerCase()));
+  expect(sharesWithdrawn).toBe(BigInt(withdrawals.length));
+  expect(sharesOnChain).toBe(BigInt(SHARES_HELD + sharesBought - withdrawals.length));
   expect(Number(tickets!.n)).toBe(seatsOrdered);
   expect(Number(charged!.cents)).toBe(expectedCents);
   expect(boots.filter((output) => ARCHIVED.test(output))).toEqual([]);

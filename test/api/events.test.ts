@@ -157,7 +157,7 @@ describe("platform events", () => {
 
   it("serves the event as an RFC 5545 calendar entry that follows edits and the cancellation", async () => {
     const start = Date.UTC(2031, 6, 1, 18, 30);
-    const e = expectCreated(await create(hybrid({ title: "Opening; with, commas", description: "Line one\nLine two", starts_at: at(start), ends_at: at(start + 2 * 3_600_000) })));
+    const e = expectCreated(await create(hybrid({ title: "Opening; with, commas\\and a backslash", description: "Line one\nLine two", starts_at: at(start), ends_at: at(start + 2 * 3_600_000) })));
     const get = () => fetch(new URL(`/v1/events/${e.event_id}/calendar.ics`, p.api.url));
     const res = await get();
     expect(res.status).toBe(200);
@@ -173,7 +173,10 @@ describe("platform events", () => {
     expect(field("UID")).toBe(`UID:${e.event_id}@127.0.0.1`);
     expect(field("DTSTART")).toBe("DTSTART:20310701T183000Z");
     expect(field("DTEND")).toBe("DTEND:20310701T203000Z");
-    expect(field("SUMMARY")).toBe("SUMMARY:Opening\\; with\\, commas");
+    expect(field("SUMMARY")).toBe("SUMMARY:Opening\\; with\\, commas\\\\and a backslash");
+    // The calendar's own name, escaped as the summary is.
+    expect(field("NAME")).toBe("NAME:Opening\\; with\\, commas\\\\and a backslash");
+    expect(field("X-WR-CALNAME")).toBe("X-WR-CALNAME:Opening\\; with\\, commas\\\\and a backslash");
     expect(field("LOCATION")).toBe(`LOCATION:${place}`);
     expect(field("DESCRIPTION")).toContain("Line one\\nLine two");
     expect(field("SEQUENCE")).toBe("SEQUENCE:0");

@@ -9,7 +9,8 @@ import type { PlatformEvent } from "./events.tables.ts";
 export function calendarOf(event: PlatformEvent, publicBaseUrl: string): string {
   const base = new URL(publicBaseUrl);
   const page = new URL(`/v1/events/${event.id}`, base).toString();
-  const calendar = ical({ prodId: { company: "Art Platform", product: "Events API", language: "EN" }, name: event.title });
+  // ical-generator escapes the event's text fields but writes the calendar's name (NAME, X-WR-CALNAME) as given.
+  const calendar = ical({ prodId: { company: "Art Platform", product: "Events API", language: "EN" }, name: escapedText(event.title) });
   calendar.createEvent({
     id: `${event.id}@${base.hostname}`,
     sequence: event.sequence,
@@ -25,4 +26,9 @@ export function calendarOf(event: PlatformEvent, publicBaseUrl: string): string 
     status: event.status === "cancelled" ? ICalEventStatus.CANCELLED : ICalEventStatus.CONFIRMED,
   });
   return calendar.toString();
+}
+
+/** A TEXT value as RFC 5545 (3.3.11) writes it: backslash, semicolon, comma and line breaks escaped. */
+function escapedText(text: string): string {
+  return text.replace(/[\\;,]/g, (c) => `\\${c}`).replace(/\r?\n/g, "\\n");
 }

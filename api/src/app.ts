@@ -47,6 +47,11 @@ export function createApp(deps: AppDeps): Express {
 
   app.use(requestId);
   app.use(accessLog(deps.deps.logger));
+  // Every answer is read as the type it declares: JSON carrying user text, a 404 echoing the path.
+  app.use((_req, res, next) => {
+    res.setHeader("X-Content-Type-Options", "nosniff");
+    next();
+  });
   // Browser pages of the allowed origins; preflights are answered here, before any credential or rate limit.
   app.use(cors(config.cors.allowedOrigins));
   // Answers drawn from the indexer (owners, transfers, shareholders) say when it is behind the chain.
@@ -89,7 +94,6 @@ export function createApp(deps: AppDeps): Express {
   const docsCsp = swaggerPageCsp(new URL(config.publicBaseUrl).origin);
   app.get("/docs", (_req, res) => {
     res.setHeader("Content-Security-Policy", docsCsp);
-    res.setHeader("X-Content-Type-Options", "nosniff");
     res.type("html").send(swaggerPage("/v1/openapi.json"));
   });
   app.get("/docs/init.js", (_req, res) => {

@@ -346,6 +346,25 @@ describe("verification page", () => {
   });
 });
 
+describe("X-Content-Type-Options", () => {
+  it("is nosniff on every answer: JSON, a problem that echoes the path, a problem page, the docs", async () => {
+    const answers = await Promise.all([
+      fetch(new URL("/v1/artworks", p.api.url)),
+      fetch(new URL("/v1/no-such-thing-<script>", p.api.url)),
+      fetch(new URL("/problems/not_found", p.api.url), { headers: { Accept: "text/html" } }),
+      fetch(new URL("/healthz", p.api.url)),
+      fetch(new URL("/docs", p.api.url)),
+    ]);
+    expect(answers.map((r) => [r.status, r.headers.get("x-content-type-options")])).toEqual([
+      [200, "nosniff"],
+      [404, "nosniff"],
+      [200, "nosniff"],
+      [200, "nosniff"],
+      [200, "nosniff"],
+    ]);
+  });
+});
+
 describe("/docs", () => {
   it("is served with a Content-Security-Policy that allows only the API's own scripts", async () => {
     const res = await fetch(new URL("/docs", p.api.url));

@@ -36,7 +36,6 @@ function answer(req: Request, res: Response, html: () => string, json: () => unk
   res.setHeader("Vary", "Accept");
   // The pages change only with the code that serves them.
   res.setHeader("Cache-Control", "public, max-age=300");
-  res.setHeader("X-Content-Type-Options", "nosniff");
   const wanted = req.accepts(["application/json", "application/problem+json", "text/html"]);
   if (wanted === "text/html") {
     res.setHeader("Content-Security-Policy", PAGE_CSP);

@@ -213,7 +213,10 @@ function roundFlows(round: number): Flow[] {
           order = data.order.hash as Hex;
           const wallet = createWalletClient({ account: filler, chain: hardhat, transport: http(stack!.rpcUrl, { retryCount: 0, timeout: 20_000 }) });
           for (const step of data.steps) {
-            const receipt = await chain().waitForTransactionReceipt({ hash: await wallet.sendTransaction({ to: getAddress(step.tx.to), data: step.tx.data as Hex }), timeout: 20_000 });
+            const hash = await wallet.sendTransaction({ to: getAddress(step.tx.to), data: step.tx.data as Hex });
+            // A receipt's poll outlives a dead stack (it retries until its timeout): given up with it.
+            const gone = stack!.exited.then(() => Promise.reject(new Error("the stack exited before the receipt")));
+            const receipt = await Promise.race([chain().waitForTransactionReceipt({ hash, timeout: 20_000 }), gone]);
             if (receipt.status !== "success") throw new Error(`the ${step.id} step reverted`);
           }
           return order;

@@ -69,6 +69,39 @@ describe("the OpenAPI document", () => {
     expect(refused).toEqual([]);
   });
 
+  it("says which JSON bodies may be empty or left out, as the route's own validation decides", async () => {
+    const doc = await servedDocument();
+    const schemaOf = (s: Schema & { required?: string[]; minProperties?: number }) =>
+      (s.$ref ? doc.components.schemas[s.$ref.replace("#/components/schemas/", "")]! : s) as Schema & { required?: string[]; minProperties?: number };
+    const documented = new Map(
+      Object.values(doc.paths).flatMap((item) =>
+        Object.values(item).flatMap((op) => {
+          const body = op.requestBody as (Operation["requestBody"] & { required?: boolean }) | undefined;
+          const json = body?.content["application/json"];
+          return json ? [[op.operationId, { required: body!.required === true, schema: schemaOf(json.schema) }] as const] : [];
+        }),
+      ),
+    );
+    const wrong: string[] = [];
+    let emptyRefused = 0;
+    for (const definition of declareRoutes(documentationConfig(), modules).definitions) {
+      if (definition.type !== "route") continue;
+      const json = definition.route.request?.body?.content["application/json"];
+      const schema = json && "schema" in json ? (json.schema as ZodType) : undefined;
+      const entry = documented.get(definition.route.operationId!);
+      if (!schema || !entry) continue;
+      // `{}` refused: the document must say so (a required member, or at least one member).
+      if (!schema.safeParse({}).success) {
+        emptyRefused += 1;
+        if (!(entry.schema.required?.length || (entry.schema.minProperties ?? 0) >= 1)) wrong.push(`${definition.route.operationId}: refuses {} but its schema allows it`);
+      }
+      // A DELETE reads a missing body as {}: its body is optional, and {} must then be accepted.
+      if (definition.route.method === "delete" && (entry.required || !schema.safeParse({}).success)) wrong.push(`${definition.route.operationId}: a DELETE whose body is required`);
+    }
+    expect(emptyRefused).toBeGreaterThan(20);
+    expect(wrong).toEqual([]);
+  });
+
   it("describes every path parameter", async () => {
     const doc = await servedDocument();
     const parameters = Object.entries(doc.paths).flatMap(([path, item]) =>

@@ -16,7 +16,8 @@ export function documentRoute<A extends RouteAuth, B, Q, P>(registry: OpenAPIReg
   if (def.method === "post") request.headers = idempotencyHeaders as never;
   if (def.body) {
     request.body = {
-      required: true,
+      // A DELETE's body is an optional note (a removal's reason): none is read as {}.
+      required: def.method !== "delete",
       content: {
         "application/json": { schema: def.body },
         ...(def.multipart ? { "multipart/form-data": { schema: def.multipart.schema as never } } : {}),
@@ -29,7 +30,8 @@ export function documentRoute<A extends RouteAuth, B, Q, P>(registry: OpenAPIReg
   // route: the database (or a dependency the answer needs) may be down.
   const extraErrors = new Set<number>([400, 401, 403, 429, 500, 503, ...(def.errors ?? [])]);
   if (def.method === "post") extraErrors.add(409).add(422);
-  if (def.multipart) extraErrors.add(413).add(415);
+  // A body on any writing method must be JSON (requireJsonBody) and at most 1 MiB, uploads their own limits.
+  if (["post", "put", "patch", "delete"].includes(def.method)) extraErrors.add(413).add(415);
   registry.registerPath({
     method: def.method,
     path: openapiPath,

@@ -159,7 +159,7 @@ export const artworkPatchSchema = z
     artist: immutable,
   })
   .refine((v) => Object.keys(v).length > 0, { message: "send at least one of price_usd, description, for_sale" })
-  .openapi("ArtworkUpdate", {
+  .openapi("ArtworkUpdate", { minProperties: 1,
     description: "Only price_usd, description and for_sale change; the certified fields are immutable.",
     example: { price_usd: 14000, for_sale: true },
   });

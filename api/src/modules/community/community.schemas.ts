@@ -75,7 +75,7 @@ export function postFormToBody(fields: Record<string, unknown>): unknown {
 export const postPatchSchema = z
   .strictObject({ content: content.optional(), tags: tags.optional() })
   .refine((v) => v.content !== undefined || v.tags !== undefined, { message: "send content or tags" })
-  .openapi("PostPatch", { example: { content: "Finished this one last night (edit: varnished today).", tags: ["landscape", "oil", "varnish"] } });
+  .openapi("PostPatch", { minProperties: 1, example: { content: "Finished this one last night (edit: varnished today).", tags: ["landscape", "oil", "varnish"] } });
 export type PostPatch = z.infer<typeof postPatchSchema>;
 
 export const removalSchema = z
@@ -178,7 +178,7 @@ export const challengePatchSchema = z
     deadline: instant.optional(),
   })
   .refine((v) => Object.values(v).some((x) => x !== undefined), { message: "send at least one field" })
-  .openapi("ChallengePatch", { example: { prize_pool_usd: 3000, deadline: "2026-12-28T23:59:59Z" } });
+  .openapi("ChallengePatch", { minProperties: 1, example: { prize_pool_usd: 3000, deadline: "2026-12-28T23:59:59Z" } });
 export type ChallengePatch = z.infer<typeof challengePatchSchema>;
 
 export const challengeSchema = z

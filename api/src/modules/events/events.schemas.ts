@@ -124,7 +124,7 @@ export const eventPatchSchema = z
     speakers: eventFields.speakers.optional(),
   })
   .refine((v) => Object.values(v).some((x) => x !== undefined), { message: "send at least one field" })
-  .openapi("PlatformEventPatch", { example: { featured: true, tickets: { virtual: { price_usd: 5, capacity: null }, in_person: { price_usd: 25, capacity: 100 } } } });
+  .openapi("PlatformEventPatch", { minProperties: 1, example: { featured: true, tickets: { virtual: { price_usd: 5, capacity: null }, in_person: { price_usd: 25, capacity: 100 } } } });
 export type EventPatch = z.infer<typeof eventPatchSchema>;
 
 const ticketsView = z

@@ -30,7 +30,7 @@ export type RewardCreate = z.infer<typeof rewardCreateSchema>;
 export const rewardPatchSchema = z
   .strictObject({ name: rewardFields.name.optional(), points_cost: rewardFields.points_cost.optional(), stock: rewardFields.stock, active: rewardFields.active.optional() })
   .refine((v) => Object.values(v).some((x) => x !== undefined), { message: "send at least one field" })
-  .openapi("RewardPatch", { description: "The kind and discount of a reward never change (make another).", example: { points_cost: 400, stock: null } });
+  .openapi("RewardPatch", { minProperties: 1, description: "The kind and discount of a reward never change (make another).", example: { points_cost: 400, stock: null } });
 export type RewardPatch = z.infer<typeof rewardPatchSchema>;
 
 export const rewardSchema = z

@@ -51,7 +51,7 @@ export const profilePatchSchema = z
       .optional(),
   })
   .refine((v) => Object.keys(v).length > 0, { message: "send at least one of display_name, bio, location, website" })
-  .openapi("ProfileUpdate", {
+  .openapi("ProfileUpdate", { minProperties: 1,
     example: { display_name: "Ada Brush", bio: "Oil landscapes of northern harbours.", location: "Hamburg", website: "https://ada.example.com" },
   });
 
@@ -96,7 +96,7 @@ export const adminUsersListSchema = z
 export const adminUserPatchSchema = z
   .strictObject({ role: z.enum(ROLES).optional(), status: z.enum(STATUSES).optional() })
   .refine((v) => v.role !== undefined || v.status !== undefined, { message: "send role and/or status" })
-  .openapi("AdminUserUpdate", { example: { role: "artist", status: "active" } });
+  .openapi("AdminUserUpdate", { minProperties: 1, example: { role: "artist", status: "active" } });
 
 export const username = z
   .string()

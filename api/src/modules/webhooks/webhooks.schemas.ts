@@ -60,7 +60,7 @@ export const subscriptionPatchSchema = z
     all_users: allUsers,
   })
   .refine((v) => Object.keys(v).length > 0, { message: "send at least one of url, events, description, status, all_users" })
-  .openapi("WebhookSubscriptionUpdate", { example: { events: ["*"], status: "active" } });
+  .openapi("WebhookSubscriptionUpdate", { minProperties: 1, example: { events: ["*"], status: "active" } });
 
 export const subscriptionSchema = z
   .object({

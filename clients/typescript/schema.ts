@@ -14989,6 +14989,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Report"];
+                    "text/csv": string;
                 };
             };
             /** @description Malformed request, invalid parameter or failed validation */

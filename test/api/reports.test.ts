@@ -271,6 +271,9 @@ describe("admin reports", () => {
       expect({ ...parsed, generated_at: undefined }).toEqual({ ...json, generated_at: undefined });
       expect(Number.isNaN(Date.parse(parsed.generated_at as string))).toBe(false);
     }
+    // Documented as answered: both media types of the 200.
+    const doc = (await api.request("GET", "/v1/openapi.json")).body;
+    expect(Object.keys(doc.paths["/v1/admin/reports"].get.responses["200"].content)).toEqual(["application/json", "text/csv"]);
     // ?format wins over Accept.
     const forced = await api.request("GET", "/v1/admin/reports?period=2025-Q3&format=json", { token: admin, headers: { accept: "text/csv" } });
     expect(forced.headers.get("content-type")).toMatch(/^application\/json/);
@@ -345,6 +348,8 @@ describe("admin reports", () => {
     expectPage(await page({ authorization: basic(admin, "anyone") }));
     expectPage(await page({ authorization: `Bearer ${admin}` }));
     expectPage(await page({ authorization: `Bearer ${ADMIN_API_KEY}` }));
+    // Both documented.
+    expect((await api.request("GET", "/v1/openapi.json")).body.paths["/admin/reports"].get.security).toEqual([{ bearerAuth: [] }, { basicAuth: [] }]);
 
     const challenged = (res: TestResponse, status: number, code: string) => {
       expectProblem(res, status, code);

@@ -56,6 +56,13 @@ export interface RouteDefBase<B, Q, P> {
   /** The success body's media type when it is not JSON: the handler returns a `Reply` with the bytes. */
   produces?: string;
   /**
+   * Other media types the success may come in (the handler returns a `Reply` with them, chosen by
+   * the request: `?format=`, `Accept`), documented beside the main one, each with its schema.
+   */
+  alsoProduces?: Record<string, { schema: ZodType }>;
+  /** Also taken as credentials: HTTP Basic with the bearer as its password (a page for browsers), documented as `basicAuth`. */
+  acceptsBasic?: true;
+  /**
    * Other documented answers (a handler picks one by returning a `Reply` with its status): other
    * successes, or an error page that is not problem+json (`contentType`, default JSON).
    */

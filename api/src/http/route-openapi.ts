@@ -46,13 +46,16 @@ export function documentRoute<A extends RouteAuth, B, Q, P>(registry: OpenAPIReg
       .filter(Boolean)
       .join("\n\n"),
     tags: def.tags,
-    security: needsAuth ? [{ bearerAuth: [] }] : [{}, { bearerAuth: [] }],
+    security: [...(needsAuth ? [] : [{}]), { bearerAuth: [] }, ...(def.acceptsBasic ? [{ basicAuth: [] }] : [])],
     // The same rule, machine-readable (access tests and generated clients read it).
     "x-auth": "public" in def.auth ? { public: true } : { scope: def.auth.scope, ...(def.auth.roles ? { roles: [...def.auth.roles] } : {}) },
     request,
     responses: {
       [status]: def.response
-        ? { description: def.responseDescription ?? "Success", content: { [def.produces ?? "application/json"]: { schema: def.response } } }
+        ? {
+            description: def.responseDescription ?? "Success",
+            content: { [def.produces ?? "application/json"]: { schema: def.response }, ...def.alsoProduces },
+          }
         : { description: def.responseDescription ?? "Success" },
       ...Object.fromEntries(
         Object.entries(def.alternatives ?? {}).map(([code, alt]) => [

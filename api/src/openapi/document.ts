@@ -8,6 +8,11 @@ export function buildOpenApiDocument(registry: OpenAPIRegistry, serverUrl: strin
     description:
       "An access token from POST /v1/auth/token or /v1/auth/siwe/verify (24 h, the scopes it was asked for), or an API key itself (`sk_…`), which acts as its user with the key's scopes (its cap, else everything its user's role may hold) until it is revoked. One rule on every endpoint: whatever a token with those scopes may call, the key may call; outside them 403 `insufficient_scope`; a revoked key is 401 `token_revoked`.",
   });
+  registry.registerComponent("securitySchemes", "basicAuth", {
+    type: "http",
+    scheme: "basic",
+    description: "On the pages made for browsers only (the admin report page): any user name, and as the password what the bearer would be (an admin's API key or token).",
+  });
   registerProblemExamples(registry);
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: "3.1.0",

@@ -35,6 +35,7 @@ export function registerReportsRoutes({ api, app }: { api: ApiRouter; app: Expre
     auth: admin,
     query: s.reportQuery,
     response: s.reportSchema,
+    alsoProduces: { "text/csv": { schema: z.string().openapi({ description: "RFC 4180 CSV: a header line of the field names, then one data line", example: "period,generated_at,...\r\n2026-Q3,2026-09-30T12:00:00.000Z,...\r\n" }) } },
     // Its format follows the Accept header, and it says so (Vary): computed per request.
     perRequest: true,
     handler: async ({ req, res, query }) => {
@@ -64,6 +65,7 @@ export function registerReportsRoutes({ api, app }: { api: ApiRouter; app: Expre
     tags: ["Admin"],
     auth: admin,
     query: s.reportPageQuery,
+    acceptsBasic: true,
     produces: "text/html",
     response: z.string().openapi({ description: "An HTML page" }),
     handler: async ({ query }) => {

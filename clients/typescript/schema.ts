@@ -2253,7 +2253,7 @@ export interface components {
              * @example not_found
              * @enum {string}
              */
-            code: "validation_failed" | "invalid_json" | "invalid_parameter" | "malformed_request" | "unauthenticated" | "token_invalid" | "token_expired" | "token_revoked" | "payment_declined" | "insufficient_scope" | "forbidden" | "account_suspended" | "not_found" | "request_timeout" | "invalid_state" | "immutable_field" | "conflict" | "insufficient_shares" | "insufficient_tickets" | "insufficient_points" | "request_in_progress" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
+            code: "validation_failed" | "invalid_json" | "invalid_parameter" | "malformed_request" | "unauthenticated" | "invalid_credentials" | "token_invalid" | "token_expired" | "token_revoked" | "payment_declined" | "insufficient_scope" | "forbidden" | "account_suspended" | "not_found" | "request_timeout" | "invalid_state" | "immutable_field" | "conflict" | "insufficient_shares" | "insufficient_tickets" | "insufficient_points" | "request_in_progress" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "header_too_large" | "internal_error" | "service_unavailable";
             /**
              * @description What happened in this request, for a person to read
              * @example Artwork not found
@@ -2389,7 +2389,7 @@ export interface components {
             /** @example sk_… */
             api_key: string;
             /**
-             * @description Scopes: read, write, admin, users:read, users:write, artworks:read, artworks:write, marketplace:read, marketplace:write, fractional:read, fractional:write, community:read, community:write, events:read, events:write, rewards:read, rewards:write, webhooks:read, webhooks:write, admin:read, admin:write
+             * @description Required: the scopes the token may use (read, write, admin, users:read, users:write, artworks:read, artworks:write, marketplace:read, marketplace:write, fractional:read, fractional:write, community:read, community:write, events:read, events:write, rewards:read, rewards:write, webhooks:read, webhooks:write, admin:read, admin:write), within the key's cap
              * @example [
              *       "artworks:read",
              *       "marketplace:write"

@@ -101,7 +101,7 @@ describe("admin users", () => {
     // ...the keys, as bearers and in an exchange for what a collector may hold.
     for (const key of [adminKey, adminReadKey, madeByAdminKey]) {
       expectProblem(await api.request("GET", "/v1/users/me", { token: key.secret }), 401, "token_revoked");
-      expectProblem(await exchange(key.secret, ["artworks:read"]), 401, "unauthenticated");
+      expectProblem(await exchange(key.secret, ["artworks:read"]), 401, "invalid_credentials");
     }
     // The user's live keys are its first one (now a collector's) and the write key.
     const listed = await api.request("GET", "/v1/api-keys", { token: writeToken });
@@ -122,7 +122,7 @@ describe("admin users", () => {
     // A promotion gives back nothing revoked.
     expect((await api.request("PATCH", `/v1/admin/users/${second.id}`, { token: admin, body: { role: "admin" } })).status).toBe(200);
     expectProblem(await api.request("GET", "/v1/users/me", { token: adminKeyToken }), 401, "token_revoked");
-    expectProblem(await exchange(adminKey.secret, ["admin"]), 401, "unauthenticated");
+    expectProblem(await exchange(adminKey.secret, ["admin"]), 401, "invalid_credentials");
   });
 
   it("a demotion and an admin key being made at once: whichever goes first, no live admin key remains", async () => {
@@ -136,7 +136,7 @@ describe("admin users", () => {
       expect(demoted.status).toBe(200);
       if (minted.status === 201) {
         // Made before the demotion committed: revoked by it.
-        expectProblem(await api.request("POST", "/v1/auth/token", { body: { api_key: minted.body.secret, scope: ["read"] } }), 401, "unauthenticated");
+        expectProblem(await api.request("POST", "/v1/auth/token", { body: { api_key: minted.body.secret, scope: ["read"] } }), 401, "invalid_credentials");
       } else if (minted.status === 401) expectProblem(minted, 401, "token_revoked");
       else expectProblem(minted, 403, "insufficient_scope"); // the role read after the demotion committed
       const live = await api.db

@@ -51,7 +51,7 @@ describe("POST /v1/auth/token", () => {
       const tokens = () => isolated.db.selectFrom("access_tokens").select((eb) => eb.fn.countAll<string>().as("n")).executeTakeFirstOrThrow();
       const before = await tokens();
       const res = await isolated.request("POST", "/v1/auth/token", { body: { api_key: "sk_not_a_real_key_at_all_000000", scope: ["read"] } });
-      expectProblem(res, 401, "unauthenticated");
+      expectProblem(res, 401, "invalid_credentials");
       expect((await tokens()).n).toBe(before.n);
     });
   });
@@ -60,7 +60,13 @@ describe("POST /v1/auth/token", () => {
     const user = await createUser(api);
     expectProblem(await api.request("POST", "/v1/auth/token", { body: { api_key: user.apiKey, scope: ["artworks:delete"] } }), 400, "validation_failed");
     expectProblem(await api.request("POST", "/v1/auth/token", { body: { api_key: user.apiKey, scope: [] } }), 400, "validation_failed");
-    expectProblem(await api.request("POST", "/v1/auth/token", { body: { api_key: user.apiKey, scope: "read" } }), 400, "validation_failed");
+    const wrongType = await api.request("POST", "/v1/auth/token", { body: { api_key: user.apiKey, scope: "read" } });
+    expectProblem(wrongType, 400, "validation_failed");
+    expect(wrongType.body.errors).toEqual([expect.objectContaining({ field: "scope", code: "invalid_type" })]);
+    // Left out: said as required, not as a type received.
+    const left = await api.request("POST", "/v1/auth/token", { body: { api_key: user.apiKey } });
+    expectProblem(left, 400, "validation_failed");
+    expect(left.body.errors).toEqual([{ field: "scope", code: "required", message: "scope is required" }]);
     expectProblem(await api.request("POST", "/v1/auth/token", { body: { api_key: user.apiKey, scope: ["admin"] } }), 403, "insufficient_scope");
     expectProblem(await api.request("POST", "/v1/auth/token", { body: { api_key: user.apiKey, scope: ["admin:read"] } }), 403, "insufficient_scope");
     const admin = await api.request("POST", "/v1/auth/token", { body: { api_key: ADMIN_API_KEY, scope: ["admin:read"] } });
@@ -147,7 +153,7 @@ describe("/v1/api-keys", () => {
 
     const revoked = await api.request("DELETE", `/v1/api-keys/${created.body.id}`, { token: user.token });
     expect(revoked.status).toBe(200);
-    expectProblem(await api.request("POST", "/v1/auth/token", { body: { api_key: secret, scope: ["read"] } }), 401, "unauthenticated");
+    expectProblem(await api.request("POST", "/v1/auth/token", { body: { api_key: secret, scope: ["read"] } }), 401, "invalid_credentials");
     expectProblem(await api.request("GET", "/v1/users/me", { token: exchanged.body.token }), 401, "token_revoked");
     expectProblem(await api.request("DELETE", `/v1/api-keys/${created.body.id}`, { token: user.token }), 404, "not_found");
   });
@@ -246,7 +252,7 @@ describe("API keys cannot raise privileges (issue 7, 2)", () => {
     expect(tokens).toHaveLength(2);
     for (const t of tokens) expect(t.revoked_at).toBeInstanceOf(Date);
     expectProblem(await api.request("GET", "/v1/users/me", { token: grandchildToken }), 401, "token_revoked");
-    expectProblem(await exchange(grandchild.body.secret, ["read"]), 401, "unauthenticated");
+    expectProblem(await exchange(grandchild.body.secret, ["read"]), 401, "invalid_credentials");
     // The key the user's own token came from is untouched.
     expect((await keyRow(child.body.parent_key_id)).revoked_at).toBeNull();
     expect((await api.request("GET", "/v1/users/me", { token: user.token })).status).toBe(200);

@@ -88,7 +88,7 @@ describe("the credential cache", () => {
     expect((await exchange(revoked.apiKey)).status).toBe(201);
     await api.db.updateTable("api_keys").set({ revoked_at: new Date() }).where("user_id", "=", revoked.id).execute();
     await waitUntil(async () => ((await exchange(revoked.apiKey)).status === 401 ? true : undefined), { timeoutMs: 2_000, intervalMs: 20, what: "the revoked key refused" });
-    expectProblem(await exchange(revoked.apiKey), 401, "unauthenticated");
+    expectProblem(await exchange(revoked.apiKey), 401, "invalid_credentials");
 
     const suspended = await createUser(api, { scope: ["read"] });
     expect((await exchange(suspended.apiKey)).status).toBe(201);
@@ -98,6 +98,6 @@ describe("the credential cache", () => {
     // A kept token is not an API key.
     const holder = await createUser(api, { scope: ["read"] });
     expect((await api.request("GET", "/v1/users/me", { token: holder.token })).status).toBe(200);
-    expectProblem(await exchange(holder.token), 401, "unauthenticated");
+    expectProblem(await exchange(holder.token), 401, "invalid_credentials");
   });
 });

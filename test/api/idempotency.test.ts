@@ -112,9 +112,9 @@ describe("Idempotency-Key", () => {
     expect(fixed.headers.get("idempotent-replayed")).toBeNull();
 
     const refused = await api.request("POST", "/v1/auth/token", { body: { api_key: "sk_wrong_key_0000000000000000", scope: ["read"] }, headers: { "idempotency-key": `r-${user.id}` } });
-    expectProblem(refused, 401, "unauthenticated");
+    expectProblem(refused, 401, "invalid_credentials");
     const replay = await api.request("POST", "/v1/auth/token", { body: { api_key: "sk_wrong_key_0000000000000000", scope: ["read"] }, headers: { "idempotency-key": `r-${user.id}` } });
-    expectProblem(replay, 401, "unauthenticated");
+    expectProblem(replay, 401, "invalid_credentials");
     expect(replay.headers.get("idempotent-replayed")).toBe("true");
 
     expectProblem(

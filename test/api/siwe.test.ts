@@ -64,22 +64,22 @@ describe("Sign-In with Ethereum", () => {
     const n = await nonce();
     const msg = message(account.address, n);
     expect((await api.request("POST", "/v1/auth/siwe/verify", { body: { message: msg, signature: await sign(msg) } })).status).toBe(201);
-    expectProblem(await api.request("POST", "/v1/auth/siwe/verify", { body: { message: msg, signature: await sign(msg) } }), 401, "unauthenticated");
+    expectProblem(await api.request("POST", "/v1/auth/siwe/verify", { body: { message: msg, signature: await sign(msg) } }), 401, "invalid_credentials");
 
     const foreign = message(account.address, await nonce(), { domain: "evil.example" });
-    expectProblem(await api.request("POST", "/v1/auth/siwe/verify", { body: { message: foreign, signature: await sign(foreign) } }), 401, "unauthenticated");
+    expectProblem(await api.request("POST", "/v1/auth/siwe/verify", { body: { message: foreign, signature: await sign(foreign) } }), 401, "invalid_credentials");
     const otherChain = message(account.address, await nonce(), { chainId: 1 });
-    expectProblem(await api.request("POST", "/v1/auth/siwe/verify", { body: { message: otherChain, signature: await sign(otherChain) } }), 401, "unauthenticated");
+    expectProblem(await api.request("POST", "/v1/auth/siwe/verify", { body: { message: otherChain, signature: await sign(otherChain) } }), 401, "invalid_credentials");
     const expired = message(account.address, await nonce(), { expirationTime: new Date(Date.now() - 1000) });
-    expectProblem(await api.request("POST", "/v1/auth/siwe/verify", { body: { message: expired, signature: await sign(expired) } }), 401, "unauthenticated");
+    expectProblem(await api.request("POST", "/v1/auth/siwe/verify", { body: { message: expired, signature: await sign(expired) } }), 401, "invalid_credentials");
     const unknownNonce = message(account.address, "abcdef0123456789");
-    expectProblem(await api.request("POST", "/v1/auth/siwe/verify", { body: { message: unknownNonce, signature: await sign(unknownNonce) } }), 401, "unauthenticated");
+    expectProblem(await api.request("POST", "/v1/auth/siwe/verify", { body: { message: unknownNonce, signature: await sign(unknownNonce) } }), 401, "invalid_credentials");
 
     const stolen = message(account.address, await nonce());
     expectProblem(
       await api.request("POST", "/v1/auth/siwe/verify", { body: { message: stolen, signature: await intruder.signMessage({ message: stolen }) } }),
       401,
-      "unauthenticated",
+      "invalid_credentials",
     );
     expect(await api.db.selectFrom("users").select("id").where("wallet_address", "=", intruder.address).execute()).toHaveLength(0);
 
@@ -92,7 +92,7 @@ describe("Sign-In with Ethereum", () => {
     for (const uri of ["https://evil.example/login", "https://api.test.local.evil.example/", "http://api.test.local:8443/login"]) {
       const msg = message(account.address, await nonce(), { uri });
       const res = await api.request("POST", "/v1/auth/siwe/verify", { body: { message: msg, signature: await account.signMessage({ message: msg }) } });
-      expectProblem(res, 401, "unauthenticated");
+      expectProblem(res, 401, "invalid_credentials");
       expect(res.body.detail).toContain("URI");
     }
     expect(await api.db.selectFrom("users").select("id").where("wallet_address", "=", account.address).execute()).toHaveLength(0);
@@ -173,7 +173,7 @@ describe("Sign-In with Ethereum", () => {
     expectProblem(
       await api.request("POST", "/v1/auth/siwe/verify", { body: { message: msg2, signature: await stranger.signMessage({ message: msg2 }) } }),
       401,
-      "unauthenticated",
+      "invalid_credentials",
     );
   });
 });

@@ -80,7 +80,7 @@ describe("linked wallets", () => {
 
     // A linked wallet proves what its user holds, not who they are: no token, and no second account.
     const signIn = await api.request("POST", "/v1/auth/siwe/verify", { body: await signedLink(api, wallet) });
-    expectProblem(signIn, 401, "unauthenticated");
+    expectProblem(signIn, 401, "invalid_credentials");
     expect(signIn.body.detail).toContain("linked");
     expect(await api.db.selectFrom("users").select("id").where("wallet_address", "ilike", wallet.address).execute()).toEqual([]);
 

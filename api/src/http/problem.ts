@@ -80,12 +80,13 @@ export function registerProblemExamples(registry: OpenAPIRegistry): void {
 }
 
 /** The documented error answers of an operation: each status with an example of every code it carries. */
-export function problemResponses(statuses: number[]) {
+export function problemResponses(statuses: number[], operationId: string) {
+  const answers = (code: ErrorCode) => (PROBLEM_TYPES[code] as ProblemType).onlyOn?.includes(operationId) ?? true;
   return Object.fromEntries(
     statuses
       .sort((a, b) => a - b)
       .map((s) => {
-        const examples = Object.fromEntries(operationCodes.filter((code) => PROBLEM_TYPES[code].status === s).map((code) => [code, { $ref: `#/components/examples/${code}` }]));
+        const examples = Object.fromEntries(operationCodes.filter((code) => PROBLEM_TYPES[code].status === s && answers(code)).map((code) => [code, { $ref: `#/components/examples/${code}` }]));
         return [s, { description: STATUS_TEXT[s] ?? "Error", content: { "application/problem+json": { schema: problemSchema, examples } } }];
       }),
   );

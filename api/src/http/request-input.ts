@@ -24,6 +24,16 @@ export async function parseInput<B, Q, P>(def: RouteDefBase<B, Q, P>, req: Reque
   return { params, query, body, file, files, multipart, rawBody };
 }
 
+/** The member of `value` at `path`, undefined where any step is missing. */
+function getPath(value: unknown, path: readonly PropertyKey[]): unknown {
+  let at = value;
+  for (const key of path) {
+    if (at === null || typeof at !== "object") return undefined;
+    at = (at as Record<PropertyKey, unknown>)[key];
+  }
+  return at;
+}
+
 /** `value` by `schema` (none: undefined); refused as 400 naming each field: `validation_failed` for the body, `invalid_parameter` elsewhere. */
 export function parse(schema: ZodType | undefined, value: unknown, where: "path" | "query" | "header" | "body"): unknown {
   if (!schema) return undefined;
@@ -32,10 +42,12 @@ export function parse(schema: ZodType | undefined, value: unknown, where: "path"
   const errors: FieldError[] = result.error.issues.map((issue) => {
     const path = issue.path.map(String).join(".");
     const unknownKeys = issue.code === "unrecognized_keys" ? (issue as { keys: string[] }).keys : null;
+    // A member left out reads "expected array, received undefined": said as what it is.
+    const missing = issue.code === "invalid_type" && path !== "" && getPath(value, issue.path) === undefined;
     return {
       field: unknownKeys ? [path, unknownKeys[0]].filter(Boolean).join(".") : path || where,
-      code: unknownKeys ? "unknown_field" : issue.code,
-      message: unknownKeys ? `unknown field${unknownKeys.length > 1 ? "s" : ""} ${unknownKeys.join(", ")}` : issue.message,
+      code: unknownKeys ? "unknown_field" : missing ? "required" : issue.code,
+      message: unknownKeys ? `unknown field${unknownKeys.length > 1 ? "s" : ""} ${unknownKeys.join(", ")}` : missing ? `${path} is required` : issue.message,
     };
   });
   if (where === "body") throw ApiError.validation(errors);

@@ -63,7 +63,7 @@ export function documentRoute<A extends RouteAuth, B, Q, P>(registry: OpenAPIReg
           alt.schema ? { description: alt.description, content: { [alt.contentType ?? "application/json"]: { schema: alt.schema } } } : { description: alt.description },
         ]),
       ),
-      ...problemResponses([...extraErrors]),
+      ...problemResponses([...extraErrors], def.operationId),
     },
   });
 }

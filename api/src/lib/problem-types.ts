@@ -17,6 +17,8 @@ export interface ProblemType {
   members?: Record<string, string>;
   /** Those members' values in the documentation's example. */
   example?: Record<string, unknown>;
+  /** The operations (operationId) that answer it, when only some do: the others' documents leave it out. */
+  onlyOn?: readonly string[];
 }
 
 const FIELD_ERRORS = "Per-field problems: `field` (a dotted path, `dimensions.width`), `code` (`too_small`, `invalid_type`, `unknown_field`, `required`...) and `message`.";
@@ -89,9 +91,17 @@ export const PROBLEM_TYPES = {
   unauthenticated: {
     status: 401,
     title: "Authentication required",
-    when: "An operation that needs a credential was called without `Authorization: Bearer <token>`, or an API key exchanged for a token is not valid or has been revoked.",
+    when: "An operation that needs a credential was called without `Authorization: Bearer <token>`.",
     whatToDo: "Exchange your API key for a token (`POST /v1/auth/token`) or sign in with Ethereum, and send it as `Authorization: Bearer <token>`.",
     detail: "A bearer token is required",
+  },
+  invalid_credentials: {
+    status: 401,
+    title: "Invalid credentials",
+    when: "`POST /v1/auth/token` was sent an API key that is not valid or has been revoked, or `POST /v1/auth/siwe/verify` a sign-in it refuses (the signature, domain, URI, chain, expiry or nonce: `detail` says which).",
+    whatToDo: "Check the key as it was issued (a revoked key stays revoked: create another), or sign a new SIWE message with a fresh nonce (`POST /v1/auth/siwe/nonce`) for this API's domain and chain.",
+    detail: "The API key is not valid or has been revoked",
+    onlyOn: ["createToken", "verifySiwe"],
   },
   token_invalid: {
     status: 401,

@@ -13,7 +13,7 @@ export const scopeList = z
 export const tokenRequestSchema = z
   .strictObject({
     api_key: plainString({ min: 1, max: 200 }).openapi({ example: "sk_…" }),
-    scope: scopeList,
+    scope: scopeList.openapi({ description: `Required: the scopes the token may use (${ALL_SCOPES.join(", ")}), within the key's cap` }),
   })
   .openapi("TokenRequest", { example: { api_key: "sk_3q2-7wQxN0cV9pLkR4sT1uYb6ZfHjMa8eDg5iOnWvXo", scope: ["artworks:read", "marketplace:write"] } });
 

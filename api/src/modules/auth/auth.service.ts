@@ -176,10 +176,10 @@ export class AuthService {
   async exchangeApiKey(apiKey: string, scopes: Scope[], transact: Transact = transactOn(this.db)): Promise<IssuedToken> {
     // The key as kept for its use as a bearer (forgotten on any change to keys or users, see cacheCredentials).
     const key = await this.credentialOf(hashSecret(apiKey), { apiKeyOnly: true }).catch((err: unknown) => {
-      if (err instanceof ApiError && (err.code === "token_invalid" || err.code === "token_revoked")) throw new ApiError(401, "unauthenticated", "The API key is not valid or has been revoked");
+      if (err instanceof ApiError && (err.code === "token_invalid" || err.code === "token_revoked")) throw new ApiError(401, "invalid_credentials", "The API key is not valid or has been revoked");
       throw err;
     });
-    if (key.kind !== "api_key") throw new ApiError(401, "unauthenticated", "The API key is not valid or has been revoked");
+    if (key.kind !== "api_key") throw new ApiError(401, "invalid_credentials", "The API key is not valid or has been revoked");
     const { userId, role, apiKeyId } = key.context;
     assertScopesAllowed(role, scopes);
     if (key.keyScopes) assertWithinCap(key.keyScopes, scopes, "This API key");
@@ -208,7 +208,7 @@ export class AuthService {
 
   /** POST /v1/auth/siwe/verify: an EIP-4361 message and its signature, for a bearer token. */
   async verifySiwe(message: string, signature: Hex, scopes: Scope[], transact: Transact = transactOn(this.db)): Promise<IssuedToken> {
-    const fail = (detail: string) => new ApiError(401, "unauthenticated", `Sign-in refused: ${detail}`);
+    const fail = (detail: string) => new ApiError(401, "invalid_credentials", `Sign-in refused: ${detail}`);
     const proof = await this.checkSiwe(message, signature, fail);
     return transact(async (trx) => {
       if (!(await repo.consumeNonce(trx, proof.nonce))) throw fail(NONCE_REFUSED);

@@ -2737,6 +2737,18 @@ export interface components {
             certified_at: string | null;
             /** @description Why the certification failed (status certification_failed) */
             certification_error: string | null;
+            /** @description Only for the artwork's holder (the artist before certification) and admins, while its image_url is being downloaded and an attempt failed: the download is retried with backoff; fix the URL by registering the artwork again if it cannot succeed */
+            image_download?: {
+                /** @description Downloads of image_url tried so far */
+                attempts: number;
+                /** @description After this many the certification fails (certification_error, webhook artwork.certification_failed) */
+                max_attempts: number;
+                /**
+                 * @description Why the last download failed (a name that does not resolve, a refused address, a timeout, a body that is not an image...)
+                 * @example getaddrinfo ENOTFOUND images.example.invalid
+                 */
+                last_error: string;
+            };
             /** @description The stored image, served by the API (stable) */
             image_url: string;
             thumbnail_url: string;

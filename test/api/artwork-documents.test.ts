@@ -101,6 +101,17 @@ describe("documents, metadata and hash lookup", () => {
     // A 503 is retried: the download's attempts count up with its error, the artwork stays pending (no failure reason).
     await waitFor(async () => ((await artworkRow(res.body.id))!.image_fetch_attempts >= 2 ? true : null), { what: "a retry" });
     expect(await artworkRow(res.body.id)).toMatchObject({ status: "pending_certification", image_fetch_error: "image_url answered HTTP 503", certification_error: null });
+    // The artist (its holder) and admins see why and how many attempts are left; anyone else sees it pending.
+    const [admin, stranger] = await Promise.all([createUser(p.api, { role: "admin", scope: ["admin"] }), createUser(p.api)]);
+    const seen = async (token?: string) => (await p.api.request("GET", `/v1/artworks/${res.body.id}`, token ? { token } : {})).body;
+    for (const token of [artist.token, admin.token]) {
+      expect((await seen(token)).image_download).toEqual({ attempts: expect.any(Number), max_attempts: p.api.config.certification.maxAttempts, last_error: "image_url answered HTTP 503" });
+    }
+    for (const token of [stranger.token, undefined]) {
+      const detail = await seen(token);
+      expect(detail.status).toBe("pending_certification");
+      expect(detail).not.toHaveProperty("image_download");
+    }
     await p.api.request("DELETE", `/v1/artworks/${res.body.id}`, { token: artist.token });
   });
 });

@@ -50,7 +50,7 @@ export function registerArtworksRoutes(api: ApiRouter, artworks: ArtworksService
     params: s.artworkIdParams,
     errors: [404],
     response: s.artworkDetailSchema,
-    handler: ({ params }) => artworks.detail(params.id),
+    handler: ({ auth, params }) => artworks.detail(params.id, auth ? { userId: auth.userId, role: auth.role } : null),
   });
 
   api.route({

@@ -252,6 +252,14 @@ export const artworkDetailSchema = z
     token_id: z.number().int().nullable(),
     certified_at: timestamp.nullable(),
     certification_error: z.string().nullable().openapi({ description: "Why the certification failed (status certification_failed)" }),
+    image_download: z
+      .object({
+        attempts: z.number().int().openapi({ description: "Downloads of image_url tried so far" }),
+        max_attempts: z.number().int().openapi({ description: "After this many the certification fails (certification_error, webhook artwork.certification_failed)" }),
+        last_error: z.string().openapi({ description: "Why the last download failed (a name that does not resolve, a refused address, a timeout, a body that is not an image...)", example: "getaddrinfo ENOTFOUND images.example.invalid" }),
+      })
+      .optional()
+      .openapi({ description: "Only for the artwork's holder (the artist before certification) and admins, while its image_url is being downloaded and an attempt failed: the download is retried with backoff; fix the URL by registering the artwork again if it cannot succeed" }),
     image_url: z.string().openapi({ description: "The stored image, served by the API (stable)" }),
     thumbnail_url: z.string(),
     image_sha256: z.string().nullable().openapi({ description: "SHA-256 of the image bytes; null until a given image_url was fetched" }),

@@ -232,10 +232,12 @@ export class ArtworksService {
     };
   }
 
-  async detail(id: string) {
+  /** An artwork as anyone sees it; its holder and admins (`viewer`) also see a failing image download. */
+  async detail(id: string, viewer: Actor | null = null) {
     const a = found(isId("artwork", id) ? await this.findWithProvenance(id) : undefined, "Artwork");
     const links = this.deps.links;
     const { thumbnail_url, ...item } = this.toListItem(a);
+    const download = await this.failingDownload(a, viewer);
     return {
       ...item,
       artist: { id: a.artist_id, name: a.artist_name },
@@ -257,6 +259,7 @@ export class ArtworksService {
         verify_url: links.verify(a.id),
       },
       provenance: provenanceOf(a.provenance, a.token_id === null ? [] : transfersFromJson(a.token_id, a.transfers)),
+      ...(download ? { image_download: download } : {}),
       created_at: iso(a.created_at),
       updated_at: iso(a.updated_at),
     };
@@ -272,6 +275,17 @@ export class ArtworksService {
   }
 
   /** The artwork, its off-chain provenance and its certificate's transfers in one statement; before the indexer publishes its views, without transfers. */
+  /**
+   * While its image_url is being downloaded and an attempt failed: why, and how many attempts are
+   * left before the certification fails (artwork.certification_failed). For the holder (the artist
+   * before certification) and admins only: the reason can name the URL's host.
+   */
+  private async failingDownload(a: Artwork, viewer: Actor | null) {
+    if (a.status !== "pending_certification" || a.image_fetch_error === null || a.image_sha256 !== null || !viewer) return null;
+    if (viewer.role !== "admin" && (await this.deps.ownership.holderOf(a)).user?.id !== viewer.userId) return null;
+    return { attempts: a.image_fetch_attempts, max_attempts: this.deps.config.certification.maxAttempts, last_error: a.image_fetch_error };
+  }
+
   private async findWithProvenance(id: string, options: { includeRemoved?: boolean } = {}) {
     try {
       return await readViews(() => repo.findWithProvenance(this.deps.db, id, (tokenId) => this.deps.certificates.transfersJson(tokenId), options));

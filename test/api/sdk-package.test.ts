@@ -99,3 +99,20 @@ describe("the packed SDK", () => {
     expect(text).not.toMatch(/from ["']node:|require\(["']node:/);
   });
 });
+
+describe("the SDK installed from the repository's folder", () => {
+  it("is compiled by its prepare script, so that plain node imports it (npm install <repo>/clients/typescript)", async () => {
+    const project = mkdtempSync(path.join(tmpdir(), "sdk-folder-"));
+    try {
+      writeFileSync(path.join(project, "package.json"), JSON.stringify({ name: "sdk-folder-consumer", private: true, type: "module" }));
+      // Without a build: the install's prepare makes dist/ (the scratch of the packed SDK left one).
+      rmSync(path.join(root, "clients/typescript/dist"), { recursive: true, force: true });
+      await npm(["install", "--prefer-offline", "--no-audit", "--no-fund", path.join(root, "clients/typescript")], project);
+      writeFileSync(path.join(project, "check.mjs"), 'import { createArtPlatformClient, ApiError } from "@art-platform/sdk";\nconsole.log(JSON.stringify([typeof createArtPlatformClient, typeof ApiError]));\n');
+      const { stdout } = await run(process.execPath, ["check.mjs"], { cwd: project });
+      expect(JSON.parse(stdout)).toEqual(["function", "function"]);
+    } finally {
+      rmSync(project, { recursive: true, force: true });
+    }
+  }, 180_000);
+});

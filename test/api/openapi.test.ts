@@ -5,7 +5,7 @@ import { declareRoutes } from "../../api/src/app.ts";
 import { ERROR_CODES, type ErrorCode, PROBLEM_TYPES, problemTypeUrl } from "../../api/src/lib/problem-types.ts";
 import { modules } from "../../api/src/modules/index.ts";
 import { documentationConfig, documentText } from "../../tools/openapi.ts";
-import { useTestApi } from "../support/api.ts";
+import { createUser, useTestApi } from "../support/api.ts";
 
 const api = useTestApi();
 
@@ -100,6 +100,34 @@ describe("the OpenAPI document", () => {
     }
     expect(emptyRefused).toBeGreaterThan(20);
     expect(wrong).toEqual([]);
+  });
+
+  it("declares every header an answer carries, beyond HTTP's own, on that operation and status", async () => {
+    const doc = (await servedDocument()) as Document & { paths: Record<string, Record<string, { responses: Record<string, { headers?: Record<string, unknown> }> }>> };
+    // HTTP's and the browser's own: not the API's to declare.
+    const generic = /^(content-|date$|connection$|keep-alive$|transfer-encoding$|vary$|cache-control$|x-content-type-options$|access-control-)/;
+    const user = await createUser(api);
+    const key = `hdr-${user.id}`;
+    const first = await api.request("GET", "/v1/artworks");
+    const answers: [string, string, { status: number; headers: Headers }][] = [
+      ["get", "/v1/artworks", first],
+      ["get", "/v1/artworks", await api.request("GET", "/v1/artworks", { headers: { "if-none-match": first.headers.get("etag")! } })],
+      ["get", "/v1/users/me", await api.request("GET", "/v1/users/me")],
+      ["get", "/v1/users/me", await api.request("GET", "/v1/users/me", { token: user.token })],
+      ["post", "/v1/auth/token", await api.request("POST", "/v1/auth/token", { body: { api_key: user.apiKey, scope: ["read"] }, headers: { "idempotency-key": key } })],
+      ["post", "/v1/auth/token", await api.request("POST", "/v1/auth/token", { body: { api_key: user.apiKey, scope: ["read"] }, headers: { "idempotency-key": key } })],
+      ["get", "/v1/artworks/{id}", await api.request("GET", "/v1/artworks/art_00000000000000000000000000")],
+    ];
+    const undeclared: string[] = [];
+    const statuses = new Set<number>();
+    for (const [method, path, res] of answers) {
+      statuses.add(res.status);
+      const declared = Object.keys(doc.paths[path]![method]!.responses[String(res.status)]?.headers ?? {}).map((h) => h.toLowerCase());
+      for (const [name] of res.headers) if (!generic.test(name) && !declared.includes(name)) undeclared.push(`${method.toUpperCase()} ${path} ${res.status}: ${name}`);
+    }
+    expect([...statuses].sort()).toEqual([200, 201, 304, 401, 404]);
+    expect(answers[5]![2].headers.get("idempotent-replayed")).toBe("true");
+    expect(undeclared).toEqual([]);
   });
 
   it("describes every path parameter", async () => {

@@ -1,6 +1,7 @@
 import type { OpenAPIRegistry, RouteConfig } from "@asteasolutions/zod-to-openapi";
 import { idempotencyHeaders } from "./idempotency.ts";
 import { problemResponses } from "./problem.ts";
+import { responseHeaders } from "./response-headers.ts";
 import type { RouteAuth } from "./route-auth.ts";
 import type { RouteDef } from "./route-definition.ts";
 
@@ -54,16 +55,23 @@ export function documentRoute<A extends RouteAuth, B, Q, P>(registry: OpenAPIReg
       [status]: def.response
         ? {
             description: def.responseDescription ?? "Success",
+            headers: responseHeaders(def.method, status, def.produces, !needsAuth),
             content: { [def.produces ?? "application/json"]: { schema: def.response }, ...def.alsoProduces },
           }
-        : { description: def.responseDescription ?? "Success" },
+        : { description: def.responseDescription ?? "Success", headers: responseHeaders(def.method, status, def.produces) },
       ...Object.fromEntries(
         Object.entries(def.alternatives ?? {}).map(([code, alt]) => [
           code,
-          alt.schema ? { description: alt.description, content: { [alt.contentType ?? "application/json"]: { schema: alt.schema } } } : { description: alt.description },
+          alt.schema
+            ? { description: alt.description, headers: responseHeaders(def.method, Number(code), alt.contentType), content: { [alt.contentType ?? "application/json"]: { schema: alt.schema } } }
+            : { description: alt.description, headers: responseHeaders(def.method, Number(code), alt.contentType) },
         ]),
       ),
-      ...problemResponses([...extraErrors], def.operationId),
+      // A JSON read answers 304 to an If-None-Match naming its current ETag.
+      ...(def.method === "get" && def.response && !def.produces
+        ? { 304: { description: "Not modified: If-None-Match named the current ETag (no body)", headers: responseHeaders(def.method, 304, undefined, !needsAuth) } }
+        : {}),
+      ...Object.fromEntries(Object.entries(problemResponses([...extraErrors], def.operationId)).map(([code, answer]) => [code, { ...answer, headers: responseHeaders(def.method, Number(code), undefined, !needsAuth) }])),
     },
   });
 }

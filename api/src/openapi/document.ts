@@ -1,5 +1,6 @@
 import { OpenApiGeneratorV31, type OpenAPIRegistry } from "@asteasolutions/zod-to-openapi";
 import { registerProblemExamples } from "../http/problem.ts";
+import { registerResponseHeaders } from "../http/response-headers.ts";
 
 export function buildOpenApiDocument(registry: OpenAPIRegistry, serverUrl: string) {
   registry.registerComponent("securitySchemes", "bearerAuth", {
@@ -14,6 +15,7 @@ export function buildOpenApiDocument(registry: OpenAPIRegistry, serverUrl: strin
     description: "On the pages made for browsers only (the admin report page): any user name, and as the password what the bearer would be (an admin's API key or token).",
   });
   registerProblemExamples(registry);
+  registerResponseHeaders(registry);
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: "3.1.0",
     info: {

@@ -122,6 +122,7 @@ describe("npm start", () => {
     const exit = await stack.stop("SIGINT");
     expect(exit).toEqual({ code: 0, signal: null });
     expect(stack.output()).toContain("stopping the worker, the API, the indexer, the chain and the database");
+    expect(stack.output().trimEnd().endsWith("Stopped: every process has exited.")).toBe(true);
     await waitFor(() => processes.every((p) => !isRunning(p)), { timeoutMs: 5_000, what: "no orphan processes" });
     // Raw HTTP: nothing listens any more, so the probe's connection is refused.
     const res = await fetch(`${stack.url}/healthz`).catch(() => null);

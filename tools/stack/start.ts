@@ -31,6 +31,7 @@ const SAME_KEYPRESS_MS = 1_500;
 async function shutdown(code: number): Promise<never> {
   shuttingDown = true;
   await stack?.stop();
+  if (stack) say(code === 0 ? "Stopped: every process has exited." : "Stopped.");
   process.exit(code);
 }
 

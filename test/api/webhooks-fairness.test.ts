@@ -145,10 +145,11 @@ describe("fair sharing of the webhook senders", () => {
     const db = createDb(api.config.database.url, 7);
     const caps = { perUser: PER_USER, perSubscription: PER_SUBSCRIPTION };
     const claimedIds: string[] = [];
+    // Released in `finally` too: a failure before the release would otherwise hang db.destroy() on the holder.
+    let releaseRows: () => void = () => {};
     try {
       // The deliveries' rows are held while the claims start, so every claim has read them as waiting
       // before any of them can start one: without the lock each would start the same oldest ones.
-      let releaseRows!: () => void;
       const rowsReleased = new Promise<void>((resolve) => (releaseRows = resolve));
       let rowsHeld!: () => void;
       const rowsLocked = new Promise<void>((resolve) => (rowsHeld = resolve));
@@ -183,6 +184,7 @@ describe("fair sharing of the webhook senders", () => {
       // expired, as a dead process leaves them), and the sender takes them up again.
       await api.db.updateTable("webhook_deliveries").set({ in_flight_since: sql<Date>`now() - interval '1 hour'` }).where("id", "in", [...claimedIds, "none"]).execute();
       held.release();
+      releaseRows();
       await db.destroy();
     }
     const done = await waitFor(async () => {

@@ -1,4 +1,4 @@
-import ical, { ICalEventStatus } from "ical-generator";
+import ical, { escape, ICalEventStatus } from "ical-generator";
 import type { PlatformEvent } from "./events.tables.ts";
 
 /**
@@ -9,8 +9,8 @@ import type { PlatformEvent } from "./events.tables.ts";
 export function calendarOf(event: PlatformEvent, publicBaseUrl: string): string {
   const base = new URL(publicBaseUrl);
   const page = new URL(`/v1/events/${event.id}`, base).toString();
-  // ical-generator escapes the event's text fields but writes the calendar's name (NAME, X-WR-CALNAME) as given.
-  const calendar = ical({ prodId: { company: "Art Platform", product: "Events API", language: "EN" }, name: escapedText(event.title) });
+  // ical-generator escapes the event's text fields but writes the calendar's name (NAME, X-WR-CALNAME) as given: escaped with its own escape.
+  const calendar = ical({ prodId: { company: "Art Platform", product: "Events API", language: "EN" }, name: escape(event.title, false) });
   calendar.createEvent({
     id: `${event.id}@${base.hostname}`,
     sequence: event.sequence,
@@ -26,9 +26,4 @@ export function calendarOf(event: PlatformEvent, publicBaseUrl: string): string 
     status: event.status === "cancelled" ? ICalEventStatus.CANCELLED : ICalEventStatus.CONFIRMED,
   });
   return calendar.toString();
-}
-
-/** A TEXT value as RFC 5545 (3.3.11) writes it: backslash, semicolon, comma and line breaks escaped. */
-function escapedText(text: string): string {
-  return text.replace(/[\\;,]/g, (c) => `\\${c}`).replace(/\r?\n/g, "\\n");
 }

@@ -117,7 +117,7 @@ describe("CORS on answers", () => {
     expect(me.body.id).toBe(user.id);
     expect(corsHeaders(me)).toEqual({
       "access-control-allow-origin": origin,
-      "access-control-expose-headers": "X-Request-Id, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After, Idempotent-Replayed, ETag, Indexer-Lag, X-Cache",
+      "access-control-expose-headers": "X-Request-Id, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, WWW-Authenticate, Retry-After, Idempotent-Replayed, ETag, X-Cache, Indexer-Lag",
     });
     // Every header it exposes is one the API sends: the ones on this answer are there.
     for (const name of ["X-Request-Id", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "ETag"]) expect(me.headers.get(name), name).not.toBeNull();

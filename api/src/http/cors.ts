@@ -1,21 +1,12 @@
 import type { RequestHandler } from "express";
 import { originMatcher } from "../lib/origins.ts";
+import { RESPONSE_HEADER_NAMES } from "./response-headers.ts";
 
 /** What a browser page may send (preflight's Access-Control-Allow-*): the methods of the routes and the request headers the API reads. */
 export const CORS_ALLOWED_METHODS = ["GET", "POST", "PATCH", "PUT", "DELETE"] as const;
 export const CORS_ALLOWED_HEADERS = ["Authorization", "Content-Type", "Idempotency-Key", "If-None-Match", "X-Request-Id"] as const;
-/** The response headers the API sends beyond the CORS-safelisted ones, which a page may read. */
-export const CORS_EXPOSED_HEADERS = [
-  "X-Request-Id",
-  "RateLimit-Limit",
-  "RateLimit-Remaining",
-  "RateLimit-Reset",
-  "Retry-After",
-  "Idempotent-Replayed",
-  "ETag",
-  "Indexer-Lag",
-  "X-Cache",
-] as const;
+/** The response headers the API sends beyond the CORS-safelisted ones, which a page may read: those the document declares. */
+export const CORS_EXPOSED_HEADERS = RESPONSE_HEADER_NAMES;
 /** How long a browser may reuse a preflight's answer: Chromium's cap (Firefox's is a day). */
 export const CORS_MAX_AGE_SECONDS = 7200;
 

@@ -21,6 +21,9 @@ const HEADERS = {
 
 type HeaderName = keyof typeof HEADERS;
 
+/** Every header the API itself sends beyond HTTP's own: what the document declares and a browser page may read. */
+export const RESPONSE_HEADER_NAMES = Object.keys(HEADERS) as HeaderName[];
+
 export function registerResponseHeaders(registry: OpenAPIRegistry): void {
   for (const [name, header] of Object.entries(HEADERS)) registry.registerComponent("headers", name, header as never);
 }

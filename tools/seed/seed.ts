@@ -32,7 +32,7 @@ import { newId } from "../../api/src/lib/ids.ts";
 import { LocalDiskStorage } from "../../api/src/lib/storage.ts";
 import { insertCertifiedProvenance, markCertified, markIndexed, type CertifiedFacts } from "../../api/src/modules/artworks/artworks.repository.ts";
 import { canonicalDocument, certificateDocument, certificateHashOf } from "../../api/src/modules/artworks/certificate-document.ts";
-import { ArtworkLinks } from "../../api/src/modules/artworks/artworks.service.ts";
+import { ArtworkLinks } from "../../api/src/modules/artworks/artwork-links.ts";
 
 export interface SeedCounts {
   users: number;

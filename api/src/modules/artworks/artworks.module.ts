@@ -1,7 +1,8 @@
 import { defineModule, migrationsOf } from "../module.ts";
 import type { UsersService } from "../users/users.service.ts";
 import { registerArtworksRoutes } from "./artworks.routes.ts";
-import { ArtworkLinks, ArtworksService } from "./artworks.service.ts";
+import { ArtworkLinks } from "./artwork-links.ts";
+import { ArtworksService } from "./artworks.service.ts";
 import { CertificationPipeline, FETCH_IMAGE_TASK } from "./certification.service.ts";
 import { ImageFetcher } from "./image-fetch.ts";
 import { OwnershipService } from "./ownership.service.ts";

@@ -1,9 +1,9 @@
 import type { Kysely } from "kysely";
 import type { Logger } from "pino";
-import { type IndexedCertificates, type IndexedTransfer, IndexerNotReadyError, readViews, type TransferJson, transfersFromJson } from "../../chain/indexer-views.ts";
+import { type IndexedCertificates, IndexerNotReadyError, readViews, type TransferJson, transfersFromJson } from "../../chain/indexer-views.ts";
 import type { Config } from "../../config.ts";
 import type { Database, Db } from "../../db/database.ts";
-import type { Artwork, ArtworkProvenance } from "./artworks.tables.ts";
+import type { Artwork } from "./artworks.tables.ts";
 import type { Actor } from "../../lib/actor.ts";
 import { GroupedWrites } from "../../db/grouped-writes.ts";
 import { type Transact, transactOn } from "../../db/transact.ts";
@@ -15,23 +15,15 @@ import { centsToUsd, usdToCents } from "../../lib/money.ts";
 import { checkUrl, type OutboundPolicy, UnsafeUrlError } from "../../lib/outbound.ts";
 import { type Page, paginated } from "../../lib/pagination.ts";
 import type { ObjectStorage } from "../../lib/storage.ts";
-import { iso, isoDate, isoOrNull } from "../../lib/time.ts";
+import { iso, isoOrNull } from "../../lib/time.ts";
 import type { UsersService } from "../users/users.service.ts";
 import * as repo from "./artworks.repository.ts";
 import { type ArtworkCreate, type ArtworkPatch, IMMUTABLE_FIELDS } from "./artworks.schemas.ts";
 import { type CertificateDocument, canonicalDocument, certificateDocument, certificateHashOf } from "./certificate-document.ts";
 import type { CertificationPipeline } from "./certification.service.ts";
 import type { OwnershipService } from "./ownership.service.ts";
-
-/** Public URLs of an artwork's media and documents (absolute: they go into token metadata). */
-export class ArtworkLinks {
-  constructor(private readonly baseUrl: () => string) {}
-  image = (id: string) => `${this.baseUrl()}/v1/artworks/${id}/image`;
-  metadata = (id: string) => `${this.baseUrl()}/v1/artworks/${id}/metadata.json`;
-  certificate = (id: string) => `${this.baseUrl()}/v1/artworks/${id}/certificate`;
-  document = (id: string) => `${this.baseUrl()}/v1/artworks/${id}/certificate/document`;
-  verify = (id: string) => `${this.baseUrl()}/verify/${id}`;
-}
+import type { ArtworkLinks } from "./artwork-links.ts";
+import { provenanceOf } from "./artwork-provenance.ts";
 
 /** How many recent certifications the estimate looks at, and what it says before there are any. */
 const ESTIMATE_SAMPLE = 50;
@@ -467,30 +459,6 @@ export class ArtworksService {
       certified_by: adminId,
     };
   }
-}
-
-/**
- * Off-chain events (created, listed, deleted, overrides, and the certification with its
- * transaction) merged with the chain's later transfers of the certificate, in time order.
- */
-function provenanceOf(offChain: ArtworkProvenance[], transfers: IndexedTransfer[]) {
-  const entries = [
-    ...offChain.map((p) => ({ at: p.occurred_at.getTime(), entry: provenanceEntry(p) })),
-    // The mint is the `certified` entry; what follows it is provenance of ownership.
-    ...transfers
-      .filter((t) => !/^0x0{40}$/.test(t.from))
-      .map((t) => ({ at: t.at.getTime(), entry: { event: "transferred", date: isoDate(t.at), tx: t.txHash, from: t.from, to: t.to } })),
-  ];
-  return entries.sort((x, y) => x.at - y.at).map((e) => e.entry);
-}
-
-function provenanceEntry(p: ArtworkProvenance) {
-  return {
-    event: p.event,
-    date: isoDate(p.occurred_at),
-    ...(p.tx_hash ? { tx: p.tx_hash } : p.actor_id ? { actor: p.actor_id } : {}),
-    ...(p.details ?? {}),
-  };
 }
 
 /** Refuses at once what the fetch would refuse for sure; names are resolved (and checked) by the pipeline. */

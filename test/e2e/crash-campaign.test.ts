@@ -19,7 +19,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { type Address, createPublicClient, createWalletClient, erc20Abi, getAddress, type Hex, http, parseEther } from "viem";
+import { type Address, createPublicClient, createWalletClient, getAddress, type Hex, http, parseEther } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { hardhat } from "viem/chains";
 import { createSiweMessage } from "viem/siwe";
@@ -30,6 +30,7 @@ import { artSharesAbi } from "../../contracts/abi/ArtShares.ts";
 import { runningClusterUrl, withClient } from "../../tools/stack/postgres.ts";
 import { Flow, killTarget, type Target, TARGETS } from "../support/crash-campaign.ts";
 import { seeded } from "../support/random.ts";
+import { stablecoinAbi } from "../support/wallets.ts";
 import { adminSdk, type ArtPlatformClient, artworkForm, createSdkUser, sdk, type SdkUser } from "../support/sdk.ts";
 import { type BootedStack, bootStack } from "../support/stack.ts";
 import { waitFor } from "../support/wait.ts";
@@ -46,7 +47,6 @@ const OFFER_USD = 60;
 const FILL_USD = 40;
 /** Shares the buyer holds before the rounds: what the withdrawals draw on. */
 const SHARES_HELD = 100;
-const stablecoinAbi = [...erc20Abi, { type: "function", name: "mint", stateMutability: "nonpayable", inputs: [{ name: "to", type: "address" }, { name: "amount", type: "uint256" }], outputs: [] }] as const;
 /**
  * How long the end waits for each write still under way. A killed worker's chain operation is taken
  * up at the next worker's start (its lease names the dead process), not when the lease (180 s) ends,

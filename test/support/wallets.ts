@@ -55,7 +55,8 @@ export async function erc1271Wallet(owner: PrivateKeyAccount): Promise<`0x${stri
   return getAddress((await client.waitForTransactionReceipt({ hash })).contractAddress!);
 }
 
-const stablecoinAbi = [
+/** The local payment token (MockStablecoin): an ERC-20 with an open mint. */
+export const stablecoinAbi = [
   ...erc20Abi,
   { type: "function", name: "mint", stateMutability: "nonpayable", inputs: [{ name: "to", type: "address" }, { name: "amount", type: "uint256" }], outputs: [] },
 ] as const;

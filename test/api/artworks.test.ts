@@ -57,7 +57,7 @@ describe("POST /v1/artworks", () => {
       image_sha256: sha256,
     });
     expect(detail.certificate_hash).toMatch(/^0x[0-9a-f]{64}$/);
-    expect(detail.provenance.map((e: { event: string }) => e.event)).toEqual(["created", "listed", "certified"]);
+    expect(detail.provenance.map((e: { event: string }) => e.event)).toEqual(["created", "for_sale", "certified"]);
     expect(detail.provenance[2].tx).toMatch(/^0x[0-9a-f]{64}$/);
 
     const image = await fetch(detail.image_url);
@@ -123,7 +123,7 @@ describe("POST /v1/artworks", () => {
     for (const [i, answer] of answers.entries()) {
       expect(answer.body).toMatchObject({ title: `Together ${i}`, artist_id: artist.id, status: "pending_certification", certificate_hash: null });
       const events = await p.db.selectFrom("artwork_provenance").select("event").where("artwork_id", "=", ids[i]!).orderBy("id").execute();
-      expect(events.map((e) => e.event)).toEqual(i % 2 === 0 ? ["created", "listed"] : ["created"]);
+      expect(events.map((e) => e.event)).toEqual(i % 2 === 0 ? ["created", "for_sale"] : ["created"]);
     }
     const operations = await p.db.selectFrom("chain_operations").select("key").where("key", "in", ids.map((id) => `certify:${id}`)).execute();
     expect(operations).toHaveLength(16);
@@ -260,7 +260,7 @@ describe("PATCH /v1/artworks/:id", () => {
     const delisted = await p.api.request("PATCH", `/v1/artworks/${art.id}`, { token: artist.token, body: { for_sale: false } });
     expect(delisted.body).toMatchObject({ for_sale: false });
     const detail = await p.api.request("GET", `/v1/artworks/${art.id}`);
-    expect(detail.body.provenance.map((e: { event: string }) => e.event)).toEqual(["created", "certified", "listed", "delisted"]);
+    expect(detail.body.provenance.map((e: { event: string }) => e.event)).toEqual(["created", "certified", "for_sale", "not_for_sale"]);
     expect(detail.body.provenance[2]).toMatchObject({ actor: artist.id });
   });
 

@@ -169,6 +169,9 @@ const CONTENDERS: Contender[] = [
   { name: "remove_A", move: "remove", by: "A", setups: ["held", "listed", "fractionalized"], run: (c, w) => http_(req("DELETE", `/v1/artworks/${w.artworkId}`, c.A.token)) },
   { name: "remove_B", move: "remove", by: "B", setups: ["sold", "disputed", "withdrawn"], run: (c, w) => http_(req("DELETE", `/v1/artworks/${w.artworkId}`, c.B.token)) },
   { name: "edit_A", move: "edit", by: "A", setups: ["held", "listed"], run: (c, w) => http_(req("PATCH", `/v1/artworks/${w.artworkId}`, c.A.token, { description: `Raced ${randomInt(1e9)}` })) },
+  // The holder's ask (with a description, so that an allowed one shows in the snapshot).
+  { name: "ask_A", move: "ask", by: "A", setups: ["held", "listed", "fractionalized"], run: (c, w) => http_(req("PATCH", `/v1/artworks/${w.artworkId}`, c.A.token, { description: `Asked ${randomInt(1e9)}`, for_sale: true, price_usd: 130 })) },
+  { name: "ask_B", move: "ask", by: "B", setups: ["sold", "disputed", "withdrawn"], run: (c, w) => http_(req("PATCH", `/v1/artworks/${w.artworkId}`, c.B.token, { description: `Asked ${randomInt(1e9)}`, for_sale: true, price_usd: 140 })) },
   { name: "transfer_WB", move: "wallet_transfer", by: "WB", setups: ["withdrawn"], movesFrom: "B", ends: ["external_wallet"], run: async (c, w) => chain_(transferFromWb(c, w, await walletOf(p, c.C.id))) },
   { name: "deposit_WB", move: "wallet_deposit", by: "WB", setups: ["withdrawn"], ends: ["external_wallet"], run: async (c, w) => chain_(transferFromWb(c, w, await walletOf(p, c.B.id))) },
 ];

@@ -210,7 +210,7 @@ export function checkEffects(spec: Spec, answers: Answer[], before: Snapshot, af
     cardSales: okCount("buy", "accept_offer"),
     onchainSales: okCount("wallet_fill"),
     sharePurchases: okCount("buy_shares"),
-    edited: okCount("edit") > 0,
+    edited: okCount("edit", "ask") > 0,
   });
 }
 
@@ -263,8 +263,8 @@ export async function checkFacts(p: ArtworkPlatform, w: World, trace: string): P
   const minted = /^0x0{40}$/.test(last.from);
   const explained = minted || (standingSale?.status === "completed") || withdrawal !== undefined || returned !== undefined || w.walletTransfers.includes(last.tx_hash);
   expect(explained, `the holder ${holder} got the certificate by ${last.tx_hash}, which no mint, standing sale, withdrawal, return or wallet transfer explains (a sale: ${standingSale?.id} ${standingSale?.status}); ${trace}`).toBe(true);
+  const artwork = await db.selectFrom("artworks").select(["deleted_at", "for_sale", "price_cents", "for_sale_wallet"]).where("id", "=", w.artworkId).executeTakeFirstOrThrow();
   // A removed artwork: nothing listed, sold or bought into since; a fractionalized one: not sold whole since.
-  const artwork = await db.selectFrom("artworks").select(["deleted_at"]).where("id", "=", w.artworkId).executeTakeFirstOrThrow();
   if (artwork.deleted_at) {
     expect(open, `a removed artwork has no open listing; ${trace}`).toEqual([]);
     expect(txs.filter((t) => t.created_at > artwork.deleted_at!).map((t) => t.id), `nothing bought since the removal; ${trace}`).toEqual([]);
@@ -274,6 +274,11 @@ export async function checkFacts(p: ArtworkPlatform, w: World, trace: string): P
     expect(sales.filter((s) => { const completedAt = txs.find((t) => t.id === s.id)?.completed_at ?? null; return completedAt !== null && completedAt > shareClass.created_at && s.status === "completed"; }).map((s) => s.id), `not sold whole once fractionalized; ${trace}`).toEqual([]);
     expect(account?.user_id, `a fractionalized artwork's certificate is held by the class's owner; ${trace}`).toBe(shareClass.owner_id);
   }
+  // The ask (docs/decisions.md#for-sale) is the holder's: a wallet the certificate left has none; an open listing is the ask.
+  if (artwork.for_sale) expect(artwork.for_sale_wallet ?? transfers[0]!.to, `the artwork is for sale by the wallet that holds it; ${trace}`).toBe(holder);
+  const active = await db.selectFrom("listings").select(["id", "price_cents"]).where("artwork_id", "=", w.artworkId).where("status", "=", "active").executeTakeFirst();
+  if (active) expect({ for_sale: artwork.for_sale, price: artwork.price_cents }, `the active listing ${active.id} is the ask; ${trace}`).toEqual({ for_sale: true, price: active.price_cents });
+  if (artwork.deleted_at || shareClass) expect(artwork.for_sale, `a removed or fractionalized artwork is not for sale; ${trace}`).toBe(false);
 }
 
 /** 3. Each user's points are what the rules give for what stands now (docs/rewards.md), over everything they did. */
@@ -318,6 +323,14 @@ export async function settled(p: ArtworkPlatform, w: World, since: Date): Promis
   );
   const head = await publicClient().getBlockNumber({ cacheTime: 0 });
   await waitFor(async () => ((await readIndexerStatus({ db, viewsSchema: p.indexer.viewsSchema })).indexedBlock ?? -1n) >= head, { what: `the indexer at block ${head}` });
+  // The asks' projection past the certificate's last move (a transfer ends an ask): a projection's
+  // cursor row moves only past blocks that held its facts (every move but the mint), so that move's block is the mark.
+  const lastMove = await p.views.selectFrom("certificate_transfer").select("block_number").where("token_id", "=", w.tokenId).where("from", "!=", "0x0000000000000000000000000000000000000000").orderBy("block_number", "desc").limit(1).executeTakeFirst();
+  if (lastMove) {
+    await waitFor(() => db.selectFrom("chain_cursors").select("consumer").where("consumer", "=", "artworks_asks").where("block_number", ">=", BigInt(lastMove.block_number)).executeTakeFirst(), {
+      what: `the asks' projection past block ${lastMove.block_number}`,
+    });
+  }
   // A fill of the order the setup handed out, mined: recorded as the listing's sale (the projection follows the indexer).
   if (w.orderHash && (await publicClient().readContract({ address: testEnvironment().artExchangeAddress, abi: artExchangeAbi, functionName: "orderStatus", args: [w.orderHash] })) === 1) {
     await waitFor(() => db.selectFrom("sales").select("id").where("order_hash", "=", w.orderHash!).executeTakeFirst(), { what: `the fill of ${w.orderHash} recorded` });

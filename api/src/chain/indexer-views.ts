@@ -126,6 +126,11 @@ export class IndexedCertificates extends ViewsReader {
     return rows.map(toCertificate);
   }
 
+  /** Certificates that left a wallet in blocks (fromBlock, toBlock], by any transfer (sales and fills too), in chain order; mints are not moves. */
+  movesInBlocks(fromBlock: bigint, toBlock: bigint): Promise<CertificateMove[]> {
+    return certificateMoves(this.views, fromBlock, toBlock, { fills: true });
+  }
+
   async byHash(certificateHash: string): Promise<IndexedCertificate | undefined> {
     const row = await readViews(() =>
       this.views
@@ -250,7 +255,7 @@ export interface Fill {
   at: Date;
 }
 
-/** A certificate leaving a wallet by a plain transfer (no ArtExchange fill in its transaction), as the chain recorded it. */
+/** A certificate leaving a wallet (a mint is not one), as the chain recorded it. */
 export interface CertificateMove {
   tokenId: bigint;
   artworkId: string;
@@ -260,27 +265,28 @@ export interface CertificateMove {
   blockNumber: bigint;
 }
 
+/** Certificate transfers in blocks (fromBlock, toBlock] but mints, in chain order; without `fills`, not those of a transaction that filled an ArtExchange order. */
+async function certificateMoves(views: Kysely<IndexerViews>, fromBlock: bigint, toBlock: bigint, { fills }: { fills: boolean }): Promise<CertificateMove[]> {
+  let query = views
+    .selectFrom("certificate_transfer as t")
+    .innerJoin("certificate as c", "c.token_id", "t.token_id")
+    .select(["t.token_id", "c.artwork_id", "t.from", "t.to", "t.tx_hash", "t.block_number"])
+    .where("t.block_number", ">", fromBlock)
+    .where("t.block_number", "<=", toBlock)
+    .where("t.from", "!=", "0x0000000000000000000000000000000000000000");
+  if (!fills) query = query.where(({ not, exists, selectFrom }) => not(exists(selectFrom("exchange_fill as f").select("f.tx_hash").whereRef("f.tx_hash", "=", "t.tx_hash"))));
+  const rows = await readViews(() => query.orderBy("t.block_number").orderBy("t.log_index").execute());
+  return rows.map((r) => ({ tokenId: BigInt(r.token_id), artworkId: r.artwork_id, from: lower(r.from), to: lower(r.to), txHash: r.tx_hash, blockNumber: BigInt(r.block_number) }));
+}
+
 /** What the marketplace settles by. */
 export class IndexedMarket extends ViewsReader {
   /**
    * Certificate transfers in blocks (fromBlock, toBlock], in chain order, but mints and those of a
    * transaction that filled an ArtExchange order (a sale: the fills' projection records those).
    */
-  async movesInBlocks(fromBlock: bigint, toBlock: bigint): Promise<CertificateMove[]> {
-    const rows = await readViews(() =>
-      this.views
-        .selectFrom("certificate_transfer as t")
-        .innerJoin("certificate as c", "c.token_id", "t.token_id")
-        .select(["t.token_id", "c.artwork_id", "t.from", "t.to", "t.tx_hash", "t.block_number"])
-        .where("t.block_number", ">", fromBlock)
-        .where("t.block_number", "<=", toBlock)
-        .where("t.from", "!=", "0x0000000000000000000000000000000000000000")
-        .where(({ not, exists, selectFrom }) => not(exists(selectFrom("exchange_fill as f").select("f.tx_hash").whereRef("f.tx_hash", "=", "t.tx_hash"))))
-        .orderBy("t.block_number")
-        .orderBy("t.log_index")
-        .execute(),
-    );
-    return rows.map((r) => ({ tokenId: BigInt(r.token_id), artworkId: r.artwork_id, from: lower(r.from), to: lower(r.to), txHash: r.tx_hash, blockNumber: BigInt(r.block_number) }));
+  movesInBlocks(fromBlock: bigint, toBlock: bigint): Promise<CertificateMove[]> {
+    return certificateMoves(this.views, fromBlock, toBlock, { fills: false });
   }
 
   /** Settlements in blocks (fromBlock, toBlock], in chain order. */

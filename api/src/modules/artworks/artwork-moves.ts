@@ -67,7 +67,8 @@ export type ArtworkMove =
   | "dispute"
   | "refund"
   | "remove"
-  | "edit";
+  | "edit"
+  | "ask";
 
 /**
  * Who may make a move: the certificate's holder (any wallet of the holder's account), or an admin
@@ -248,10 +249,19 @@ export const ARTWORK_MOVES: Readonly<Record<ArtworkMove, MoveRule>> = {
     leaves: ["removed"],
   },
   edit: {
-    does: "change its price, description or for_sale (PATCH /v1/artworks/:id)",
+    does: "change its description (PATCH /v1/artworks/:id)",
     refused: "The artwork cannot be changed",
     by: "holder_or_admin",
     refusedBy: { removed: "not_found" },
+    lock: "exclusive",
+    leaves: [],
+  },
+  ask: {
+    does: "set its asking price or for_sale (PATCH /v1/artworks/:id with price_usd or for_sale): the holder's ask, which a move of the certificate ends",
+    refused: "The artwork's price and for_sale cannot be changed",
+    by: "holder_or_admin",
+    // A listing is the ask while it stands (its price is the artwork's); shares are sold instead of the work.
+    refusedBy: { removed: "not_found", listed: "invalid_state", selling: "invalid_state", shares_issued: "invalid_state" },
     lock: "exclusive",
     leaves: [],
   },
@@ -269,6 +279,7 @@ export const CHAIN_FACTS: readonly { fact: string; effect: string }[] = [
   { fact: "a withdrawal's transfer mined", effect: "withdrawing ends: the linked wallet holds it (external_wallet)" },
   { fact: "a refund's return mined", effect: "refunding ends: the seller holds it again" },
   { fact: "an order's cancellation mined, or its time up", effect: "order_fillable ends" },
+  { fact: "any move of the certificate out of a wallet mined (a sale, a fill, a transfer, a withdrawal, a return)", effect: "that wallet's ask ends: `for_sale` false, `price_usd` null" },
 ];
 
 /** A state as its source reports it, with a clause naming the thing (`it is listed for sale (lst_…)`). */

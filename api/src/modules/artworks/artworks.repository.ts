@@ -206,8 +206,9 @@ export async function scheduleImageRetry(db: Db, id: string, delayMs: number, er
     .execute();
 }
 
+/** Marks the artwork fractionalized (its holder's ask ends: its shares are sold, not the work), or no longer. */
 export async function setFractionalized(db: Db, id: string, fractionalized: boolean): Promise<void> {
-  await db.updateTable("artworks").set({ fractionalized_at: fractionalized ? new Date() : null }).where("id", "=", id).execute();
+  await db.updateTable("artworks").set(fractionalized ? { fractionalized_at: new Date(), for_sale: false } : { fractionalized_at: null }).where("id", "=", id).execute();
 }
 
 /** Records the fetched image unless another attempt recorded one first; the image as it then is. */

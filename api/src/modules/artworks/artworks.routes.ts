@@ -58,7 +58,7 @@ export function registerArtworksRoutes(api: ApiRouter, artworks: ArtworksService
     path: "/v1/artworks/:id",
     operationId: "updateArtwork",
     summary: "Change an artwork's price, description or sale status",
-    description: "The holder of its certificate on-chain (the artist until it is certified and as long as they hold it; docs/ownership-and-money.md) or an admin. Fields of the certificate (title, year, medium, dimensions, image, artist) are immutable: 409 immutable_field. Other unknown fields are 400.",
+    description: "The holder of its certificate on-chain (the artist until it is certified and as long as they hold it; docs/ownership-and-money.md) or an admin. Fields of the certificate (title, year, medium, dimensions, image, artist) are immutable: 409 immutable_field. Other unknown fields are 400. `price_usd` and `for_sale` are the holder's ask (docs/decisions.md#for-sale): refused (409 `invalid_state`, `reason` `listed`, `selling` or `shares_issued`) while a listing stands (its price is the artwork's; cancel it to change) or the work is fractionalized; a move of the certificate to another wallet ends the ask (`for_sale` false, `price_usd` null).",
     tags: ["Artworks"],
     auth: { scope: "artworks:write" },
     params: s.artworkIdParams,

@@ -193,6 +193,12 @@ export const artworksQuery = z
     path: ["price_min"],
   });
 
+// The holder's ask (docs/decisions.md#for-sale; artwork-asks.service.ts).
+const askFields = {
+  price_usd: usdValue.nullable().openapi({ description: "The holder's asking price (an active listing's price while it stands); null once the certificate moved to another wallet, until its new holder asks" }),
+  for_sale: z.boolean().openapi({ description: "True while the holder offers it: set by them (upload, PATCH) or by their active listing; false once they delist it or the certificate moves to another wallet (a sale, a transfer, a withdrawal)" }),
+};
+
 export const artworkListItemSchema = z
   .object({
     id: artworkId,
@@ -200,8 +206,7 @@ export const artworkListItemSchema = z
     artist_id: z.string(),
     year: z.number().int(),
     medium: z.string(),
-    price_usd: usdValue.nullable(),
-    for_sale: z.boolean(),
+    ...askFields,
     verified: z.boolean(),
     fractional_available: z.boolean(),
     thumbnail_url: z.string().openapi({ description: "The image URL (no resized thumbnails yet)" }),
@@ -216,7 +221,7 @@ export const artworkListSchema = z
 
 export const provenanceEntrySchema = z
   .object({
-    event: z.string().openapi({ example: "certified", description: "created, certified, verification_override, listed, delisted, sold, returned, transferred, deleted" }),
+    event: z.string().openapi({ example: "certified", description: "created, certified, verification_override, for_sale (the holder's ask, with price_usd), not_for_sale, listed, delisted, sold, returned, transferred, deleted" }),
     date: z.string().openapi({ format: "date", example: "2026-11-22" }),
     actor: z.string().optional().openapi({ description: "The user who acted (off-chain events)" }),
     tx: z.string().optional().openapi({ description: "The transaction (on-chain events)" }),
@@ -225,7 +230,7 @@ export const provenanceEntrySchema = z
     reason: z.string().optional(),
     inspector_id: z.string().optional(),
     listing_id: z.string().optional().openapi({ description: "The marketplace listing (listed, delisted, sold)" }),
-    price_usd: z.number().optional().openapi({ description: "The listing's price (listed) or the sale's (sold)" }),
+    price_usd: z.number().optional().openapi({ description: "The ask's price (for_sale), the listing's (listed) or the sale's (sold)" }),
     transaction_id: z.string().optional().openapi({ description: "The sale transaction (sold, returned)" }),
     buyer_id: z.string().optional().openapi({ description: "The buyer (sold)" }),
     seller_id: z.string().optional().openapi({ description: "The seller (sold)" }),
@@ -243,8 +248,7 @@ export const artworkDetailSchema = z
     medium: z.string(),
     dimensions: dimensionsSchema,
     description: z.string().nullable(),
-    price_usd: usdValue.nullable(),
-    for_sale: z.boolean(),
+    ...askFields,
     verified: z.boolean(),
     fractional_available: z.boolean(),
     status: z.enum(ARTWORK_STATUSES),

@@ -24,6 +24,7 @@ import type { CertificationPipeline } from "./certification.service.ts";
 import type { OwnershipService } from "./ownership.service.ts";
 import type { ArtworkLinks } from "./artwork-links.ts";
 import { provenanceOf } from "./artwork-provenance.ts";
+import { askEntry } from "./artwork-asks.service.ts";
 
 /** How many recent certifications the estimate looks at, and what it says before there are any. */
 const ESTIMATE_SAMPLE = 50;
@@ -146,14 +147,14 @@ export class ArtworksService {
     }
   }
 
-  /** Stores new artworks, each with its `created` (and `listed`) provenance, and requests their certification, in `trx`. */
+  /** Stores new artworks, each with its `created` (and `for_sale`) provenance, and requests their certification, in `trx`. */
   private async insertCreations(trx: Db, creations: NewCreation[]): Promise<Artwork[]> {
     const created = await repo.insertMany(trx, creations.map((c) => c.artwork));
     await repo.insertProvenanceEntries(
       trx,
       created.flatMap((artwork, i) => {
         const entry = { artwork_id: artwork.id, actor_id: creations[i]!.actorId, occurred_at: artwork.created_at };
-        return artwork.for_sale ? [{ ...entry, event: "created" }, { ...entry, event: "listed" }] : [{ ...entry, event: "created" }];
+        return artwork.for_sale ? [{ ...entry, event: "created" }, { ...entry, ...askEntry(true, artwork.price_cents) }] : [{ ...entry, event: "created" }];
       }),
     );
     await this.deps.certification.requestNext(trx, creations.map((c) => ({ id: c.artwork.id, imageStored: c.imageStored })));
@@ -347,7 +348,9 @@ export class ArtworksService {
     const { db, ownership } = this.deps;
     if (!isId("artwork", id)) throw ApiError.notFound("Artwork");
     return db.transaction().execute(async (trx) => {
-      const a = found(await ownership.decide(trx, id, "edit", actor), "Artwork").artwork;
+      // The ask (price_usd, for_sale) is a move of its own: a listing or shares refuse it (artwork-asks.service.ts).
+      const asks = patch.price_usd !== undefined || patch.for_sale !== undefined;
+      const { artwork: a, holder } = found(await ownership.decide(trx, id, asks ? "ask" : "edit", actor), "Artwork");
       if (immutable.length > 0) {
         const errors: FieldError[] = immutable.map((field) => ({ field, code: "immutable_field", message: "is part of the certificate and cannot change" }));
         throw new ApiError(409, "immutable_field", `${immutable.join(", ")} ${immutable.length > 1 ? "are" : "is"} part of the artwork's certificate and cannot change`, { errors });
@@ -357,13 +360,15 @@ export class ArtworksService {
       if (forSale && priceCents === null) {
         throw ApiError.validation([{ field: patch.for_sale !== undefined ? "for_sale" : "price_usd", code: "invalid_state", message: "an artwork for sale needs a price_usd" }]);
       }
+      // The ask is the holder's: their wallet is written with it.
       const updated = (await repo.update(trx, a.id, {
         ...(patch.price_usd !== undefined ? { price_cents: priceCents } : {}),
         ...(patch.description !== undefined ? { description: patch.description } : {}),
         ...(patch.for_sale !== undefined ? { for_sale: patch.for_sale } : {}),
+        ...(asks ? { for_sale_wallet: a.token_id === null ? null : holder.wallet } : {}),
       }))!;
       if (patch.for_sale !== undefined && patch.for_sale !== a.for_sale) {
-        await repo.insertProvenance(trx, { artwork_id: a.id, event: patch.for_sale ? "listed" : "delisted", actor_id: actor.userId, occurred_at: updated.updated_at });
+        await repo.insertProvenance(trx, { artwork_id: a.id, ...askEntry(updated.for_sale, updated.price_cents), actor_id: actor.userId, occurred_at: updated.updated_at });
       }
       return {
         id: updated.id,
@@ -415,6 +420,7 @@ export class ArtworksService {
    * share class could not be created), in the caller's transaction.
    */
   async markFractionalized(trx: Db, artworkId: string, fractionalized = true): Promise<void> {
+    // Its shares are sold, not the work: the holder's ask ends with it (artwork-asks.service.ts).
     await repo.setFractionalized(trx, artworkId, fractionalized);
   }
 

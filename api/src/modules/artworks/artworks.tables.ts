@@ -20,6 +20,12 @@ export interface ArtworksTable {
   description: string | null;
   price_cents: ColumnType<bigint | null, bigint | number | null | undefined, bigint | number | null>;
   for_sale: Generated<boolean>;
+  /**
+   * Whose ask `for_sale` and `price_cents` are: the wallet that held the certificate when the holder
+   * set them (null: set before the certificate was minted, the artist's). A move of the certificate
+   * out of that wallet ends the ask (docs/decisions.md#for-sale).
+   */
+  for_sale_wallet: ColumnType<string | null, string | null | undefined, string | null>;
   status: ArtworkStatus;
   image_source_url: string | null;
   image_storage_key: string | null;

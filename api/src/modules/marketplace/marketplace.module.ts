@@ -1,3 +1,4 @@
+import type { ArtworkAsks } from "../artworks/artwork-asks.service.ts";
 import type { ArtworksService } from "../artworks/artworks.service.ts";
 import type { OwnershipService } from "../artworks/ownership.service.ts";
 import type { LedgerService } from "../ledger/ledger.service.ts";
@@ -23,11 +24,11 @@ import { SalesService } from "./sales.service.ts";
  */
 export const marketplaceModule = defineModule<
   { marketplace: MarketplaceService; sales: SalesService; offers: OffersService; disputes: DisputesService; exchange: ExchangeService },
-  { users: UsersService; artworks: ArtworksService; ownership: OwnershipService; payments: PaymentsService; purchases: Purchases; ledger: LedgerService }
+  { users: UsersService; artworks: ArtworksService; artworkAsks: ArtworkAsks; ownership: OwnershipService; payments: PaymentsService; purchases: Purchases; ledger: LedgerService }
 >({
   name: "marketplace",
   migrations: migrationsOf(import.meta.url),
-  create: ({ db, config, logger, users, artworks, ownership, payments, purchases, ledger, chainOperations, publicClient, relayer, custody, indexedChain }) => {
+  create: ({ db, config, logger, users, artworks, artworkAsks, ownership, payments, purchases, ledger, chainOperations, publicClient, relayer, custody, indexedChain }) => {
     const views = indexedChain.market;
     const chain = { id: config.chain.id, certificate: config.chain.artCertificateAddress, market: config.chain.artMarketAddress };
     // The exchange's steps ask the sales for a custodial wallet's approval (the sales own that path).
@@ -67,6 +68,7 @@ export const marketplaceModule = defineModule<
     const marketplace = new MarketplaceService({
       db,
       artworks,
+      asks: artworkAsks,
       ownership,
       offers,
       exchange,

@@ -9,6 +9,7 @@ import { isId, newId } from "../../lib/ids.ts";
 import { centsToUsd, usdToCents } from "../../lib/money.ts";
 import { type Page, paginated } from "../../lib/pagination.ts";
 import { iso } from "../../lib/time.ts";
+import type { ArtworkAsks } from "../artworks/artwork-asks.service.ts";
 import type { ArtworksService } from "../artworks/artworks.service.ts";
 import type { Actor } from "../../lib/actor.ts";
 import { isCustodialHolding, type OwnershipService, type StateFact } from "../artworks/ownership.service.ts";
@@ -29,6 +30,7 @@ export class MarketplaceService {
     private readonly deps: {
       db: Kysely<Database>;
       artworks: ArtworksService;
+      asks: ArtworkAsks;
       ownership: OwnershipService;
       offers: OffersService;
       exchange: ExchangeService;
@@ -73,6 +75,8 @@ export class MarketplaceService {
       }
       // A custodial wallet approves the exchange (once), so that wallets can buy its listings on-chain.
       await this.deps.exchange.prepareSeller(trx, holder.wallet, custodial ? seller.custody_index : null);
+      // The listing is the holder's ask: for_sale, at its price (docs/decisions.md#for-sale).
+      await this.deps.asks.listed(trx, artwork.id, holder.wallet, created.price_cents);
       await artworks.recordMarketplaceProvenance(trx, { artworkId: artwork.id, event: "listed", actorId: actor.userId, details: { listing_id: created.id, price_usd: centsToUsd(created.price_cents) }, at: created.created_at });
       return toListing({ ...created, title: artwork.title });
     });
@@ -133,6 +137,7 @@ export class MarketplaceService {
       const cancelled = await repo.cancel(trx, listing.id, actor.userId);
       await this.deps.offers.rejectForCancelledListing(trx, listing.id, actor.userId);
       await this.deps.exchange.cancelOpenOrders(trx, listing.id);
+      await this.deps.asks.delisted(trx, listing.artwork_id);
       await artworks.recordMarketplaceProvenance(trx, { artworkId: listing.artwork_id, event: "delisted", actorId: actor.userId, details: { listing_id: listing.id }, at: cancelled.cancelled_at! });
       return toListing((await repo.find(trx, listing.id))!);
     });

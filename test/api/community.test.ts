@@ -13,9 +13,10 @@ import { adminToken, createUser, expectProblem, type TestResponse, type TestUser
 // Every request ranks popular discussions afresh: the tests read the order right after changing it.
 const p = useArtworkPlatform({ COMMUNITY_POPULAR_CACHE_MS: "0" });
 
-async function form(path: string, token: string, fields: Record<string, string>, files: { field: string; bytes: Buffer; type?: string }[]): Promise<TestResponse> {
+/** A multipart request; `fields` as pairs sends a name more than once. */
+async function form(path: string, token: string, fields: Record<string, string> | [string, string][], files: { field: string; bytes: Buffer; type?: string }[]): Promise<TestResponse> {
   const body = new FormData();
-  for (const [k, v] of Object.entries(fields)) body.append(k, v);
+  for (const [k, v] of Array.isArray(fields) ? fields : Object.entries(fields)) body.append(k, v);
   for (const f of files) body.append(f.field, new Blob([f.bytes], { type: f.type ?? "image/png" }), "upload.bin");
   const res = await fetch(new URL(path, p.api.url), { method: "POST", headers: { authorization: `Bearer ${token}` }, body });
   const text = await res.text();
@@ -189,10 +190,28 @@ describe("community", () => {
     expectProblem(five, 400, "validation_failed");
     const text = await form("/v1/community/posts", artist.token, { type: "discussion", content: "not an image" }, [{ field: "images", bytes: pngImage() }, { field: "images", bytes: Buffer.from("hello, world"), type: "image/png" }]);
     expectProblem(text, 415, "unsupported_media_type");
-    const badTags = await form("/v1/community/posts", artist.token, { type: "discussion", content: "x", tags: "not json" }, [{ field: "images", bytes: pngImage() }]);
+    const badTags = await form("/v1/community/posts", artist.token, { type: "discussion", content: "x", tags: '["not json' }, [{ field: "images", bytes: pngImage() }]);
     expectProblem(badTags, 400, "validation_failed");
+    const twice = await form("/v1/community/posts", artist.token, [["type", "discussion"], ["content", "a"], ["content", "b"]], [{ field: "images", bytes: pngImage() }]);
+    expectProblem(twice, 400, "validation_failed");
+    expect(twice.body.errors).toEqual([expect.objectContaining({ field: "content", code: "duplicate_field" })]);
     expect(await count("community_posts")).toBe(posts);
     expect(filesUnder(p.storageDir).length).toBe(files);
+  });
+
+  it("multipart tags: one part per tag (a form's array), one part (a JSON array or a single tag), or tags[n] parts", async () => {
+    const post = async (fields: [string, string][]) => {
+      const res = await form("/v1/community/posts", artist.token, [["type", "discussion"], ["content", "tagged"], ...fields], [{ field: "images", bytes: pngImage() }]);
+      expect(res.status, res.text).toBe(201);
+      return res.body.tags;
+    };
+    expect(await post([["tags", "sketch"], ["tags", "study"], ["tags", "ink"]])).toEqual(["sketch", "study", "ink"]);
+    expect(await post([["tags", "sketch"]])).toEqual(["sketch"]);
+    expect(await post([["tags", '["sketch","study"]']])).toEqual(["sketch", "study"]);
+    expect(await post([["tags[1]", "study"], ["tags[0]", "sketch"]])).toEqual(["sketch", "study"]);
+    expect(await post([])).toEqual([]);
+    const both = await form("/v1/community/posts", artist.token, [["type", "discussion"], ["content", "x"], ["tags", "a"], ["tags[0]", "b"]], [{ field: "images", bytes: pngImage() }]);
+    expectProblem(both, 400, "validation_failed");
   });
 
   it("discussions: replies move replies_count and last_activity; recent and popular orders; admins pin", async () => {

@@ -230,7 +230,7 @@ describe("the SDK against the API", () => {
       return fetch(request);
     });
     const images = [new File([pngImage()], "one.png", { type: "image/png" }), new Blob([gifImage()], { type: "image/gif" })];
-    const { data: post } = await sdk.POST("/v1/community/posts", { body: { type: "discussion", content: "Two studies", tags: JSON.stringify(["sketch", "study"]), images } });
+    const { data: post } = await sdk.POST("/v1/community/posts", { body: { type: "discussion", content: "Two studies", tags: ["sketch", "study"], images } });
     expect(types[0]).toMatch(/^multipart\/form-data; boundary=/);
     expect(post).toMatchObject({ content: "Two studies", tags: ["sketch", "study"] });
     expect(post.images).toHaveLength(2);

@@ -60,8 +60,9 @@ it("restarts a stalled indexer on polling, watches the new process, and still st
   // The watchdog replaces it with a new process...
   const restarted = await waitFor(
     () => {
-      const record = indexerRecord();
-      return record && record.pid !== stalled.pid ? record : null;
+      // The stalled process's record may still be listed while it stops: the new one is the other.
+      const record = readProcessRecords(s.dataDir).find((r) => r.name.startsWith("indexer") && r.pid !== stalled.pid);
+      return record ?? null;
     },
     // Stopping the stalled process can take its whole 20 s grace under load (then SIGKILL, whose
     // schema lock makes the next start wait 15-25 s), before the new one starts and backfills.

@@ -13,6 +13,7 @@ import os from "node:os";
 import path from "node:path";
 import type { TestProject } from "vitest/node";
 import { createDb } from "../../api/src/db/connection.ts";
+import { conformanceDir, coverageReport } from "./conformance.ts";
 import { migrateToLatest } from "../../api/src/db/migrate.ts";
 import { moduleMigrations } from "../../api/src/modules/index.ts";
 import { readChainIdentity, startHardhatNode } from "../../tools/stack/chain.ts";
@@ -39,8 +40,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const tempDir = mkdtempSync(path.join(os.tmpdir(), "art-platform-test-"));
   const cleanups: Array<() => Promise<void>> = [];
   const teardown = async () => {
+    const conformance = conformanceSummary(tempDir);
     for (const cleanup of cleanups.reverse()) await cleanup().catch((e: Error) => console.error(`[test harness] ${e.message}`));
     if (process.env.KEEP_TEST_DIR !== "1") rmSync(tempDir, { recursive: true, force: true });
+    if (conformance) throw new Error(conformance);
   };
 
   try {
@@ -126,4 +129,22 @@ export default async function setup(project: TestProject): Promise<() => Promise
     throw error;
   }
   return teardown;
+}
+
+/**
+ * The run's conformance coverage (test/support/conformance.ts), printed; with
+ * CONFORMANCE_COVERAGE=required (`npm test`), what fails the run: an operation the suite never got
+ * a documented success or refusal from, or a violation recorded. Null when nothing fails.
+ */
+function conformanceSummary(tempDir: string): string | null {
+  const report = coverageReport(conformanceDir(tempDir));
+  if (report.answered === 0) return null;
+  console.log(
+    `[conformance] ${report.answers} answers checked (${report.statuses} operation and status pairs); ${report.answered} of ${report.operations} operations answered; without a documented success: ${report.noSuccess.length}, ` +
+      `without a documented refusal: ${report.noRefusal.length}; violations recorded: ${report.violations.length}`,
+  );
+  if (process.env.CONFORMANCE === "record" && report.violations.length) console.log(report.violations.join("\n"));
+  if (process.env.CONFORMANCE_COVERAGE !== "required") return null;
+  const gaps = [...report.noSuccess.map((id) => `${id}: no documented success`), ...report.noRefusal.map((id) => `${id}: no documented refusal`), ...report.violations];
+  return gaps.length ? `The suite does not cover every operation both ways, or got undocumented answers (test/support/conformance.ts):\n- ${gaps.join("\n- ")}` : null;
 }

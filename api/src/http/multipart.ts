@@ -11,6 +11,13 @@ export interface MultipartSpec<B = unknown> {
   maxFileBytes: number;
   /** How many file parts (all named `fileField`) may come; more is 400. Default 1. */
   maxFiles?: number;
+  /**
+   * Text fields that are arrays: each part of the name is an item, in the order sent (`tags=a`,
+   * `tags=b`: what OpenAPI's default form encoding and an HTML form send for an array). Such a field
+   * given once reaches `toBody` as its text, twice or more as the list. Any other field given twice
+   * is 400 duplicate_field.
+   */
+  repeatable?: readonly string[];
   /** Turns the text parts (bracket names already nested: `dimensions[width]`) into the JSON body shape. */
   toBody(fields: Record<string, unknown>): unknown;
   /** The form as documented in OpenAPI (the file as `format: binary`). */
@@ -76,6 +83,8 @@ export function parseMultipart(req: Request, spec: MultipartSpec): Promise<Parse
       return;
     }
     const raw = new Map<string, string>();
+    const repeated = new Map<string, string[]>();
+    const repeatable = new Set(spec.repeatable ?? []);
     const files: UploadedFile[] = [];
     let failure: ApiError | undefined;
     const fail = (err: ApiError) => {
@@ -84,9 +93,10 @@ export function parseMultipart(req: Request, spec: MultipartSpec): Promise<Parse
 
     parser.on("field", (name, value, info) => {
       if (info.nameTruncated || info.valueTruncated) return fail(new ApiError(413, "payload_too_large", `The form field ${name} exceeds ${formatBytes(MAX_FIELD_BYTES)}`));
-      if (raw.has(name)) return fail(ApiError.validation([{ field: name, code: "duplicate_field", message: "given more than once" }]));
+      if (raw.has(name) && !repeatable.has(name)) return fail(ApiError.validation([{ field: name, code: "duplicate_field", message: "given more than once" }]));
       // busboy decodes a part as UTF-8, turning bytes that are not into U+FFFD: refused rather than stored so.
       if (value.includes("\ufffd")) return fail(ApiError.validation([{ field: name, code: "invalid_encoding", message: "must be UTF-8 text (U+FFFD is taken for bytes that were not)" }]));
+      if (repeatable.has(name)) repeated.set(name, [...(repeated.get(name) ?? []), value]);
       raw.set(name, value);
     });
     parser.on("file", (name, stream, info) => {
@@ -119,7 +129,9 @@ export function parseMultipart(req: Request, spec: MultipartSpec): Promise<Parse
     parser.on("close", () => {
       if (failure) return reject(failure);
       try {
-        resolve({ fields: nestFields(raw), file: files[0], files });
+        const fields = nestFields(raw);
+        for (const [name, items] of repeated) if (items.length > 1) fields[name] = items;
+        resolve({ fields, file: files[0], files });
       } catch (err) {
         reject(err);
       }

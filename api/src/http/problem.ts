@@ -47,6 +47,7 @@ export const problemSchema = z
     decline_code: z.string().nullable().optional().openapi({ description: member("payment_declined", "decline_code") }),
     transaction_id: z.string().optional().openapi({ description: member("payment_declined", "transaction_id") }),
     purchase_id: z.string().optional().openapi({ description: member("payment_declined", "purchase_id") }),
+    order_id: z.string().optional().openapi({ description: member("payment_declined", "order_id") }),
   })
   .openapi("Problem", { description: "RFC 9457 problem details" });
 
@@ -56,11 +57,13 @@ const STATUS_TEXT: Record<number, string> = {
   402: "The card was declined (`payment_declined`, with `decline_code`)",
   403: "Insufficient scope, not the owner, or account suspended",
   404: "Not found",
+  408: "The request was not received in time (answered before any route; the connection closes)",
   409: "Refused by the resource's state, or a concurrent request with the same Idempotency-Key",
   413: "Body or upload too large",
   415: "Unsupported content type",
   422: "Idempotency-Key reused with a different request",
   429: "Rate limited (see Retry-After)",
+  431: "The request line and headers exceed 16 KiB (answered before any route; the connection closes)",
   500: "Internal error",
   503: "A dependency is unavailable",
 };
@@ -71,7 +74,7 @@ export function exampleProblem(code: ErrorCode) {
   return { type: problemTypeUrl(code), title: type.title, status: type.status, code, detail: type.detail, request_id: "req_01JD3Y5V0Q3G7W7J6T4N4C2X1M", ...type.example };
 }
 
-/** The codes an operation's answers may carry: 408 and 431 are answered before any operation is chosen. */
+/** The codes an operation's answers may carry (408 and 431 too: answered before any operation is chosen, they may meet any request). */
 const operationCodes = ERROR_CODES.filter((code) => PROBLEM_TYPES[code].status in STATUS_TEXT);
 
 /** One example of each code, as `components.examples.<code>` that the operations' error answers refer to. */

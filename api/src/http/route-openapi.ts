@@ -29,7 +29,8 @@ export function documentRoute<A extends RouteAuth, B, Q, P>(registry: OpenAPIReg
   const needsAuth = !("public" in def.auth);
   // 403 on public routes too: a suspended user's credential is refused everywhere; 503 on every
   // route: the database (or a dependency the answer needs) may be down.
-  const extraErrors = new Set<number>([400, 401, 403, 429, 500, 503, ...(def.errors ?? [])]);
+  // 408 and 431: the server's answers to a request too slow or with headers too large, before any route.
+  const extraErrors = new Set<number>([400, 401, 403, 408, 429, 431, 500, 503, ...(def.errors ?? [])]);
   if (def.method === "post") extraErrors.add(409).add(422);
   // A body on any writing method must be JSON (requireJsonBody) and at most 1 MiB, uploads their own limits.
   if (["post", "put", "patch", "delete"].includes(def.method)) extraErrors.add(413).add(415);

@@ -134,6 +134,7 @@ export const PROBLEM_TYPES = {
       decline_code: "The processor's reason (`card_declined`, `insufficient_funds`...), or null",
       transaction_id: "The sale's transaction that failed (marketplace purchases)",
       purchase_id: "The share purchase that failed (fractional purchases)",
+      order_id: "The ticket order that failed (ticket purchases)",
     },
     example: { decline_code: "insufficient_funds", transaction_id: "txn_01JD3Y5V0Q3G7W7J6T4N4C2X1M" },
   },

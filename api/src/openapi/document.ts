@@ -74,7 +74,22 @@ export function swaggerPage(specUrl: string): string {
 </html>`;
 }
 
+/**
+ * A public operation declares `security: [{}, {bearerAuth: []}]` (no credential, or a token that
+ * sees more). Swagger UI takes the empty requirement as met and draws such an operation's padlock
+ * closed before any token is entered, while it draws the protected ones open: backwards for a
+ * reader. This plugin judges the padlock on the requirements that name a scheme only, so every
+ * padlock is open until a token is entered, and closed once that token is sent with the call.
+ */
+const PADLOCK_PLUGIN = `function padlockPlugin() {
+  return { statePlugins: { auth: { wrapSelectors: { isAuthorized: (original) => (state, security) => {
+    if (!security || typeof security.filter !== "function") return original(security);
+    const named = security.filter((requirement) => !requirement.isEmpty());
+    return original(named.size > 0 ? named : security);
+  } } } } };
+}`;
+
 export function swaggerInit(specUrl: string): string {
   // validatorUrl null: the default sends the spec's URL to validator.swagger.io for a badge.
-  return `window.ui = SwaggerUIBundle({ url: ${JSON.stringify(specUrl)}, dom_id: "#swagger-ui", deepLinking: true, persistAuthorization: true, validatorUrl: null });\n`;
+  return `${PADLOCK_PLUGIN}\nwindow.ui = SwaggerUIBundle({ url: ${JSON.stringify(specUrl)}, dom_id: "#swagger-ui", deepLinking: true, persistAuthorization: true, validatorUrl: null, plugins: [padlockPlugin] });\n`;
 }

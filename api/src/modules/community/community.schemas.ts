@@ -47,23 +47,35 @@ export const postCreateFormSchema = z
   .object({
     type: z.string(),
     content: z.string(),
-    tags: z.string().optional().openapi({ description: 'A JSON array (["a","b"]), or parts tags[0], tags[1], ...' }),
+    tags: z
+      .array(z.string())
+      .optional()
+      .openapi({ description: 'One part per tag (tags=studio, tags=process: the form encoding of an array), or one part holding a JSON array (["studio","process"]), or parts tags[0], tags[1], ...' }),
     artwork_id: z.string().optional(),
     images: z.array(z.string().openapi({ type: "string", format: "binary" })).max(MAX_POST_IMAGES).optional().openapi({
       description: `Up to ${MAX_POST_IMAGES} parts named images: JPEG, PNG, WebP or GIF (checked by content), up to ${MAX_IMAGE_BYTES / 1024 / 1024} MiB each`,
     }),
   })
-  .openapi("PostCreateForm", { example: { type: "discussion", content: "Studio corner, week 12.", tags: '["studio","process"]' } });
+  .openapi("PostCreateForm", { example: { type: "discussion", content: "Studio corner, week 12.", tags: ["studio", "process"] } });
 
-/** Text parts -> the JSON body: `tags` as JSON text or `tags[0]`, `tags[1]`... parts (bad text stays text and fails validation). */
+/**
+ * Text parts -> the JSON body: `tags` as repeated parts (the list), one part (a JSON array when it
+ * starts with `[`, else the one tag) or `tags[0]`, `tags[1]`... parts (bad JSON stays text and fails
+ * validation, which names the field).
+ */
 export function postFormToBody(fields: Record<string, unknown>): unknown {
   const body: Record<string, unknown> = { ...fields };
   if (typeof body.tags === "string") {
-    try {
-      body.tags = JSON.parse(body.tags);
-    } catch {
-      // left as text: validation names the field
+    if (!body.tags.trimStart().startsWith("[")) body.tags = [body.tags];
+    else {
+      try {
+        body.tags = JSON.parse(body.tags);
+      } catch {
+        // left as text: validation names the field
+      }
     }
+  } else if (Array.isArray(body.tags)) {
+    // Repeated parts: the list as sent.
   } else if (typeof body.tags === "object" && body.tags !== null) {
     body.tags = Object.entries(body.tags as Record<string, unknown>)
       .sort(([a], [b]) => Number(a) - Number(b))

@@ -63,12 +63,12 @@ export function registerUsersRoutes(api: ApiRouter, users: UsersService): void {
     operationId: "updateUser",
     summary: "Change a user's role or status",
     description:
-      "A new role revokes, in the same transaction, the user's tokens and API keys holding a scope it may not hold (a demoted admin's `admin` and `admin:*` ones, with the keys made with their tokens); a key without a cap of its own grants the new role's scopes. A suspended user's tokens and API keys are refused at once (403 `account_suspended`) and work again when the user is made active: a suspension revokes nothing.",
+      "A new role revokes, in the same transaction, the user's tokens and API keys holding a scope it may not hold (a demoted admin's `admin` and `admin:*` ones, with the keys made with their tokens); a key without a cap of its own grants the new role's scopes. A suspended user's tokens and API keys are refused at once (403 `account_suspended`) and work again when the user is made active: a suspension revokes nothing. Refused (409 `invalid_state`): an admin suspending or demoting themselves, or the last active admin losing the role.",
     tags: ["Admin"],
     auth: { scope: "admin:write", roles: ["admin"] },
     params: s.userIdParams,
     body: s.adminUserPatchSchema,
-    errors: [404],
+    errors: [404, 409],
     response: s.adminUserSchema,
     handler: ({ auth, params, body }) => users.adminUpdate(auth.userId, params.id, body),
   });

@@ -227,7 +227,7 @@ describe("the public read cache", () => {
     const event = await createEvent(location, "Before the loss");
     const path = `/v1/events/${event.event_id}`;
     await kept(path);
-    await sql`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and application_name = 'art-platform-api public-read-cache data'`.execute(api.db);
+    await sql`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and application_name = 'art-platform-api notifications'`.execute(api.db);
     await waitFor(async () => !cache.active, { timeoutMs: 5_000, intervalMs: 5, what: "the loss noticed" });
     // Without a listener no notification can come: a change now must not be hidden by what was kept.
     await api.db.updateTable("platform_events").set({ title: "During the loss" }).where("id", "=", event.event_id).execute();

@@ -12,7 +12,7 @@ import { newId } from "../../lib/ids.ts";
 import { usdToCents } from "../../lib/money.ts";
 import * as repo from "./withdrawals.repository.ts";
 import type { WithdrawalCreate } from "./withdrawals.schemas.ts";
-import { custodialUser, linkedTarget, toWithdrawal, transferKind, type TransferFacts, type WithdrawalsDeps, withdrawKey } from "./withdrawal-transfers.ts";
+import { custodialUser, linkedTarget, toWithdrawal, transferKind, type TransferFacts, type WithdrawalsDeps, withdrawable, withdrawKey } from "./withdrawal-transfers.ts";
 
 /** The chain operation that moves withdrawn payment token (EIP-3009), once per withdrawal. */
 export const WITHDRAW_PAYMENT_TOKEN_OPERATION = "withdrawal_payment_token";
@@ -40,8 +40,8 @@ export class PaymentTokenWithdrawals {
   constructor(private readonly deps: WithdrawalsDeps) {}
 
   /**
-   * At most the wallet's balance less what is being withdrawn, counted under the user's lock (what
-   * is pending read before the balance, so that a withdrawal mined meanwhile is counted twice, never missed).
+   * At most the wallet's balance less what is being withdrawn and not yet mined (withdrawable),
+   * counted under the user's lock.
    */
   async create(actor: Actor, input: WithdrawalCreate, transact: Transact) {
     const { users, operations, publicClient, chain } = this.deps;
@@ -59,9 +59,10 @@ export class PaymentTokenWithdrawals {
     const units = usdToCents(input.amount!) * UNITS_PER_CENT;
     return transact(async (trx) => {
       await lockNamed(trx, `withdraw_payment_token:${user.id}`);
-      const pending = await repo.pendingPaymentTokenOf(trx, user.id);
-      const balance = await publicClient.readContract({ address: token, abi: paymentTokenAbi, functionName: "balanceOf", args: [getAddress(from)] });
-      const available = balance - pending;
+      const rows = await repo.pendingOfUser(trx, user.id, "payment_token");
+      const block = await publicClient.getBlockNumber({ cacheTime: 0 });
+      const balance = await publicClient.readContract({ address: token, abi: paymentTokenAbi, functionName: "balanceOf", args: [getAddress(from)], blockNumber: block });
+      const { available, pending } = await withdrawable(this.deps, trx, rows, balance, block, (w) => BigInt(w.amount_units ?? 0));
       if (units > available) {
         throw ApiError.refused("insufficient_balance", `Your custodial wallet has ${formatUnits(available > 0n ? available : 0n, 6)} of the payment token to withdraw (its balance ${formatUnits(balance, 6)}, less ${formatUnits(pending, 6)} being withdrawn)`);
       }

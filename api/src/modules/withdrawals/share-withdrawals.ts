@@ -10,7 +10,7 @@ import { ApiError } from "../../lib/errors.ts";
 import { newId } from "../../lib/ids.ts";
 import * as repo from "./withdrawals.repository.ts";
 import type { WithdrawalCreate } from "./withdrawals.schemas.ts";
-import { custodialUser, keyed, linkedTarget, pendingTransactions, toWithdrawal, transferKind, type TransferFacts, type WithdrawalsDeps, withdrawKey } from "./withdrawal-transfers.ts";
+import { custodialUser, keyed, linkedTarget, pendingTransactions, toWithdrawal, transferKind, type TransferFacts, type WithdrawalsDeps, withdrawable, withdrawKey } from "./withdrawal-transfers.ts";
 
 /** The chain operation that moves withdrawn shares (a transaction the custodial wallet signs), once per withdrawal. */
 export const WITHDRAW_SHARES_OPERATION = "withdrawal_shares";
@@ -45,9 +45,9 @@ export class ShareWithdrawals {
   }
 
   /**
-   * At most what the wallet holds less what is being withdrawn, counted under the user's lock for
-   * that class (pending read before the balance, so that a withdrawal mined meanwhile is counted
-   * twice, never missed). Shares carry no owner's rights over the artwork: nothing of it is locked.
+   * At most what the wallet holds less what is being withdrawn and not yet mined (withdrawable),
+   * counted under the user's lock for that class. Shares carry no owner's rights over the artwork:
+   * nothing of it is locked.
    */
   async create(actor: Actor, input: WithdrawalCreate, transact: Transact) {
     const { artworks, users, operations, publicClient, chain } = this.deps;
@@ -69,9 +69,10 @@ export class ShareWithdrawals {
     const quantity = BigInt(input.quantity!);
     return transact(async (trx) => {
       await lockNamed(trx, `withdraw_shares:${user.id}:${tokenId}`);
-      const pending = await repo.pendingSharesOf(trx, user.id, tokenId);
-      const balance = await publicClient.readContract({ address: shares, abi: artSharesAbi, functionName: "balanceOf", args: [getAddress(from), tokenId] });
-      const available = balance - pending;
+      const rows = await repo.pendingOfUser(trx, user.id, "shares", tokenId);
+      const block = await publicClient.getBlockNumber({ cacheTime: 0 });
+      const balance = await publicClient.readContract({ address: shares, abi: artSharesAbi, functionName: "balanceOf", args: [getAddress(from), tokenId], blockNumber: block });
+      const { available, pending } = await withdrawable(this.deps, trx, rows, balance, block, (w) => BigInt(w.quantity));
       if (quantity > available) {
         throw ApiError.refused("insufficient_balance", `Your custodial wallet has ${available > 0n ? available : 0n} shares of this artwork to withdraw (it holds ${balance}, less ${pending} being withdrawn)`);
       }

@@ -129,6 +129,26 @@ export async function pendingTransactions(deps: Pick<WithdrawalsDeps, "db" | "op
   });
 }
 
+/**
+ * What a wallet can withdraw: `balance`, read at `block`, less what its pending withdrawals `rows`
+ * still take from it: each one's `amountOf` unless its transaction was mined by `block` (that
+ * balance already lacks it, though the withdrawal completes only when the indexer shows it). A
+ * transaction mined after its hash was read is counted twice, never missed: a withdrawal refused
+ * for a moment, never an overdraft.
+ */
+export async function withdrawable(deps: Pick<WithdrawalsDeps, "operations" | "publicClient">, db: Db, rows: readonly Withdrawal[], balance: bigint, block: bigint, amountOf: (w: Withdrawal) => bigint) {
+  const ops = await operationsOf(deps.operations, db, rows);
+  const taken = await Promise.all(
+    rows.map(async (w) => {
+      const hash = transferTxOf(w, ops.get(w.id));
+      const receipt = hash === null ? null : await deps.publicClient.getTransactionReceipt({ hash: hash as Hex }).catch(() => null);
+      return receipt && receipt.status === "success" && receipt.blockNumber <= block ? 0n : amountOf(w);
+    }),
+  );
+  const pending = taken.reduce((sum, n) => sum + n, 0n);
+  return { available: balance - pending, pending };
+}
+
 /** Withdrawals as their resource, with their transactions. */
 export async function withdrawalAnswers(operations: Pick<ChainOperations, "findMany">, db: Db, rows: readonly Withdrawal[]) {
   const ops = await operationsOf(operations, db, rows);

@@ -17,17 +17,6 @@ export function pendingCertificateOf(db: Db, artworkId: string): Promise<Withdra
 }
 
 /** The payment token's units the user's pending withdrawals are taking out of their custodial wallet. */
-export async function pendingPaymentTokenOf(db: Db, userId: string): Promise<bigint> {
-  const row = await db
-    .selectFrom("withdrawals")
-    .select(sql<string>`coalesce(sum(amount_units), 0)`.as("units"))
-    .where("user_id", "=", userId)
-    .where("asset", "=", "payment_token")
-    .where("status", "=", "pending")
-    .executeTakeFirstOrThrow();
-  return BigInt(row.units);
-}
-
 export function listOf(db: Db, userId: string, page: Page) {
   return paginate(db.selectFrom("withdrawals").where("user_id", "=", userId), page, (q) => q.selectAll().orderBy("created_at", "desc").orderBy("id", "desc"));
 }
@@ -96,16 +85,10 @@ export function indexedTransfers(db: Db, viewsSchema: string, of: { blocks: [big
 }
 
 /** The shares of `tokenId` the user's pending withdrawals are taking out of their custodial wallet. */
-export async function pendingSharesOf(db: Db, userId: string, tokenId: bigint): Promise<bigint> {
-  const row = await db
-    .selectFrom("withdrawals")
-    .select(sql<string>`coalesce(sum(quantity), 0)`.as("n"))
-    .where("user_id", "=", userId)
-    .where("asset", "=", "shares")
-    .where("token_id", "=", tokenId)
-    .where("status", "=", "pending")
-    .executeTakeFirstOrThrow();
-  return BigInt(row.n);
+/** A user's pending withdrawals of `asset` (of the share class `tokenId`, for shares), to count against their wallet's balance. */
+export function pendingOfUser(db: Db, userId: string, asset: WithdrawalAsset, tokenId?: bigint): Promise<Withdrawal[]> {
+  const query = db.selectFrom("withdrawals").selectAll().where("user_id", "=", userId).where("asset", "=", asset).where("status", "=", "pending");
+  return (tokenId === undefined ? query : query.where("token_id", "=", tokenId)).execute();
 }
 
 /** Another pending shares withdrawal of the wallet with a signed transaction (at most one: withdrawals_signing_wallet_key). */

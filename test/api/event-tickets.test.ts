@@ -5,8 +5,9 @@
  * their retries are under way. The events themselves: events.test.ts.
  */
 import { randomBytes } from "node:crypto";
+import { sql } from "kysely";
 import { beforeAll, describe, expect, it } from "vitest";
-import { createUser, expectProblem, type TestUser } from "../support/api.ts";
+import { createUser, expectProblem, type TestResponse, type TestUser } from "../support/api.ts";
 import { answeredEarly, at, DAY, FAKE, useEventsPlatform } from "../support/events.ts";
 import { holdCalls } from "../support/hold.ts";
 import { signalled, waitFor } from "../support/wait.ts";
@@ -357,6 +358,76 @@ describe("platform event tickets", () => {
     expect(tickets.length).toBe(settled.orders.filter((o) => o.status === "refunded").length);
     const txns = await p.db.selectFrom("transactions").select("status").where("reference_id", "in", settled.orders.map((o) => o.id)).execute();
     expect(txns.every((t) => t.status === "refunded" || t.status === "failed")).toBe(true);
+  }, 120_000);
+
+  it("confirmations of one event do not wait for each other; a cancellation waits for the one under way, then refunds it", async () => {
+    const e = expectCreated(await create(hybrid({ format: "in_person", tickets: { in_person: { price_usd: 9, capacity: 10 } } })));
+    const newBuyer = () => createUser(p.api, { scope: ["events:write", "events:read"] });
+    const [held, passing] = await Promise.all([newBuyer(), newBuyer()]);
+    const purchase = (u: TestUser) => buy(u, e.event_id, { kind: "in_person", quantity: 1, payment_method_id: "pm_card_visa" });
+    const { ledger } = p.api.server.platform.services;
+    // One confirmation stopped inside its transaction, the event's row locked against a
+    // cancellation: just before its ledger entry, the transaction's last write.
+    const atEntry = holdCalls(ledger, "append", {
+      which: (_trx, args) => {
+        const entry = args[1] as { kind: string; parties: string[] };
+        return entry.kind === "ticket_order.confirmed" && entry.parties.includes(held.id);
+      },
+    });
+    const cancellationsWaiting = async () =>
+      (await sql<{ n: number }>`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%from "platform_events"%for update'`.execute(p.db)).rows[0]!.n;
+    let first: TestResponse, cancelled: TestResponse;
+    try {
+      const heldPurchase = purchase(held);
+      await signalled(Promise.race([atEntry.reached(1), answeredEarly([heldPurchase])]), "a confirmation held inside its transaction", 60_000);
+      // Another buyer of the event reserves a seat, pays and is confirmed meanwhile.
+      const second = await signalled(purchase(passing), "a second purchase of the event answered while the first's confirmation is under way", 30_000);
+      expect(second.status, second.text).toBe(201);
+      const cancelling = req("DELETE", `/v1/events/${e.event_id}`, admin);
+      await waitFor(async () => (await cancellationsWaiting()) === 1, { timeoutMs: 30_000, what: "the cancellation waiting for the confirmation's lock" });
+      atEntry.release();
+      [first, cancelled] = await Promise.all([heldPurchase, cancelling]);
+    } finally {
+      atEntry.restore();
+    }
+    expect(first.status, first.text).toBe(201);
+    expect(cancelled.status, cancelled.text).toBe(200);
+    // The cancellation came after both confirmations: both orders refunded, both charges back in full.
+    const orders = await waitFor(async () => {
+      const rows = await p.db.selectFrom("ticket_orders").select(["id", "buyer_id", "status"]).where("event_id", "=", e.event_id).execute();
+      const charges = await p.db.selectFrom("sandbox_charges").select(["amount_cents", "amount_refunded_cents"]).where("idempotency_key", "in", rows.map((o) => `ticket_order:${o.id}`)).execute();
+      return rows.every((o) => o.status === "refunded") && charges.length === 2 && charges.every((c) => c.amount_refunded_cents === c.amount_cents) && rows;
+    }, { timeoutMs: 20_000, what: "both orders refunded with their charges" });
+    expect(orders.map((o) => o.buyer_id).sort()).toEqual([held.id, passing.id].sort());
+  }, 120_000);
+
+  it("a price changed while a purchase is under way refuses it (409) with nothing kept; bought again, it pays the new price", async () => {
+    const e = expectCreated(await create(hybrid({ format: "in_person", tickets: { in_person: { price_usd: 9, capacity: 10 } } })));
+    const buyerNow = await createUser(p.api, { scope: ["events:write", "events:read"] });
+    const purchase = () => buy(buyerNow, e.event_id, { kind: "in_person", quantity: 1, payment_method_id: "pm_card_visa" });
+    const { payments } = p.api.server.platform.services;
+    // Held after the price was read, before the purchase's transaction (whose order, once written,
+    // holds the event's row against a change: its foreign key's lock).
+    const atStart = holdCalls(payments, "resolvePaymentMethod", { which: (userId) => userId === buyerNow.id });
+    let refused: TestResponse;
+    try {
+      const pending = purchase();
+      await signalled(Promise.race([atStart.reached(1), answeredEarly([pending])]), "a purchase held after reading the price", 60_000);
+      const patched = await req("PATCH", `/v1/events/${e.event_id}`, admin, { tickets: { in_person: { price_usd: 11, capacity: 10 } } });
+      expect(patched.status, patched.text).toBe(200);
+      atStart.release();
+      refused = await pending;
+    } finally {
+      atStart.restore();
+    }
+    expectProblem(refused, 409, "invalid_state");
+    expect(refused.body.detail).toMatch(/price changed/);
+    const orders = () => p.db.selectFrom("ticket_orders").select(["status", "unit_price_cents"]).where("event_id", "=", e.event_id).execute();
+    expect(await orders()).toEqual([]);
+    expect((await detail(e.event_id)).tickets.in_person.remaining).toBe(10);
+    const again = await purchase();
+    expect(again.status, again.text).toBe(201);
+    expect(await orders()).toEqual([{ status: "confirmed", unit_price_cents: 1100n }]);
   }, 120_000);
 
   it("an order whose payment is being retried when its event is cancelled fails, and any charge taken is refunded", async () => {

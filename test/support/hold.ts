@@ -3,13 +3,14 @@
  * a test forces an interleaving with it instead of hoping for one. After passNew(), calls made from
  * then on go through while those held stay held. A call is known by `keyOf` its first argument (the
  * argument itself by default): a retry of a held call, such as a purchase's fallback job, has its key.
- * Only calls `which` accepts are held and counted: the platform's other work (an earlier purchase's
- * fallback job, say) goes through and is never taken for a call the test is waiting for.
+ * Only calls `which` accepts (given the first argument, then all of them) are held and counted: the
+ * platform's other work (an earlier purchase's fallback job, say) goes through and is never taken
+ * for a call the test is waiting for.
  */
 export function holdCalls<T extends object>(
   target: T,
   method: keyof T & string,
-  options: { keyOf?: (first: unknown) => unknown; which?: (first: unknown) => boolean | Promise<boolean> } = {},
+  options: { keyOf?: (first: unknown) => unknown; which?: (first: unknown, args: unknown[]) => boolean | Promise<boolean> } = {},
 ) {
   const keyOf = options.keyOf ?? ((first: unknown) => first);
   const which = options.which ?? (() => true);
@@ -27,7 +28,7 @@ export function holdCalls<T extends object>(
     configurable: true,
     writable: true,
     value: async (...args: unknown[]) => {
-      if (!(await which(args[0]))) return original.apply(target, args);
+      if (!(await which(args[0], args))) return original.apply(target, args);
       if (holding) {
         held++;
         heldFirstArgs.add(keyOf(args[0]));

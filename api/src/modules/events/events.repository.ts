@@ -24,11 +24,14 @@ export function lock(trx: Transaction<Database>, id: string): Promise<PlatformEv
 }
 
 /**
- * The event's status, its row locked against a cancellation (which locks it FOR UPDATE). FOR NO
- * KEY UPDATE, not a share lock: the caller may release seats next, an update of the same row.
+ * The event's status, its row locked against a cancellation or a change, both of which lock it FOR
+ * UPDATE (`lock`). FOR KEY SHARE, the weakest lock that conflicts with FOR UPDATE: confirmations of
+ * one event do not wait for each other, nor for seats being reserved or released (plain UPDATEs,
+ * FOR NO KEY UPDATE), and a holder that releases seats next upgrades without a deadlock (a shared
+ * or NO KEY UPDATE lock here would be one, or would queue every confirmation on the row).
  */
 export function lockStatus(trx: Transaction<Database>, id: string): Promise<Pick<PlatformEvent, "status">> {
-  return trx.selectFrom("platform_events").select("status").where("id", "=", id).forNoKeyUpdate().executeTakeFirstOrThrow();
+  return trx.selectFrom("platform_events").select("status").where("id", "=", id).forKeyShare().executeTakeFirstOrThrow();
 }
 
 /** Every change moves `sequence`: calendars replace the entries they imported. */

@@ -76,6 +76,20 @@ export class TicketsService {
     const method = price > 0n && input.payment_method_id !== undefined ? await payments.resolvePaymentMethod(buyer.id, input.payment_method_id) : null;
 
     const created = await transact(async (trx) => {
+      if (method && price > 0n) {
+        // Paid at once: the order, its purchase and the answer written first, the seats reserved
+        // last. The reservation locks the event's row until the commit, so it is held for one
+        // statement (a burst of buyers of one event queues there, not behind each other's writes).
+        const id = newId("order");
+        const total = price * BigInt(input.quantity);
+        await repo.insertOrder(trx, { id, event_id: eventId, buyer_id: buyer.id, kind: input.kind, quantity: input.quantity, unit_price_cents: price, total_cents: total, transaction_id: null, status: "pending", payment_due_at: null });
+        await this.startPayment(trx, { id, event_id: eventId, kind: input.kind, quantity: input.quantity }, buyer.id, method.id, total);
+        const answer = await this.orderIn(trx, id);
+        const reserved = await repo.reserveSeats(trx, eventId, input.kind, input.quantity);
+        if (!reserved) await this.refusal(trx, eventId, input.kind, input.quantity);
+        if (priceOf(reserved!, input.kind) !== price) throw ApiError.conflict("invalid_state", "The event's ticket price changed while you were buying; look at the event again and buy at its new price");
+        return answer;
+      }
       // The reservation locks the event's row until the commit: one buyer's orders are counted one after another.
       const reserved = await repo.reserveSeats(trx, eventId, input.kind, input.quantity);
       if (!reserved) await this.refusal(trx, eventId, input.kind, input.quantity);

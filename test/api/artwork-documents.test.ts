@@ -12,7 +12,6 @@ import { sql } from "kysely";
 import sharp from "sharp";
 import { keccak256, stringToBytes } from "viem";
 import { describe, expect, it } from "vitest";
-import { newId } from "../../api/src/lib/ids.ts";
 import { createUser, expectProblem, startTestApi } from "../support/api.ts";
 import { artworkInput, artworkReads, formFields, originalsUnder, pngDeclaring, pngImage, postMultipart, useArtworkPlatform, useImageServer } from "../support/artworks.ts";
 import { waitFor } from "../support/wait.ts";
@@ -258,25 +257,6 @@ describe("images: one pipeline, sizes without metadata, the original kept", () =
     expect(image.body.detail).toMatch(/cannot be shown: The image declares 40000 × 40000 pixels/);
     // Nothing left to do: the next job finds no work.
     expect(await p.db.selectFrom("artworks").select("id").where("image_storage_key", "is not", null).where("image_processed_at", "is", null).execute()).toEqual([]);
-  });
-
-  it("takes up an upload whose processing job was lost (its worker died): the sweep queues it again, and it is certified", async () => {
-    const artist = await createUser(p.api, { role: "artist" });
-    const source = await upload(artist, pngImage());
-    await processed(source);
-    // An upload committed with its processing job, whose worker died with the job: no job, the deadline passed.
-    const id = newId("artwork");
-    await sql`
-      insert into artworks (id, artist_id, title, year, medium, dimensions, status, image_storage_key, image_sha256, image_content_type, image_bytes,
-                            certification_requested_at, image_fetch_deadline, created_at, updated_at)
-      select ${id}, artist_id, 'Lost in a crash', year, medium, dimensions, 'pending_certification', image_storage_key, image_sha256, image_content_type, image_bytes,
-             now(), now() - interval '1 minute', now(), now()
-      from artworks where id = ${source}`.execute(p.db);
-    const certified = await waitFor(async () => {
-      const d = (await p.api.request("GET", `/v1/artworks/${id}`)).body;
-      return d.status === "certified" ? d : null;
-    }, { timeoutMs: 30_000, what: "the lost upload processed and certified" });
-    expect(certified.images.thumbnail).toMatchObject({ width: 1, height: 1 });
   });
 
   const writeStored = (key: string, bytes: Buffer) => {

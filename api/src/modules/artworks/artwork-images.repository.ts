@@ -26,7 +26,7 @@ export async function insertImages(db: Db, rows: NewArtworkImage[]): Promise<voi
 export async function markProcessed(db: Db, artworkId: string, columns: ProcessedColumns): Promise<void> {
   await db
     .updateTable("artworks")
-    .set({ ...columns, image_processed_at: new Date(), image_fetch_deadline: null })
+    .set({ ...columns, image_processed_at: new Date() })
     .where("id", "=", artworkId)
     .where("image_processed_at", "is", null)
     .execute();

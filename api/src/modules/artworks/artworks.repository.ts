@@ -361,10 +361,9 @@ export async function markIndexed(db: Db, facts: CertifiedFacts[]): Promise<void
 }
 
 /**
- * Pending artworks still waiting for their image whose download or processing should have moved on
- * a while ago (its process died, or its job was lost): given a new deadline `leaseMs` ahead so that
- * only one sweeper re-enqueues each. (Once the image is processed, the chain operation's own lease
- * takes over.)
+ * Pending artworks still waiting for their image whose download should have moved on a while ago
+ * (its process died, or its job was lost): given a new deadline `leaseMs` ahead so that only one
+ * sweeper re-enqueues each. (Once the image is stored, the chain operation's own lease takes over.)
  */
 export async function reclaimLostImageFetches(trx: Transaction<Database>, graceMs: number, leaseMs: number, limit: number): Promise<string[]> {
   const rows = await trx
@@ -375,7 +374,7 @@ export async function reclaimLostImageFetches(trx: Transaction<Database>, graceM
         .selectFrom("artworks")
         .select("id")
         .where("status", "=", "pending_certification")
-        .where((eb) => eb.or([eb("image_sha256", "is", null), eb("image_processed_at", "is", null)]))
+        .where("image_sha256", "is", null)
         .where("image_fetch_deadline", "<", sql<Date>`now() - ${graceMs} * interval '1 millisecond'`)
         .orderBy("image_fetch_deadline")
         .limit(limit)

@@ -28,8 +28,6 @@ import type { ArtworkImages, ServedImage } from "./artwork-images.ts";
 import * as images from "./artwork-images.repository.ts";
 import type { DerivativeName } from "../../lib/image-pipeline.ts";
 
-/** By when an upload's image should be processed; after it, the sweep takes its job for lost (a burst of large photos may pass it: processed twice, harmlessly). */
-const PROCESS_DEADLINE_MS = 30_000;
 /** How many recent certifications the estimate looks at, and what it says before there are any. */
 const ESTIMATE_SAMPLE = 50;
 const DEFAULT_ESTIMATE = "5-30 seconds";
@@ -125,8 +123,8 @@ export class ArtworksService {
         certified_by: null,
         certification_error: null,
         failed_at: null,
-        // A download or a processing to come: the sweep's deadline for its job (a worker that died with it).
-        image_fetch_deadline: image?.columns.image_processed_at ? null : new Date(Date.now() + (image ? PROCESS_DEADLINE_MS : config.certification.leaseMs)),
+        // A download to come: the sweep's deadline for its job.
+        image_fetch_deadline: image ? null : new Date(Date.now() + config.certification.leaseMs),
         deleted_at: null,
       },
     };

@@ -58,8 +58,8 @@ export interface ArtworksTable {
   /** Why the last download that is retried failed (one that ends the certification says so in certification_error). */
   image_fetch_error: string | null;
   /**
-   * While the artwork waits for its image: by when its download or processing job should have run
-   * or been rescheduled; after it (and a grace), the sweep takes the job for lost and enqueues it again.
+   * While the artwork waits for its image: by when its download job should have run or been
+   * rescheduled; after it (and a grace), the sweep takes the job for lost and enqueues it again.
    */
   image_fetch_deadline: NullableTimestamp;
   /** Set while a download of image_source_url runs: counts against the artist's cap of downloads in flight. */

@@ -350,56 +350,12 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The artwork's image, to show
-         * @description Stable URL of the image to show: the display size (WebP, longest side at most 2048 px, no metadata), also of deleted artworks (the certificate refers to it). The bytes the certificate's `image_sha256` covers are the original (`GET /v1/artworks/{id}/original`). Its ETag is its own SHA-256.
+         * The artwork's image
+         * @description Stable URL of the stored image (also of deleted artworks: the certificate refers to it). Its SHA-256 is the document's `image_sha256` (also in the ETag).
          *
          *     Public: works without a token (a token, if sent, must be valid).
          */
         get: operations["getArtworkImage"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/artworks/{id}/images/{name}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * One size of the artwork's image
-         * @description The thumbnail (longest side at most 640 px) or the display size (at most 2048 px): WebP, oriented, with no metadata (no EXIF, GPS or camera data). Immutable: cached for a year. The detail's `images` lists each size with its width and height.
-         *
-         *     Public: works without a token (a token, if sent, must be valid).
-         */
-        get: operations["getArtworkImageSize"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/artworks/{id}/original": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * The original image, as uploaded
-         * @description The bytes as uploaded or downloaded, whose SHA-256 is the certificate document's `image_sha256` (docs/auditors.md). Public when the original carries no metadata; one that carries EXIF, XMP or IPTC (a camera, a GPS position) is served only to its artist, its certificate's holder and admins, and is 404 to anyone else (the detail's `images.original.public` says which).
-         *
-         *     Public: works without a token (a token, if sent, must be valid).
-         */
-        get: operations["getArtworkOriginal"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2629,7 +2585,7 @@ export interface components {
             for_sale: boolean;
             verified: boolean;
             fractional_available: boolean;
-            /** @description The thumbnail: WebP, longest side at most 640 px, no metadata (docs/decisions.md#images) */
+            /** @description The image URL (no resized thumbnails yet) */
             thumbnail_url: string;
             /** @enum {string} */
             status: "pending_certification" | "certified" | "certification_failed";
@@ -2797,12 +2753,11 @@ export interface components {
                  */
                 last_error: string;
             };
-            /** @description The image to show (the display size: WebP, at most 2048 px, no metadata), served by the API (stable) */
+            /** @description The stored image, served by the API (stable) */
             image_url: string;
             thumbnail_url: string;
-            /** @description SHA-256 of the original's bytes as uploaded or downloaded (images.original); null until a given image_url was fetched */
+            /** @description SHA-256 of the image bytes; null until a given image_url was fetched */
             image_sha256: string | null;
-            images: components["schemas"]["ArtworkImages"];
             media: {
                 image_url: string;
                 thumbnail_url: string;
@@ -2826,45 +2781,6 @@ export interface components {
              */
             updated_at: string;
         };
-        /** @description The image's sizes; null until a given image_url was fetched (or, for an artwork stored before derivatives existed, until they are made) */
-        ArtworkImages: {
-            /** @description Longest side at most 640 px; WebP; no metadata */
-            thumbnail: {
-                /** @description Immutable: cached for a year */
-                url: string;
-                width: number;
-                height: number;
-                bytes: number;
-                /** @example image/webp */
-                content_type: string;
-            } | null;
-            /** @description Longest side at most 2048 px; WebP; no metadata (`image_url` serves it too) */
-            display: {
-                /** @description Immutable: cached for a year */
-                url: string;
-                width: number;
-                height: number;
-                bytes: number;
-                /** @example image/webp */
-                content_type: string;
-            } | null;
-            original: {
-                url: string;
-                /** @description As displayed (after its EXIF orientation) */
-                width: number | null;
-                height: number | null;
-                bytes: number | null;
-                content_type: string | null;
-                /** @description The certificate document's image_sha256 */
-                sha256: string;
-                /** @description False when the original carries metadata (EXIF, XMP, IPTC: a camera, a GPS position): it is then served only to its artist, its certificate's holder and admins */
-                public: boolean;
-                /** @description The metadata blocks the original carries; no derivative keeps any */
-                metadata: ("exif" | "xmp" | "iptc")[];
-            };
-            /** @description Why no derivative exists (an original stored before such images were refused, a decompression bomb) */
-            refusal?: string;
-        } | null;
         ProvenanceEntry: {
             /**
              * @description created, certified, verification_override, for_sale (the holder's ask, with price_usd), not_for_sale, listed, delisted, sold, returned, transferred, deleted
@@ -8817,324 +8733,6 @@ export interface operations {
         };
     };
     getArtworkImage: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description The artwork's id: `art_` followed by a 26-character ULID */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Success */
-            200: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    "Indexer-Lag": components["headers"]["Indexer-Lag"];
-                    "X-Cache": components["headers"]["X-Cache"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "image/*": Blob;
-                };
-            };
-            /** @description Malformed request, invalid parameter or failed validation */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    "X-Cache": components["headers"]["X-Cache"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Missing, invalid, expired or revoked bearer token */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
-                    "X-Cache": components["headers"]["X-Cache"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Insufficient scope, not the owner, or account suspended */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    "X-Cache": components["headers"]["X-Cache"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    "X-Cache": components["headers"]["X-Cache"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request was not received in time (answered before any route; the connection closes) */
-            408: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    "X-Cache": components["headers"]["X-Cache"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Rate limited (see Retry-After) */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
-                    "X-Cache": components["headers"]["X-Cache"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request line and headers exceed 16 KiB (answered before any route; the connection closes) */
-            431: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    "X-Cache": components["headers"]["X-Cache"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Internal error */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    "X-Cache": components["headers"]["X-Cache"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description A dependency is unavailable */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
-                    "X-Cache": components["headers"]["X-Cache"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    getArtworkImageSize: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description The artwork's id: `art_` followed by a 26-character ULID */
-                id: string;
-                /** @description The derivative: `thumbnail.webp` (longest side at most 640 px) or `display.webp` (at most 2048 px) */
-                name: "thumbnail.webp" | "display.webp";
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Success */
-            200: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    "Indexer-Lag": components["headers"]["Indexer-Lag"];
-                    "X-Cache": components["headers"]["X-Cache"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "image/webp": Blob;
-                };
-            };
-            /** @description Malformed request, invalid parameter or failed validation */
-            400: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    "X-Cache": components["headers"]["X-Cache"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Missing, invalid, expired or revoked bearer token */
-            401: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
-                    "X-Cache": components["headers"]["X-Cache"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Insufficient scope, not the owner, or account suspended */
-            403: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    "X-Cache": components["headers"]["X-Cache"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Not found */
-            404: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    "X-Cache": components["headers"]["X-Cache"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request was not received in time (answered before any route; the connection closes) */
-            408: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    "X-Cache": components["headers"]["X-Cache"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Rate limited (see Retry-After) */
-            429: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
-                    "X-Cache": components["headers"]["X-Cache"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description The request line and headers exceed 16 KiB (answered before any route; the connection closes) */
-            431: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    "X-Cache": components["headers"]["X-Cache"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description Internal error */
-            500: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    "X-Cache": components["headers"]["X-Cache"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description A dependency is unavailable */
-            503: {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    "Retry-After": components["headers"]["Retry-After"];
-                    "X-Cache": components["headers"]["X-Cache"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    getArtworkOriginal: {
         parameters: {
             query?: never;
             header?: never;

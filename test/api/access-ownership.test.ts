@@ -48,7 +48,6 @@ const EXCLUDED: Record<string, string> = {
   "POST /v1/artworks": CREATES,
   "GET /v1/artworks/{id}": PUBLIC_READ,
   "GET /v1/artworks/{id}/image": PUBLIC_READ,
-  "GET /v1/artworks/{id}/images/{name}": PUBLIC_READ,
   "GET /v1/artworks/{id}/metadata.json": PUBLIC_READ,
   "GET /v1/artworks/{id}/certificate": PUBLIC_READ,
   "GET /v1/artworks/{id}/certificate/document": PUBLIC_READ,

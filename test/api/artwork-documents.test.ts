@@ -1,19 +1,15 @@
 /**
  * An artwork's documents on a platform of their own (database, Ponder, relayer; the run's chain):
- * the canonical document, token metadata, the on-chain hash lookup and the verify page; the image
- * pipeline (sizes without metadata, the original's access, bombs refused, the backfill); a
+ * the canonical document, token metadata, the on-chain hash lookup and the verify page; a
  * certification that fails for good and an admin's retry; the artwork routes' OpenAPI. Registration
  * and changes: artworks.test.ts. Each test creates its own users and artworks.
  */
 import { createHash } from "node:crypto";
-import { mkdirSync, writeFileSync } from "node:fs";
-import path from "node:path";
 import { sql } from "kysely";
-import sharp from "sharp";
 import { keccak256, stringToBytes } from "viem";
 import { describe, expect, it } from "vitest";
 import { createUser, expectProblem, startTestApi } from "../support/api.ts";
-import { artworkInput, artworkReads, formFields, originalsUnder, pngDeclaring, pngImage, postMultipart, useArtworkPlatform, useImageServer } from "../support/artworks.ts";
+import { artworkInput, artworkReads, pngImage, useArtworkPlatform, useImageServer } from "../support/artworks.ts";
 import { waitFor } from "../support/wait.ts";
 
 const p = useArtworkPlatform();
@@ -43,7 +39,7 @@ describe("documents, metadata and hash lookup", () => {
 
     const metadata = await p.api.request("GET", `/v1/artworks/${art.id}/metadata.json`);
     expect(metadata.status).toBe(200);
-    expect(metadata.body).toMatchObject({ name: art.title, image: art.images.display.url, certificate_hash: art.certificate_hash });
+    expect(metadata.body).toMatchObject({ name: art.title, image: art.image_url, certificate_hash: art.certificate_hash });
     const onChain = await p.views.selectFrom("certificate").select(["token_uri", "royalty_bps", "owner", "royalty_receiver"]).where("artwork_id", "=", art.id).executeTakeFirstOrThrow();
     expect(onChain.token_uri).toBe(`${p.api.url}/v1/artworks/${art.id}/metadata.json`);
     expect(onChain.royalty_bps).toBe(500);
@@ -67,11 +63,10 @@ describe("documents, metadata and hash lookup", () => {
     const html = await page.text();
     const imageUrl = `${p.api.url}/v1/artworks/${art.id}/image`;
     expect(html).toContain(`<img id="artwork-image" src="${imageUrl}"`);
-    // The image shown is the display size of the one the certificate fingerprints, from the API's own origin (the page's CSP allows only 'self').
+    // The image shown is the one the certificate fingerprints, from the API's own origin (the page's CSP allows only 'self').
     const image = await fetch(imageUrl);
-    expect([image.status, image.headers.get("content-type")]).toEqual([200, "image/webp"]);
-    const original = await fetch(art.images.original.url);
-    expect(createHash("sha256").update(Buffer.from(await original.arrayBuffer())).digest("hex")).toBe(art.image_sha256);
+    expect(image.status).toBe(200);
+    expect(createHash("sha256").update(Buffer.from(await image.arrayBuffer())).digest("hex")).toBe(art.image_sha256);
     expect(page.headers.get("content-security-policy")).toContain("img-src 'self'");
     // No EXPLORER_URL and a local chain (no explorer known): plain text.
     expect(html).toContain(`<code id="owner">${certificate.owner}</code>`);
@@ -119,151 +114,6 @@ describe("documents, metadata and hash lookup", () => {
     }
     await p.api.request("DELETE", `/v1/artworks/${res.body.id}`, { token: artist.token });
   });
-});
-
-describe("images: one pipeline, sizes without metadata, the original kept", () => {
-  const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
-  const bytesOf = async (res: Response) => Buffer.from(await res.arrayBuffer());
-  /** A phone photo: 1600 x 1000 pixels shown turned a quarter (EXIF orientation 6), with its camera and GPS position. */
-  const phonePhoto = () =>
-    sharp({ create: { width: 1600, height: 1000, channels: 3, background: { r: 180, g: 90, b: 40 } } })
-      .jpeg()
-      .withExif({ IFD0: { Make: "CameraCo", Model: "X1" }, IFD3: { GPSLatitudeRef: "N", GPSLatitude: "38/1 42/1 0/1" } })
-      .withMetadata({ orientation: 6 })
-      .toBuffer();
-  const upload = async (artist: { token: string }, bytes: Buffer, title = "Harbour, from the pier") => {
-    const res = await postMultipart(p.api.url, artist.token, formFields(artworkInput({ title })), { bytes, type: "image/jpeg", filename: "IMG_0001.jpg" });
-    expect(res.status, res.text).toBe(201);
-    return res.body.id as string;
-  };
-  /** The artwork once its image is processed (by its job, after the upload's answer). */
-  const processed = (id: string) =>
-    waitFor(async () => {
-      const d = (await p.api.request("GET", `/v1/artworks/${id}`)).body;
-      return d.images ? d : null;
-    }, { what: `the processing of ${id}'s image` });
-
-  it("serves a photo's thumbnail and display size oriented, as WebP with no EXIF; its original only to its artist and admins", async () => {
-    const [artist, other, admin] = await Promise.all([createUser(p.api, { role: "artist" }), createUser(p.api), createUser(p.api, { role: "admin", scope: ["admin"] })]);
-    const photo = await phonePhoto();
-    const id = await upload(artist, photo);
-    const detail = await processed(id);
-    const base = `${p.api.url}/v1/artworks/${id}`;
-    expect(detail.images).toEqual({
-      thumbnail: { url: `${base}/images/thumbnail.webp`, width: 400, height: 640, bytes: expect.any(Number), content_type: "image/webp" },
-      display: { url: `${base}/images/display.webp`, width: 1000, height: 1600, bytes: expect.any(Number), content_type: "image/webp" },
-      original: { url: `${base}/original`, width: 1000, height: 1600, bytes: photo.length, content_type: "image/jpeg", sha256: sha256(photo), public: false, metadata: ["exif"] },
-    });
-    expect(detail.thumbnail_url).toBe(detail.images.thumbnail.url);
-    expect(detail.image_sha256).toBe(sha256(photo));
-
-    // Every public answer: the right size, WebP, immutable, its own hash as ETag, and nothing of the camera or the place.
-    for (const [url, width, height] of [[detail.images.thumbnail.url, 400, 640], [detail.images.display.url, 1000, 1600], [detail.image_url, 1000, 1600]] as const) {
-      const res = await fetch(url);
-      expect(res.status).toBe(200);
-      expect(res.headers.get("content-type")).toBe("image/webp");
-      expect(res.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
-      const body = await bytesOf(res);
-      expect(res.headers.get("etag")).toBe(`"${sha256(body)}"`);
-      const seen = await sharp(body).metadata();
-      expect([seen.width, seen.height, seen.exif, seen.xmp, seen.iptc]).toEqual([width, height, undefined, undefined, undefined]);
-      expect(body.includes("CameraCo")).toBe(false);
-    }
-    expect((await p.api.request("GET", `/v1/artworks/${id}/metadata.json`)).body.image).toBe(detail.images.display.url);
-
-    // The original, EXIF and all: its artist and admins; 404 to anyone else, as if it did not exist.
-    expectProblem(await p.api.request("GET", `/v1/artworks/${id}/original`), 404, "not_found");
-    expectProblem(await p.api.request("GET", `/v1/artworks/${id}/original`, { token: other.token }), 404, "not_found");
-    for (const reader of [artist, admin]) {
-      const res = await fetch(`${base}/original`, { headers: { authorization: `Bearer ${reader.token}` } });
-      expect(res.status).toBe(200);
-      expect([res.headers.get("content-type"), res.headers.get("cache-control")]).toEqual(["image/jpeg", "private, max-age=3600"]);
-      expect((await bytesOf(res)).equals(photo)).toBe(true);
-    }
-    expectProblem(await p.api.request("GET", `/v1/artworks/${id}/images/poster.webp`), 400, "invalid_parameter");
-    expectProblem(await p.api.request("GET", "/v1/artworks/art_01JD3Y5V0Q3G7W7J6T4N4C2X1M/images/thumbnail.webp"), 404, "not_found");
-  });
-
-  it("serves an original without metadata to anyone: its SHA-256 is the certificate's image_sha256", async () => {
-    const artist = await createUser(p.api, { role: "artist" });
-    const bytes = pngImage();
-    const id = await upload(artist, bytes);
-    const detail = await processed(id);
-    expect(detail.images.original).toMatchObject({ public: true, metadata: [], width: 1, height: 1 });
-    const res = await fetch(detail.images.original.url);
-    expect(res.status).toBe(200);
-    expect(sha256(await bytesOf(res))).toBe(detail.image_sha256);
-  });
-
-  it("refuses a decompression bomb (413) or an unreadable header (415) storing nothing; an image cut short fails its certification", async () => {
-    const artist = await createUser(p.api, { role: "artist" });
-    const files = originalsUnder(p.storageDir).length;
-    const bomb = await postMultipart(p.api.url, artist.token, formFields(artworkInput()), { bytes: pngDeclaring(60_000, 60_000) });
-    expectProblem(bomb, 413, "payload_too_large");
-    expect(bomb.body.detail).toMatch(/declares 60000 × 60000 pixels \(3600 megapixels\); at most 100 megapixels/);
-    const garbled = Buffer.concat([Buffer.from("GIF89a"), Buffer.alloc(8)]);
-    const unreadable = await postMultipart(p.api.url, artist.token, formFields(artworkInput()), { bytes: garbled, type: "image/gif" });
-    expectProblem(unreadable, 415, "unsupported_media_type");
-    expect(unreadable.body.detail).toMatch(/^The image could not be read/);
-    expect(await p.db.selectFrom("artworks").select("id").where("artist_id", "=", artist.id).execute()).toEqual([]);
-    expect(originalsUnder(p.storageDir).length).toBe(files);
-    // A header that reads, pixels that do not: found by the processing after the answer, which ends the certification.
-    const cut = await upload(artist, (await phonePhoto()).subarray(0, 2000));
-    const failed = await waitFor(async () => {
-      const d = (await p.api.request("GET", `/v1/artworks/${cut}`)).body;
-      return d.status === "certification_failed" ? d : null;
-    }, { what: "the cut image's certification failing" });
-    expect(failed.certification_error).toMatch(/^The image could not be decoded/);
-    expect(failed.images).toMatchObject({ thumbnail: null, display: null, refusal: failed.certification_error });
-  });
-
-  it("fails the certification of an image_url that is a bomb, for good and saying why, with nothing stored", async () => {
-    const artist = await createUser(p.api, { role: "artist" });
-    const bomb = pngDeclaring(50_000, 50_000);
-    images.respond((_req, res) => res.writeHead(200, { "content-type": "image/png" }).end(bomb));
-    const created = await p.api.request("POST", "/v1/artworks", { token: artist.token, body: artworkInput({ image_url: images.url("/bomb.png") }) });
-    expect(created.status, created.text).toBe(201);
-    const failed = await waitFor(async () => {
-      const d = await p.api.request("GET", `/v1/artworks/${created.body.id}`);
-      return d.body.status === "certification_failed" ? d.body : null;
-    }, { what: "the bomb's certification failing" });
-    expect(failed.certification_error).toMatch(/^image_url: The image declares 50000 × 50000 pixels/);
-    expect([failed.image_sha256, failed.images]).toEqual([null, null]);
-  });
-
-  it("makes the sizes of an original stored before the pipeline: at its first request, or by the backfill; says why a bomb stored then has none", async () => {
-    const artist = await createUser(p.api, { role: "artist" });
-    const { artworkImages } = p.api.server.platform.services;
-    const [onDemand, backfilled, bomb] = [await upload(artist, pngImage()), await upload(artist, pngImage()), await upload(artist, pngImage())];
-    for (const id of [onDemand, backfilled, bomb]) await processed(id);
-    // As an artwork stored before derivatives existed: no rows, never processed; the bomb's original a bomb.
-    const bombKey = `artworks/${bomb}/bomb.png`;
-    writeStored(bombKey, pngDeclaring(40_000, 40_000));
-    await p.db.deleteFrom("artwork_images").where("artwork_id", "in", [onDemand, backfilled, bomb]).execute();
-    await p.db.updateTable("artworks").set({ image_processed_at: null, image_width: null, image_height: null, image_metadata: null }).where("id", "in", [onDemand, backfilled, bomb]).execute();
-    await p.db.updateTable("artworks").set({ image_storage_key: bombKey }).where("id", "=", bomb).execute();
-    expect((await p.api.request("GET", `/v1/artworks/${onDemand}`)).body.images).toBeNull();
-
-    const thumbnail = await fetch(`${p.api.url}/v1/artworks/${onDemand}/images/thumbnail.webp`);
-    expect([thumbnail.status, thumbnail.headers.get("content-type")]).toEqual([200, "image/webp"]);
-    await artworkImages.backfillTask({}, undefined as never);
-    const namesOf = async (id: string) => (await p.db.selectFrom("artwork_images").select("name").where("artwork_id", "=", id).orderBy("name").execute()).map((r) => r.name);
-    expect([await namesOf(onDemand), await namesOf(backfilled), await namesOf(bomb)]).toEqual([["display", "thumbnail"], ["display", "thumbnail"], []]);
-    expect((await p.api.request("GET", `/v1/artworks/${backfilled}`)).body.images.display).toMatchObject({ width: 1, height: 1 });
-    const refused = (await p.api.request("GET", `/v1/artworks/${bomb}`)).body.images;
-    expect(refused).toMatchObject({ thumbnail: null, display: null, refusal: expect.stringMatching(/declares 40000 × 40000 pixels/) });
-    const image = await p.api.request("GET", `/v1/artworks/${bomb}/image`);
-    expectProblem(image, 404, "not_found");
-    expect(image.body.detail).toMatch(/cannot be shown: The image declares 40000 × 40000 pixels/);
-    // Nothing left to do: the next job finds no work.
-    expect(await p.db.selectFrom("artworks").select("id").where("image_storage_key", "is not", null).where("image_processed_at", "is", null).execute()).toEqual([]);
-  });
-
-  const writeStored = (key: string, bytes: Buffer) => {
-    const file = path.join(p.storageDir, ...key.split("/"));
-    mkdirSync(path.dirname(file), { recursive: true });
-    writeFileSync(file, bytes);
-  };
 });
 
 describe("failed certification and admin verification", () => {

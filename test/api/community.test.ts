@@ -6,7 +6,7 @@
 import { randomBytes } from "node:crypto";
 import { sql } from "kysely";
 import { beforeAll, describe, expect, it } from "vitest";
-import { artworkInput, formFields, gifImage, originalsUnder, pngImage, postMultipart, useArtworkPlatform } from "../support/artworks.ts";
+import { artworkInput, filesUnder, formFields, gifImage, pngImage, postMultipart, useArtworkPlatform } from "../support/artworks.ts";
 import { certificateCallFrom, certifiedArtwork, indexedCertificate, ownerOnChain, walletOf } from "../support/marketplace.ts";
 import { adminToken, createUser, expectProblem, type TestResponse, type TestUser } from "../support/api.ts";
 
@@ -185,7 +185,7 @@ describe("community", () => {
     expect(Buffer.from(await served.arrayBuffer()).equals(png)).toBe(true);
 
     const posts = await count("community_posts");
-    const files = originalsUnder(p.storageDir).length;
+    const files = filesUnder(p.storageDir).length;
     const five = await form("/v1/community/posts", artist.token, { type: "discussion", content: "too many" }, Array.from({ length: 5 }, () => ({ field: "images", bytes: pngImage() })));
     expectProblem(five, 400, "validation_failed");
     const text = await form("/v1/community/posts", artist.token, { type: "discussion", content: "not an image" }, [{ field: "images", bytes: pngImage() }, { field: "images", bytes: Buffer.from("hello, world"), type: "image/png" }]);
@@ -196,7 +196,7 @@ describe("community", () => {
     expectProblem(twice, 400, "validation_failed");
     expect(twice.body.errors).toEqual([expect.objectContaining({ field: "content", code: "duplicate_field" })]);
     expect(await count("community_posts")).toBe(posts);
-    expect(originalsUnder(p.storageDir).length).toBe(files);
+    expect(filesUnder(p.storageDir).length).toBe(files);
   });
 
   it("multipart tags: one part per tag (a form's array), one part (a JSON array or a single tag), or tags[n] parts", async () => {

@@ -217,7 +217,7 @@ describe("the SDK against the API", () => {
     // The text parts parsed as their fields, the file part stored byte for byte.
     const { data: detail } = await sdk.GET("/v1/artworks/{id}", { params: { path: { id: created.id } } });
     expect(detail).toMatchObject({ year: 2021, medium: "Oil on canvas", dimensions: { width: 60, height: 80, unit: "cm" }, price_usd: 12500.5, for_sale: true });
-    const { data: stored, response: served } = await sdk.GET("/v1/artworks/{id}/original", { params: { path: { id: created.id } }, parseAs: "arrayBuffer" });
+    const { data: stored, response: served } = await sdk.GET("/v1/artworks/{id}/image", { params: { path: { id: created.id } }, parseAs: "arrayBuffer" });
     expect(served.headers.get("content-type")).toBe("image/png");
     expect(Buffer.from(stored)).toEqual(image);
   });

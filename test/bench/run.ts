@@ -8,7 +8,6 @@ import { benchCommunity } from "./community.ts";
 import { benchEvents } from "./events.ts";
 import { benchFractional } from "./fractional.ts";
 import { benchHttp } from "./http.ts";
-import { benchImages } from "./images.ts";
 import { benchMarketplace } from "./marketplace.ts";
 import { benchOnchain } from "./onchain.ts";
 import { benchReads } from "./reads.ts";
@@ -24,7 +23,6 @@ const SUITES: Record<string, (ctx: Awaited<ReturnType<typeof createBenchContext>
   fractional: benchFractional,
   events: benchEvents,
   reads: benchReads,
-  images: benchImages,
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));

@@ -70,16 +70,6 @@ export function accessTable(p: ArtworkPlatform, f: AccessFixtures): Record<strin
       expect: { owner: 200, other: 403, admin: 200 },
       repeatable: true,
     },
-    "GET /v1/artworks/{id}/original": {
-      // An original that carries metadata (an upload's EXIF: artwork-documents.test.ts) is its artist's, holder's and admins'.
-      arrange: owned(async (owner) => {
-        const id = await artwork(owner);
-        await p.db.updateTable("artworks").set({ image_metadata: ["exif"] }).where("id", "=", id).execute();
-        return { path: `/v1/artworks/${id}/original` };
-      }, "artist"),
-      expect: { owner: 200, other: 404, admin: 200 },
-      repeatable: true,
-    },
     "DELETE /v1/artworks/{id}": {
       arrange: owned(async (owner) => ({ path: `/v1/artworks/${await artwork(owner)}` }), "artist"),
       expect: { owner: 200, other: 403, admin: 200 },

@@ -17,7 +17,7 @@
  * minted already): `POST /v1/admin/artworks/:id/verify` certifies them through the usual path
  * (the contract never mints an artwork twice).
  */
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { sql } from "kysely";
 import { type Address, decodeEventLog, getAddress, type Hex } from "viem";
 import { artCertificateAbi } from "../../contracts/abi/ArtCertificate.ts";
@@ -29,7 +29,7 @@ import { Relayer } from "../../api/src/chain/relayer.ts";
 import { createDb } from "../../api/src/db/connection.ts";
 import type { Db } from "../../api/src/db/database.ts";
 import { newId } from "../../api/src/lib/ids.ts";
-import { seedImage } from "./seed-image.ts";
+import { LocalDiskStorage } from "../../api/src/lib/storage.ts";
 import { insertCertifiedProvenance, markCertified, markIndexed, type CertifiedFacts } from "../../api/src/modules/artworks/artworks.repository.ts";
 import { canonicalDocument, certificateDocument, certificateHashOf } from "../../api/src/modules/artworks/certificate-document.ts";
 import { ArtworkLinks } from "../../api/src/modules/artworks/artwork-links.ts";
@@ -211,8 +211,9 @@ async function seedArtworks(
   if (count > 0 && artists.length === 0) throw new Error("artworks need at least one artist: seed users too");
   const mintBatch = options.mintBatch ?? 48;
   const inFlight = options.mintInFlight ?? 4;
-  const image = await seedImage(target.storageDir, PIXEL_PNG);
-  const { sha256 } = image;
+  const sha256 = createHash("sha256").update(PIXEL_PNG).digest("hex");
+  const imageKey = `artworks/seed/${sha256}.png`;
+  await new LocalDiskStorage(target.storageDir).put(imageKey, PIXEL_PNG, "image/png");
   const links = new ArtworkLinks(() => target.publicBaseUrl.replace(/\/$/, ""));
   const artworks: SeededArtwork[] = [];
   let transactions = 0;
@@ -240,7 +241,7 @@ async function seedArtworks(
         insert into artworks (id, artist_id, title, year, medium, dimensions, description, price_cents, for_sale, status,
                               image_storage_key, image_sha256, image_content_type, image_bytes, certification_requested_at, created_at, updated_at)
         select id, artist_id, title, year, medium, dimensions, null, price, false, 'pending_certification',
-               ${image.key}, ${sha256}, ${image.contentType}, ${image.bytes}, created, created, created
+               ${imageKey}, ${sha256}, 'image/png', ${PIXEL_PNG.length}, created, created, created
         from unnest(${batch.map((a) => a.id)}::text[], ${batch.map((a) => a.artist_id)}::text[], ${batch.map((a) => a.title)}::text[],
                     ${batch.map((a) => a.year)}::int[], ${batch.map((a) => a.medium)}::text[], ${batch.map((a) => JSON.stringify(a.dimensions))}::jsonb[],
                     ${batch.map((a) => a.priceCents)}::bigint[], ${batch.map((a) => a.created)}::timestamptz[])
@@ -249,7 +250,6 @@ async function seedArtworks(
         insert into artwork_provenance (artwork_id, event, actor_id, occurred_at)
         select id, 'created', artist_id, created
         from unnest(${batch.map((a) => a.id)}::text[], ${batch.map((a) => a.artist_id)}::text[], ${batch.map((a) => a.created)}::timestamptz[]) as t(id, artist_id, created)`.execute(trx);
-      await image.record(trx, batch.map((a) => a.id));
     });
 
     const facts: CertifiedFacts[] = [];

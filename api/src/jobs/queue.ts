@@ -15,11 +15,6 @@ export interface EnqueueOptions {
   jobKey?: string;
   queueName?: string;
   priority?: number;
-  /**
-   * `preserve_run_at`: a waiting job keeps its time (the default, `replace`, takes the new one).
-   * With array payloads, a waiting job's payload and the new one are joined: one job for a batch.
-   */
-  jobKeyMode?: "replace" | "preserve_run_at";
 }
 
 /**
@@ -40,8 +35,7 @@ export async function enqueue(db: Db, task: string, payload: unknown, opts: Enqu
       run_at => ${opts.runAt ?? null}::timestamptz,
       max_attempts => ${opts.maxAttempts ?? null}::int,
       job_key => ${opts.jobKey ?? null}::text,
-      priority => ${opts.priority ?? null}::int,
-      job_key_mode => ${opts.jobKeyMode ?? "replace"}::text
+      priority => ${opts.priority ?? null}::int
     )).id::text as id`.execute(db);
     if (rows[0]?.id != null) return;
     if (tries === ADD_JOB_TRIES) throw new Error(`The job queue added no ${task} job for key ${opts.jobKey} (${tries} tries)`);

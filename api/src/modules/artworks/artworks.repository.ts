@@ -215,7 +215,7 @@ export async function setFractionalized(db: Db, id: string, fractionalized: bool
 export async function setImageOnce(
   db: Db,
   id: string,
-  image: Pick<Artwork, "image_storage_key" | "image_sha256" | "image_content_type" | "image_bytes" | "image_width" | "image_height" | "image_metadata" | "image_refusal" | "image_processed_at">,
+  image: { image_storage_key: string; image_sha256: string; image_content_type: string; image_bytes: number },
 ): Promise<Pick<Artwork, "image_storage_key" | "image_sha256" | "image_content_type" | "image_bytes">> {
   const columns = ["image_storage_key", "image_sha256", "image_content_type", "image_bytes"] as const;
   const updated = await db
@@ -229,13 +229,9 @@ export async function setImageOnce(
 }
 
 /** Whether the artwork still waits for its image_url download (pending, no image stored). */
-/** What a pending artwork's image waits for before its certification: its download, its processing, nothing. */
-export type ImageStage = "download" | "process" | "ready";
-
-export async function imageStage(db: Db, id: string): Promise<ImageStage> {
-  const row = await db.selectFrom("artworks").select(["status", "image_sha256", "image_processed_at"]).where("id", "=", id).executeTakeFirst();
-  if (row?.status !== "pending_certification") return "ready";
-  return row.image_sha256 === null ? "download" : row.image_processed_at === null ? "process" : "ready";
+export async function needsImage(db: Db, id: string): Promise<boolean> {
+  const row = await db.selectFrom("artworks").select(["status", "image_sha256"]).where("id", "=", id).executeTakeFirst();
+  return row?.status === "pending_certification" && row.image_sha256 === null;
 }
 
 export type ImageFetchClaim = { kind: "claimed"; artwork: Artwork } | { kind: "busy" } | { kind: "not_needed" };

@@ -1,12 +1,8 @@
 import { type ApiRouter, Reply } from "../../http/route.ts";
 import { MAX_IMAGE_BYTES } from "../../lib/images.ts";
-import type { ServedImage } from "./artwork-images.ts";
 import { z } from "../../openapi/zod.ts";
 import * as s from "./artworks.schemas.ts";
 import type { ArtworksService } from "./artworks.service.ts";
-
-/** What the image routes share: public, bytes, 404 for an artwork or an image that is not there. */
-const imageRoute = { tags: ["Artworks"], auth: { public: true } as const, errors: [404], response: z.string().openapi({ type: "string", format: "binary" }) };
 
 export function registerArtworksRoutes(api: ApiRouter, artworks: ArtworksService): void {
   api.route({
@@ -90,41 +86,25 @@ export function registerArtworksRoutes(api: ApiRouter, artworks: ArtworksService
     method: "get",
     path: "/v1/artworks/:id/image",
     operationId: "getArtworkImage",
-    summary: "The artwork's image, to show",
-    description:
-      "Stable URL of the image to show: the display size (WebP, longest side at most 2048 px, no metadata), also of deleted artworks (the certificate refers to it). The bytes the certificate's `image_sha256` covers are the original (`GET /v1/artworks/{id}/original`). Its ETag is its own SHA-256.",
-    ...imageRoute,
+    summary: "The artwork's image",
+    description: "Stable URL of the stored image (also of deleted artworks: the certificate refers to it). Its SHA-256 is the document's `image_sha256` (also in the ETag).",
+    tags: ["Artworks"],
+    auth: { public: true },
     params: s.artworkIdParams,
+    errors: [404],
     produces: "image/*",
-    handler: async ({ params }) => imageReply(await artworks.image(params.id)),
-  });
-
-  api.route({
-    method: "get",
-    path: "/v1/artworks/:id/images/:name",
-    operationId: "getArtworkImageSize",
-    summary: "One size of the artwork's image",
-    description: "The thumbnail (longest side at most 640 px) or the display size (at most 2048 px): WebP, oriented, with no metadata (no EXIF, GPS or camera data). Immutable: cached for a year. The detail's `images` lists each size with its width and height.",
-    ...imageRoute,
-    params: s.artworkImageParams,
-    produces: "image/webp",
-    handler: async ({ params }) => imageReply(await artworks.image(params.id, params.name === "thumbnail.webp" ? "thumbnail" : "display")),
-  });
-
-  api.route({
-    method: "get",
-    path: "/v1/artworks/:id/original",
-    operationId: "getArtworkOriginal",
-    summary: "The original image, as uploaded",
-    description:
-      "The bytes as uploaded or downloaded, whose SHA-256 is the certificate document's `image_sha256` (docs/auditors.md). Public when the original carries no metadata; one that carries EXIF, XMP or IPTC (a camera, a GPS position) is served only to its artist, its certificate's holder and admins, and is 404 to anyone else (the detail's `images.original.public` says which).",
-    ...imageRoute,
-    params: s.artworkIdParams,
-    produces: "image/*",
-    handler: async ({ auth, params }) => {
-      const viewer = auth ? { userId: auth.userId, role: auth.role } : null;
-      // Kept out of shared caches when it is not public.
-      return imageReply(await artworks.original(params.id, viewer), viewer ? "private, max-age=3600" : undefined);
+    response: z.string().openapi({ type: "string", format: "binary" }),
+    handler: async ({ params }) => {
+      const image = await artworks.image(params.id);
+      return new Reply(200, image.body, {
+        contentType: image.contentType,
+        headers: {
+          "Cache-Control": "public, max-age=31536000, immutable",
+          ETag: `"${image.sha256}"`,
+          "X-Content-Type-Options": "nosniff",
+          "Content-Security-Policy": "default-src 'none'",
+        },
+      });
     },
   });
 
@@ -157,13 +137,5 @@ export function registerArtworksRoutes(api: ApiRouter, artworks: ArtworksService
     alternatives: { 202: { description: "Accepted: the certification is under way (not on-chain within 10 s)", schema: s.adminVerifyResultSchema } },
     statusOf: (result: { status: string }) => (result.status === "certified" ? 200 : 202),
     handler: ({ auth, params, body, transaction }) => artworks.adminVerify(auth.userId, params.id, body, transaction),
-  });
-}
-
-/** An image answer: immutable (its URL's bytes never change), with its SHA-256 as ETag, never sniffed or run. */
-function imageReply(image: ServedImage, cacheControl = "public, max-age=31536000, immutable"): Reply {
-  return new Reply(200, image.body, {
-    contentType: image.contentType,
-    headers: { "Cache-Control": cacheControl, ETag: `"${image.sha256}"`, "X-Content-Type-Options": "nosniff", "Content-Security-Policy": "default-src 'none'" },
   });
 }

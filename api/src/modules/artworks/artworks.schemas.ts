@@ -1,4 +1,3 @@
-import { METADATA_BLOCKS } from "../../lib/image-pipeline.ts";
 import { MAX_IMAGE_BYTES } from "../../lib/images.ts";
 import { usdAmount, usdValue } from "../../lib/money.ts";
 import { paginationQuery, paginationSchema } from "../../lib/pagination.ts";
@@ -14,10 +13,6 @@ const artworkId = idOf("artwork");
 const hash32 = z.string().openapi({ example: "0x3f1c9b6a0d2e4f8a7c5b1e9d0a6f3c2b8e7d4a1f0c9b8e7d6a5f4e3d2c1b0a9f" });
 
 export const artworkIdParams = z.object({ id: idParam("artwork") });
-export const artworkImageParams = z.object({
-  id: idParam("artwork"),
-  name: z.enum(["thumbnail.webp", "display.webp"]).openapi({ description: "The derivative: `thumbnail.webp` (longest side at most 640 px) or `display.webp` (at most 2048 px)" }),
-});
 
 const year = z
   .number()
@@ -214,7 +209,7 @@ export const artworkListItemSchema = z
     ...askFields,
     verified: z.boolean(),
     fractional_available: z.boolean(),
-    thumbnail_url: z.string().openapi({ description: "The thumbnail: WebP, longest side at most 640 px, no metadata (docs/decisions.md#images)" }),
+    thumbnail_url: z.string().openapi({ description: "The image URL (no resized thumbnails yet)" }),
     status: z.enum(ARTWORK_STATUSES),
     created_at: timestamp,
   })
@@ -243,34 +238,6 @@ export const provenanceEntrySchema = z
   })
   .openapi("ProvenanceEntry");
 
-const derivativeSchema = z
-  .object({
-    url: z.string().openapi({ description: "Immutable: cached for a year" }),
-    width: z.number().int(),
-    height: z.number().int(),
-    bytes: z.number().int(),
-    content_type: z.string().openapi({ example: "image/webp" }),
-  })
-  .nullable();
-
-export const artworkImagesSchema = z
-  .object({
-    thumbnail: derivativeSchema.openapi({ description: "Longest side at most 640 px; WebP; no metadata" }),
-    display: derivativeSchema.openapi({ description: "Longest side at most 2048 px; WebP; no metadata (`image_url` serves it too)" }),
-    original: z.object({
-      url: z.string(),
-      width: z.number().int().nullable().openapi({ description: "As displayed (after its EXIF orientation)" }),
-      height: z.number().int().nullable(),
-      bytes: z.number().int().nullable(),
-      content_type: z.string().nullable(),
-      sha256: z.string().openapi({ description: "The certificate document's image_sha256" }),
-      public: z.boolean().openapi({ description: "False when the original carries metadata (EXIF, XMP, IPTC: a camera, a GPS position): it is then served only to its artist, its certificate's holder and admins" }),
-      metadata: z.array(z.enum(METADATA_BLOCKS)).openapi({ description: "The metadata blocks the original carries; no derivative keeps any" }),
-    }),
-    refusal: z.string().optional().openapi({ description: "Why no derivative exists (an original stored before such images were refused, a decompression bomb)" }),
-  })
-  .openapi("ArtworkImages");
-
 export const artworkDetailSchema = z
   .object({
     id: artworkId,
@@ -297,10 +264,9 @@ export const artworkDetailSchema = z
       })
       .optional()
       .openapi({ description: "Only for the artwork's holder (the artist before certification) and admins, while its image_url is being downloaded and an attempt failed: the download is retried with backoff; fix the URL by registering the artwork again if it cannot succeed" }),
-    image_url: z.string().openapi({ description: "The image to show (the display size: WebP, at most 2048 px, no metadata), served by the API (stable)" }),
+    image_url: z.string().openapi({ description: "The stored image, served by the API (stable)" }),
     thumbnail_url: z.string(),
-    image_sha256: z.string().nullable().openapi({ description: "SHA-256 of the original's bytes as uploaded or downloaded (images.original); null until a given image_url was fetched" }),
-    images: artworkImagesSchema.nullable().openapi({ description: "The image's sizes; null until a given image_url was fetched (or, for an artwork stored before derivatives existed, until they are made)" }),
+    image_sha256: z.string().nullable().openapi({ description: "SHA-256 of the image bytes; null until a given image_url was fetched" }),
     media: z.object({
       image_url: z.string(),
       thumbnail_url: z.string(),

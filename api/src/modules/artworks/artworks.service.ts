@@ -14,6 +14,7 @@ import { checkedImage } from "../../lib/images.ts";
 import { centsToUsd, usdToCents } from "../../lib/money.ts";
 import { checkUrl, type OutboundPolicy, UnsafeUrlError } from "../../lib/outbound.ts";
 import { type Page, paginated } from "../../lib/pagination.ts";
+import type { ObjectStorage } from "../../lib/storage.ts";
 import { iso, isoOrNull } from "../../lib/time.ts";
 import type { UsersService } from "../users/users.service.ts";
 import * as repo from "./artworks.repository.ts";
@@ -24,9 +25,6 @@ import type { OwnershipService } from "./ownership.service.ts";
 import type { ArtworkLinks } from "./artwork-links.ts";
 import { provenanceOf } from "./artwork-provenance.ts";
 import { askEntry } from "./artwork-asks.service.ts";
-import type { ArtworkImages, ServedImage } from "./artwork-images.ts";
-import * as images from "./artwork-images.repository.ts";
-import type { DerivativeName } from "../../lib/image-pipeline.ts";
 
 /** How many recent certifications the estimate looks at, and what it says before there are any. */
 const ESTIMATE_SAMPLE = 50;
@@ -39,10 +37,7 @@ const ESTIMATE_CACHE_MS = 1_000;
 export interface NewCreation {
   artwork: repo.NewArtwork & { id: string };
   actorId: string;
-  /** What the image waits for before the certification (an upload: its processing; image_url: its download). */
-  image: repo.ImageStage;
-  /** The derivatives of an uploaded image (artwork-images.ts), stored with it. */
-  images: images.NewArtworkImage[];
+  imageStored: boolean;
 }
 
 export class ArtworksService {
@@ -60,12 +55,12 @@ export class ArtworksService {
       db: Kysely<Database>;
       config: Config;
       logger: Logger;
+      storage: ObjectStorage;
       users: UsersService;
       ownership: OwnershipService;
       certificates: IndexedCertificates;
       certification: CertificationPipeline;
       links: ArtworkLinks;
-      images: ArtworkImages;
     },
   ) {}
 
@@ -76,7 +71,7 @@ export class ArtworksService {
   // ---- create ----
 
   async create(actor: Actor, input: ArtworkCreate, file: UploadedFile | undefined, transact: Transact = transactOn(this.deps.db)) {
-    const { config } = this.deps;
+    const { config, storage } = this.deps;
     const artistId = await this.artistFor(actor, input.artist_id);
 
     if (file && input.image_url !== undefined) {
@@ -85,21 +80,25 @@ export class ArtworksService {
     if (!file && input.image_url === undefined) {
       throw ApiError.validation([{ field: "image", code: "required", message: "send the image: image_url (JSON) or an image file (multipart/form-data)" }]);
     }
+    let image: { key: string; sha256: string; contentType: string; bytes: number; body: Buffer } | null = null;
     const id = newId("artwork");
-    if (file) checkedImage(file);
-    else checkImageUrl(input.image_url!, config.outboundPolicy);
+    if (file) {
+      const type = checkedImage(file);
+      image = { key: `artworks/${id}/${file.sha256}.${type.extension}`, sha256: file.sha256, contentType: type.contentType, bytes: file.bytes.length, body: file.bytes };
+    } else {
+      checkImageUrl(input.image_url!, config.outboundPolicy);
+    }
 
     // The answer is built inside the transaction (it may be stored there for Idempotency-Key replays).
     const estimate = await this.estimatedCertificationTime();
-    // The file and its derivatives first, outside the transaction: objects are immutable and named
-    // by this request's artwork id and the file's SHA-256, so a retry (a new request after a crash
-    // before the commit) stores its own copy harmlessly; only objects whose request died before
-    // committing are left unreferenced. If the transaction fails, they are removed again.
-    const image = file ? await this.deps.images.storeUpload(id, file.bytes) : null;
+    // The file first, outside the transaction: objects are immutable and named by this request's
+    // artwork id and the file's SHA-256, so a retry (a new request after a crash before the commit)
+    // stores its own copy harmlessly; only an object whose request died before committing is left
+    // unreferenced. If the transaction fails, the object is removed again.
+    if (image) await storage.put(image.key, image.body, image.contentType);
     const creation: NewCreation = {
       actorId: actor.userId,
-      image: image === null ? "download" : image.columns.image_processed_at === null ? "process" : "ready",
-      images: image?.derivatives ?? [],
+      imageStored: image !== null,
       artwork: {
         id,
         artist_id: artistId,
@@ -112,11 +111,10 @@ export class ArtworksService {
         for_sale: input.for_sale ?? false,
         status: "pending_certification",
         image_source_url: image ? null : input.image_url!,
-        image_storage_key: null,
-        image_sha256: null,
-        image_content_type: null,
-        image_bytes: null,
-        ...image?.columns,
+        image_storage_key: image?.key ?? null,
+        image_sha256: image?.sha256 ?? null,
+        image_content_type: image?.contentType ?? null,
+        image_bytes: image?.bytes ?? null,
         certificate_hash: null,
         token_id: null,
         certified_at: null,
@@ -144,7 +142,7 @@ export class ArtworksService {
       }
       return await transact(async (trx) => answerOf((await this.insertCreations(trx, [creation]))[0]!));
     } catch (err) {
-      if (image) await this.deps.images.discard(image);
+      if (image) await storage.delete(image.key).catch(() => {});
       throw err;
     }
   }
@@ -152,7 +150,6 @@ export class ArtworksService {
   /** Stores new artworks, each with its `created` (and `for_sale`) provenance, and requests their certification, in `trx`. */
   private async insertCreations(trx: Db, creations: NewCreation[]): Promise<Artwork[]> {
     const created = await repo.insertMany(trx, creations.map((c) => c.artwork));
-    await images.insertImages(trx, creations.flatMap((c) => c.images));
     await repo.insertProvenanceEntries(
       trx,
       created.flatMap((artwork, i) => {
@@ -160,7 +157,7 @@ export class ArtworksService {
         return artwork.for_sale ? [{ ...entry, event: "created" }, { ...entry, ...askEntry(true, artwork.price_cents) }] : [{ ...entry, event: "created" }];
       }),
     );
-    await this.deps.certification.requestNext(trx, creations.map((c) => ({ id: c.artwork.id, image: c.image })));
+    await this.deps.certification.requestNext(trx, creations.map((c) => ({ id: c.artwork.id, imageStored: c.imageStored })));
     return created;
   }
 
@@ -222,7 +219,7 @@ export class ArtworksService {
       for_sale: a.for_sale,
       verified: a.status === "certified",
       fractional_available: a.fractionalized_at !== null,
-      thumbnail_url: this.deps.links.thumbnail(a.id),
+      thumbnail_url: this.deps.links.image(a.id),
       status: a.status,
       created_at: iso(a.created_at),
     };
@@ -246,7 +243,6 @@ export class ArtworksService {
       image_url: links.image(a.id),
       thumbnail_url,
       image_sha256: a.image_sha256,
-      images: await this.deps.images.describe(this.deps.db, a),
       media: {
         image_url: links.image(a.id),
         thumbnail_url,
@@ -292,16 +288,13 @@ export class ArtworksService {
     }
   }
 
-  /** A derivative of an artwork's image (deleted ones too: the certificate still points at it); `/image` is the display size. */
-  async image(id: string, name: DerivativeName = "display"): Promise<ServedImage> {
+  /** The stored image of an artwork (deleted ones too: the certificate still points at it). */
+  async image(id: string): Promise<{ body: Buffer; contentType: string; sha256: string }> {
     const a = found(isId("artwork", id) ? await repo.findAny(this.deps.db, id) : undefined, "Artwork");
-    return this.deps.images.derivative(a, name);
-  }
-
-  /** The original as it came (docs/decisions.md#images: public without metadata, else its artist, holder and admins). */
-  async original(id: string, viewer: Actor | null): Promise<ServedImage> {
-    const a = found(isId("artwork", id) ? await repo.findAny(this.deps.db, id) : undefined, "Artwork");
-    return this.deps.images.original(a, viewer);
+    if (!a.image_storage_key || !a.image_sha256) throw new ApiError(404, "not_found", "The image has not been fetched from image_url yet");
+    const object = await this.deps.storage.get(a.image_storage_key);
+    if (!object) throw new Error(`image object ${a.image_storage_key} of ${a.id} is missing from storage`);
+    return { body: object.body, contentType: a.image_content_type ?? object.contentType, sha256: a.image_sha256 };
   }
 
   /**
@@ -331,7 +324,7 @@ export class ArtworksService {
     return {
       name: a.title,
       description: a.description ?? "",
-      image: this.deps.links.derivative(a.id, "display"),
+      image: this.deps.links.image(a.id),
       external_url: this.deps.links.verify(a.id),
       attributes: [
         { trait_type: "Artist", value: artist.display_name },

@@ -32,15 +32,6 @@ export interface ArtworksTable {
   image_sha256: string | null;
   image_content_type: string | null;
   image_bytes: number | null;
-  // What the image pipeline learnt of the original (docs/decisions.md#images); null before it ran.
-  /** The original's size as displayed (after its EXIF orientation). */
-  image_width: ColumnType<number | null, number | null | undefined, number | null>;
-  image_height: ColumnType<number | null, number | null | undefined, number | null>;
-  /** The metadata blocks the original carries (`exif`, `xmp`, `iptc`): empty, its original is public. */
-  image_metadata: ColumnType<string[] | null, string[] | null | undefined, string[] | null>;
-  image_processed_at: NullableTimestamp;
-  /** Why no derivative could be made of an original stored before the pipeline refused such images. */
-  image_refusal: ColumnType<string | null, string | null | undefined, string | null>;
   certificate_hash: string | null;
   token_id: ColumnType<bigint | null, bigint | null | undefined, bigint | null>;
   certified_at: NullableTimestamp;
@@ -82,23 +73,9 @@ export interface ArtworkProvenanceTable {
   occurred_at: Timestamp;
 }
 
-/** A derivative of an artwork's original (docs/decisions.md#images): WebP, no metadata, immutable. */
-export interface ArtworkImagesTable {
-  artwork_id: string;
-  name: "thumbnail" | "display";
-  storage_key: string;
-  content_type: string;
-  width: number;
-  height: number;
-  bytes: number;
-  sha256: string;
-  created_at: Generated<Date>;
-}
-
 export interface ArtworksTables {
   artworks: ArtworksTable;
   artwork_provenance: ArtworkProvenanceTable;
-  artwork_images: ArtworkImagesTable;
 }
 
 /** Views of `artworks` that other modules read (created in this module's migrations). */
@@ -111,4 +88,3 @@ export interface ArtworksViews {
 
 export type Artwork = Selectable<ArtworksTable>;
 export type ArtworkProvenance = Selectable<ArtworkProvenanceTable>;
-export type ArtworkImage = Selectable<ArtworkImagesTable>;

@@ -19,8 +19,6 @@ import { CertifyBatcher } from "./certify-batcher.ts";
 
 /** Downloads of image_url, in a job runner of their own (image-fetch.ts); the same job key as the certification's operation. */
 export const FETCH_IMAGE_TASK = "fetch_artwork_image";
-/** The derivatives of uploaded images, made before their certification is asked for (artwork-images.ts); its payload the artworks' ids. */
-export const PROCESS_IMAGE_TASK = "process_artwork_images";
 /** The chain operation kind of a certification; its key is `certify:<artwork_id>`. */
 export const CERTIFY_OPERATION = "certify";
 
@@ -111,25 +109,18 @@ export class CertificationPipeline implements ChainOperationKind<ChainCertificat
    * not stored yet, else the chain operation. One pending job per artwork (one key for both).
    */
   async request(trx: Db, artworkId: string, options: { priority?: number; runAt?: Date } = {}): Promise<void> {
-    await this.requestNext(trx, [{ id: artworkId, image: await repo.imageStage(trx, artworkId) }], options);
+    await this.requestNext(trx, [{ id: artworkId, imageStored: !(await repo.needsImage(trx, artworkId)) }], options);
   }
 
   /**
    * `request` for artworks whose image state the caller knows (e.g. created in its transaction, no
-   * read): a download for each image not stored yet, the processing of each stored image not
-   * processed yet (its job asks again), the chain operations of the others in one statement.
+   * read): a download for each image not stored yet, the chain operations of the others in one statement.
    */
-  async requestNext(trx: Db, artworks: readonly { id: string; image: repo.ImageStage }[], options: { priority?: number; runAt?: Date } = {}): Promise<void> {
-    for (const { id } of artworks.filter((a) => a.image === "download")) {
+  async requestNext(trx: Db, artworks: readonly { id: string; imageStored: boolean }[], options: { priority?: number; runAt?: Date } = {}): Promise<void> {
+    for (const { id } of artworks.filter((a) => !a.imageStored)) {
       await enqueue(trx, FETCH_IMAGE_TASK, { artwork_id: id }, { jobKey: keyOf(id), priority: options.priority, runAt: options.runAt });
     }
-    const toProcess = artworks.filter((a) => a.image === "process").map((a) => a.id);
-    if (toProcess.length > 0) {
-      // Due at once, and one waiting job for every upload's image until a worker takes it (its
-      // array payload joins theirs): a lone upload waits for nothing, a burst's images go together.
-      await enqueue(trx, PROCESS_IMAGE_TASK, toProcess, { jobKey: PROCESS_IMAGE_TASK, jobKeyMode: "preserve_run_at", priority: options.priority, runAt: options.runAt });
-    }
-    const stored = artworks.filter((a) => a.image === "ready");
+    const stored = artworks.filter((a) => a.imageStored);
     await this.deps.operations.requestMany(
       trx,
       stored.map(({ id }) => ({ key: keyOf(id), kind: CERTIFY_OPERATION, payload: { artwork_id: id } })),

@@ -6,9 +6,8 @@ import type { Artwork } from "./artworks.tables.ts";
 import type { Task } from "../../jobs/queue.ts";
 import { MAX_IMAGE_BYTES, sniffImageType } from "../../lib/images.ts";
 import { failureSeenByUser, OutboundError, outboundRequest, UnsafeUrlError } from "../../lib/outbound.ts";
-import { ImageRefusal } from "../../lib/image-pipeline.ts";
-import type { ArtworkImages } from "./artwork-images.ts";
-import * as images from "./artwork-images.repository.ts";
+import { sha256Hex } from "../../lib/secrets.ts";
+import type { ObjectStorage } from "../../lib/storage.ts";
 import * as repo from "./artworks.repository.ts";
 import { CertificationError, type CertificationPipeline, FETCH_IMAGE_TASK } from "./certification.service.ts";
 
@@ -34,7 +33,7 @@ export class ImageFetcher {
       db: Kysely<Database>;
       config: Config;
       logger: Logger;
-      images: ArtworkImages;
+      storage: ObjectStorage;
       certification: CertificationPipeline;
     },
   ) {
@@ -72,9 +71,7 @@ export class ImageFetcher {
     try {
       const image = await this.download(artwork);
       await db.transaction().execute(async (trx) => {
-        // Stored once: a twin download's derivative rows are not written (the first are kept).
-        await repo.setImageOnce(trx, artwork.id, image.columns);
-        await images.insertImages(trx, image.derivatives);
+        await repo.setImageOnce(trx, artwork.id, image);
         await certification.request(trx, artwork.id);
       });
     } catch (err) {
@@ -110,15 +107,12 @@ export class ImageFetcher {
       const retryable = response.status >= 500 || response.status === 408 || response.status === 429;
       throw new CertificationError(retryable ? "transient" : "permanent", `image_url answered HTTP ${response.status}`);
     }
-    if (!sniffImageType(response.body)) throw new CertificationError("permanent", "image_url did not return a JPEG, PNG, WebP or GIF image");
-    try {
-      const stored = await this.deps.images.store(artwork.id, response.body);
-      this.log.debug({ artwork_id: artwork.id, bytes: response.body.length }, "image stored");
-      return stored;
-    } catch (err) {
-      // A bomb or an image that does not decode: the same refusal an upload gets, for good.
-      if (err instanceof ImageRefusal) throw new CertificationError("permanent", `image_url: ${err.message}`, { cause: err });
-      throw err;
-    }
+    const type = sniffImageType(response.body);
+    if (!type) throw new CertificationError("permanent", "image_url did not return a JPEG, PNG, WebP or GIF image");
+    const sha256 = sha256Hex(response.body);
+    const key = `artworks/${artwork.id}/${sha256}.${type.extension}`;
+    await this.deps.storage.put(key, response.body, type.contentType);
+    this.log.debug({ artwork_id: artwork.id, bytes: response.body.length }, "image stored");
+    return { image_storage_key: key, image_sha256: sha256, image_content_type: type.contentType, image_bytes: response.body.length };
   }
 }

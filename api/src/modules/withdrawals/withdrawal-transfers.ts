@@ -133,8 +133,8 @@ export async function pendingTransactions(deps: Pick<WithdrawalsDeps, "db" | "op
  * What a wallet can withdraw: `balance`, read at `block`, less what its pending withdrawals `rows`
  * still take from it: each one's `amountOf` unless its transaction was mined by `block` (that
  * balance already lacks it, though the withdrawal completes only when the indexer shows it). A
- * transaction mined after its hash was read is counted twice, never missed: a withdrawal refused
- * for a moment, never an overdraft.
+ * receipt that cannot be read counts its withdrawal as pending: a withdrawal refused for a moment,
+ * never an overdraft.
  */
 export async function withdrawable(deps: Pick<WithdrawalsDeps, "operations" | "publicClient">, db: Db, rows: readonly Withdrawal[], balance: bigint, block: bigint, amountOf: (w: Withdrawal) => bigint) {
   const ops = await operationsOf(deps.operations, db, rows);

@@ -16,7 +16,6 @@ export function pendingCertificateOf(db: Db, artworkId: string): Promise<Withdra
   return db.selectFrom("withdrawals").selectAll().where("artwork_id", "=", artworkId).where("asset", "=", "certificate").where("status", "=", "pending").executeTakeFirst();
 }
 
-/** The payment token's units the user's pending withdrawals are taking out of their custodial wallet. */
 export function listOf(db: Db, userId: string, page: Page) {
   return paginate(db.selectFrom("withdrawals").where("user_id", "=", userId), page, (q) => q.selectAll().orderBy("created_at", "desc").orderBy("id", "desc"));
 }
@@ -84,7 +83,6 @@ export function indexedTransfers(db: Db, viewsSchema: string, of: { blocks: [big
   });
 }
 
-/** The shares of `tokenId` the user's pending withdrawals are taking out of their custodial wallet. */
 /** A user's pending withdrawals of `asset` (of the share class `tokenId`, for shares), to count against their wallet's balance. */
 export function pendingOfUser(db: Db, userId: string, asset: WithdrawalAsset, tokenId?: bigint): Promise<Withdrawal[]> {
   const query = db.selectFrom("withdrawals").selectAll().where("user_id", "=", userId).where("asset", "=", asset).where("status", "=", "pending");
